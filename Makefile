@@ -1,0 +1,58 @@
+# Sundial: `make local` runs the whole system on this machine; `make test` runs every test.
+# Both install what is missing first, so they work from a fresh clone.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export AWS_DEFAULT_REGION ?= us-east-1
+
+.PHONY: local test unit lint typecheck chaos bench synth deploy diff install clean
+
+install: $(STAMP) $(NODE_STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+local: $(STAMP)
+	$(BIN)/sundial local
+
+test: $(STAMP) $(NODE_STAMP) lint typecheck
+	$(BIN)/python -m pytest -m "not chaos" -q
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+chaos: $(STAMP)
+	SUNDIAL_CHAOS_JOBS=10000 $(BIN)/python -m pytest -m chaos -q -s
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+synth: $(STAMP) $(NODE_STAMP)
+	$(BIN)/python infra/app.py
+
+deploy: $(STAMP) $(NODE_STAMP)
+	npx --no-install cdk deploy --app "$(BIN)/python infra/app.py"
+
+diff: $(STAMP) $(NODE_STAMP)
+	npx --no-install cdk diff --app "$(BIN)/python infra/app.py"
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache

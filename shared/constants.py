@@ -1,0 +1,98 @@
+"""Names and numbers shared by the domain, the Lambda functions, the local stack and the CDK app.
+
+The deployed stack and the emulator stack are both built from these, so they cannot drift.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+
+class Priority(StrEnum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+# Dispatch order within a tick: high first (invariant 7).
+PRIORITIES: Final = (Priority.HIGH, Priority.MEDIUM, Priority.LOW)
+
+# --- DynamoDB -------------------------------------------------------------------------------------
+TABLE_NAME: Final = "sundial-jobs"
+PARTITION_KEY: Final = "pk"
+SORT_KEY: Final = "sk"
+TTL_ATTRIBUTE: Final = "expires_at"
+
+# The sparse due index: a job is in it iff something must happen to it (invariant 2).
+DUE_INDEX_NAME: Final = "due"
+DUE_SHARD_ATTRIBUTE: Final = "due_shard"  # "<priority>#<n>", n in range(DUE_SHARDS)
+DUE_KEY_ATTRIBUTE: Final = "due_key"  # "<13-digit epoch ms>#run" or "...#lease"
+DUE_SHARDS: Final = 8
+
+# The listing index: every job, newest first (KEYS_ONLY, written once at create).
+LIST_INDEX_NAME: Final = "by_created"
+LIST_PARTITION_ATTRIBUTE: Final = "list_pk"
+LIST_SORT_ATTRIBUTE: Final = "list_sk"
+
+# --- SQS ------------------------------------------------------------------------------------------
+QUEUE_NAMES: Final = {
+    Priority.HIGH: "sundial-high",
+    Priority.MEDIUM: "sundial-medium",
+    Priority.LOW: "sundial-low",
+}
+DEAD_LETTER_QUEUE_NAME: Final = "sundial-dead"
+MAX_DELAY_SECONDS: Final = 900
+# One job's attempt may take up to its timeout (at most 900 s), the whole of a Lambda invocation.
+WORKER_FUNCTION_TIMEOUT_SECONDS: Final = 900
+# AWS's guidance for a Lambda event source: visibility at least six times the function timeout.
+QUEUE_VISIBILITY_TIMEOUT_SECONDS: Final = 6 * WORKER_FUNCTION_TIMEOUT_SECONDS
+MAX_RECEIVE_COUNT: Final = 5
+DEAD_LETTER_RETENTION_DAYS: Final = 14
+SEND_BATCH_SIZE: Final = 10
+
+# --- Timing ---------------------------------------------------------------------------------------
+TICK_SECONDS: Final = 60
+# Whatever sets a due time before the next tick plus this margin dispatches the job itself (invariant 6).
+HORIZON_MARGIN_SECONDS: Final = 15
+DISPATCH_HORIZON_SECONDS: Final = TICK_SECONDS + HORIZON_MARGIN_SECONDS
+# A lease outlives the job's timeout by more than any clock skew between components (invariant 10).
+LEASE_MARGIN_SECONDS: Final = 60
+# Messages are sent to arrive up to this early; the worker waits out the rest (invariant 6).
+EARLY_ARRIVAL_SECONDS: Final = 1
+# An occurrence later than this is a misfire (downtime, pause), handled by the job's misfire policy.
+MISFIRE_GRACE_SECONDS: Final = 60
+
+# --- Retention and bounds -------------------------------------------------------------------------
+RUN_HISTORY_TTL_SECONDS: Final = 30 * 24 * 3600
+IDEMPOTENCY_TTL_SECONDS: Final = 24 * 3600
+ERROR_TEXT_LIMIT: Final = 1000
+PAYLOAD_LIMIT_BYTES: Final = 256 * 1024
+# Payloads larger than this live in their own item, so that state changes write under 1 KB.
+INLINE_PAYLOAD_BYTES: Final = 400
+
+# --- Metrics --------------------------------------------------------------------------------------
+METRICS_NAMESPACE: Final = "Sundial"
+METRICS_SERVICE: Final = "sundial"  # Powertools adds it as the one dimension: {"service": "sundial"}
+
+
+class Metric(StrEnum):
+    CLAIMED = "JobsClaimed"
+    RECLAIMED = "JobsReclaimed"
+    DISPATCHED = "JobsDispatched"
+    STARTED = "JobsStarted"
+    SUCCEEDED = "JobsSucceeded"
+    FAILED = "JobsFailed"
+    DEAD = "JobsDead"
+    DUPLICATES_DROPPED = "DuplicateDeliveriesDropped"
+    START_LATENESS_MS = "StartLatenessMs"
+    OLDEST_DUE_LATENESS_MS = "OldestDueLatenessMs"
+
+# --- Function settings (environment variable names read by functions/settings.py) ----------------
+ENV_TABLE_NAME: Final = "SUNDIAL_TABLE_NAME"
+ENV_QUEUE_URL_HIGH: Final = "SUNDIAL_QUEUE_URL_HIGH"
+ENV_QUEUE_URL_MEDIUM: Final = "SUNDIAL_QUEUE_URL_MEDIUM"
+ENV_QUEUE_URL_LOW: Final = "SUNDIAL_QUEUE_URL_LOW"
+ENV_DEAD_LETTER_QUEUE_URL: Final = "SUNDIAL_DEAD_LETTER_QUEUE_URL"
+ENV_ENDPOINT_URL: Final = "SUNDIAL_ENDPOINT_URL"
+ENV_ALLOW_PRIVATE_TARGETS: Final = "SUNDIAL_ALLOW_PRIVATE_TARGETS"

@@ -1,0 +1,39 @@
+"""Domain errors. Each maps to one HTTP status in the API; none carries a stack trace to the user."""
+
+from __future__ import annotations
+
+
+class SundialError(Exception):
+    """Base of every error a caller of shared/ is expected to handle."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class InvalidInput(SundialError):
+    """The caller sent something malformed: a bad schedule, time zone, target or size (HTTP 400)."""
+
+
+class PayloadTooLarge(InvalidInput):
+    """The payload exceeds its limit (HTTP 413)."""
+
+
+class JobNotFound(SundialError):
+    """No job with that id (HTTP 404)."""
+
+
+class Conflict(SundialError):
+    """The job is not in a state that allows the call (HTTP 409)."""
+
+
+class StaleDelivery(SundialError):
+    """A condition on status and attempt token failed: a duplicate, stale or zombie actor lost the race.
+
+    `current` holds the item as DynamoDB returned it on the failed condition, when it exists.
+    """
+
+    def __init__(self, message: str, current: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.current = current

@@ -1,0 +1,51 @@
+"""Fixtures shared by every test layer: one emulator per test session, served over HTTP on loopback."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from local_stack.emulator import Emulator
+from local_stack.resources import Resources, ensure_resources
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Sundial")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+
+_prefixes = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def emulator() -> Iterator[Emulator]:
+    server = Emulator().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def aws(emulator: Emulator) -> dict[str, Any]:
+    """Keyword arguments for boto3.client(...) that point at the emulator."""
+    return {"endpoint_url": emulator.endpoint_url, "region_name": "us-east-1"}
+
+
+@pytest.fixture
+def dynamodb(aws: dict[str, Any]) -> Any:
+    return boto3.client("dynamodb", **aws)
+
+
+@pytest.fixture
+def sqs(aws: dict[str, Any]) -> Any:
+    return boto3.client("sqs", **aws)
+
+
+@pytest.fixture
+def resources(dynamodb: Any, sqs: Any) -> Resources:
+    """A fresh table and fresh queues for each test, on the shared emulator."""
+    return ensure_resources(dynamodb, sqs, prefix=f"t{next(_prefixes)}-", visibility_timeout=30)
