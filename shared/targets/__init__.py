@@ -1,0 +1,37 @@
+"""What a job runs and how an occurrence reaches it (API.md, Targets).
+
+Importing the package registers the built-in python handlers `noop` and `fail`.
+"""
+
+from __future__ import annotations
+
+from shared.targets import builtin_handlers as builtin_handlers  # registers noop and fail
+from shared.targets.dispatch import AwsClients, check_target, deliver
+from shared.targets.errors import TargetError
+from shared.targets.models import (
+    Delivery,
+    EventBridgeTarget,
+    HttpTarget,
+    LambdaTarget,
+    PythonTarget,
+    SnsTarget,
+    SqsTarget,
+    Target,
+)
+from shared.targets.registry import python_handler
+
+__all__ = [
+    "AwsClients",
+    "Delivery",
+    "EventBridgeTarget",
+    "HttpTarget",
+    "LambdaTarget",
+    "PythonTarget",
+    "SnsTarget",
+    "SqsTarget",
+    "Target",
+    "TargetError",
+    "check_target",
+    "deliver",
+    "python_handler",
+]

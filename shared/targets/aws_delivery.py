@@ -1,0 +1,114 @@
+"""Delivers an occurrence's envelope to an AWS target: Lambda, SQS, SNS or EventBridge (API.md, Targets)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shared.targets.errors import TargetError
+from shared.targets.models import Delivery, EventBridgeTarget, LambdaTarget, SnsTarget, SqsTarget
+
+# Enough of a function's error answer to explain it; the rest would be cut from the history anyway.
+_ERROR_PAYLOAD_BYTES = 8192
+# FIFO group and deduplication ids are at most 128 characters.
+_FIFO_ID_LIMIT = 128
+
+
+def envelope_json(delivery: Delivery) -> str:
+    """The envelope every non-http target receives, as compact JSON."""
+    return json.dumps(delivery.envelope(), separators=(",", ":"))
+
+
+def invoke_lambda(target: LambdaTarget, delivery: Delivery, client: Any) -> None:
+    """Invokes the function synchronously with the envelope.
+
+    Raises TargetError when the call fails or the function reports an error.
+    """
+    with _aws_errors(f"lambda Invoke of {target.function_arn}"):
+        response = client.invoke(
+            FunctionName=target.function_arn,
+            InvocationType="RequestResponse",
+            Payload=envelope_json(delivery).encode(),
+        )
+        function_error = response.get("FunctionError")
+        if function_error:
+            text = _function_error_text(response["Payload"].read(_ERROR_PAYLOAD_BYTES))
+            raise TargetError(f"lambda {target.function_arn} failed ({function_error}): {text}")
+    status = int(response.get("StatusCode", 200))
+    if not 200 <= status < 300:
+        raise TargetError(f"lambda {target.function_arn} answered status {status}")
+
+
+def send_sqs(target: SqsTarget, delivery: Delivery, client: Any) -> None:
+    """Sends the envelope to the queue (FIFO: grouped by job, deduplicated by idempotency key).
+
+    Raises TargetError when the queue does not accept the message.
+    """
+    fifo = _fifo_ids(delivery) if target.queue_url.endswith(".fifo") else {}
+    with _aws_errors(f"sqs SendMessage to {target.queue_url}"):
+        client.send_message(QueueUrl=target.queue_url, MessageBody=envelope_json(delivery), **fifo)
+
+
+def publish_sns(target: SnsTarget, delivery: Delivery, client: Any) -> None:
+    """Publishes the envelope to the topic (FIFO: grouped by job, deduplicated by idempotency key).
+
+    Raises TargetError when the topic does not accept the message.
+    """
+    fifo = _fifo_ids(delivery) if target.topic_arn.endswith(".fifo") else {}
+    with _aws_errors(f"sns Publish to {target.topic_arn}"):
+        client.publish(TopicArn=target.topic_arn, Message=envelope_json(delivery), **fifo)
+
+
+def put_event(target: EventBridgeTarget, delivery: Delivery, client: Any) -> None:
+    """Puts one event whose detail is the envelope on the bus.
+
+    Raises TargetError when the call fails or the bus rejects the entry (FailedEntryCount > 0).
+    """
+    entry = {
+        "EventBusName": target.event_bus_name,
+        "Source": target.source,
+        "DetailType": target.detail_type,
+        "Detail": envelope_json(delivery),
+    }
+    with _aws_errors(f"eventbridge PutEvents to {target.event_bus_name}"):
+        response = client.put_events(Entries=[entry])
+    if response.get("FailedEntryCount", 0) > 0:
+        failed = (response.get("Entries") or [{}])[0]
+        reason = f"{failed.get('ErrorCode', 'unknown error')}: {failed.get('ErrorMessage', '')}".rstrip(": ")
+        raise TargetError(f"eventbridge bus {target.event_bus_name} rejected the event: {reason}")
+
+
+def _fifo_ids(delivery: Delivery) -> dict[str, str]:
+    key = delivery.idempotency_key
+    if len(key) > _FIFO_ID_LIMIT:
+        key = hashlib.sha256(key.encode()).hexdigest()
+    return {"MessageGroupId": delivery.job_id[:_FIFO_ID_LIMIT], "MessageDeduplicationId": key}
+
+
+def _function_error_text(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")
+    try:
+        error = json.loads(text)
+    except ValueError:
+        return text.strip() or "(no error payload)"
+    if isinstance(error, dict) and "errorMessage" in error:
+        return f"{error.get('errorType', 'Error')}: {error['errorMessage']}"
+    return text.strip()
+
+
+@contextlib.contextmanager
+def _aws_errors(call: str) -> Iterator[None]:
+    """Turns what boto3 raises into TargetError naming the call, the AWS error code and message."""
+    try:
+        yield
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = error.get("Code", "Unknown")
+        raise TargetError(f"{call} failed: {code}: {error.get('Message', '')}".rstrip(": ")) from exc
+    except BotoCoreError as exc:
+        raise TargetError(f"{call} failed: {exc}") from exc

@@ -1,0 +1,77 @@
+"""The two entry points: judge a target when a job is created, deliver an occurrence to it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from shared.targets import aws_delivery as aws
+from shared.targets.errors import TargetError, describe
+from shared.targets.http_delivery import deliver_http
+from shared.targets.models import (
+    Delivery,
+    EventBridgeTarget,
+    HttpTarget,
+    LambdaTarget,
+    PythonTarget,
+    SnsTarget,
+    SqsTarget,
+    Target,
+)
+from shared.targets.registry import check_handler, run_handler
+from shared.targets.validation import check_http_target
+
+AwsService = Literal["lambda", "sqs", "sns", "events"]
+
+
+class AwsClients(Protocol):
+    """Lazily built boto3 clients, given by the caller so that shared/ never builds its own."""
+
+    def client(self, service: AwsService) -> Any: ...
+
+
+def check_target(target: Target, *, allow_private: bool) -> None:
+    """Create-time validation of what a job will run (API.md: a bad target is a 400).
+
+    Raises InvalidInput with field "target.url" (not https, or a literal link-local, metadata or,
+    unless `allow_private`, non-public address), "target.headers" (a header a request cannot carry
+    or that Sundial sets) or "target.handler" (no python handler registered under that name).
+    """
+    if isinstance(target, HttpTarget):
+        check_http_target(target, allow_private=allow_private)
+    elif isinstance(target, PythonTarget):
+        check_handler(target.handler)
+
+
+def deliver(
+    target: Target, delivery: Delivery, *, timeout_seconds: float, clients: AwsClients, allow_private: bool
+) -> None:
+    """Runs one attempt of an occurrence on its target; returning means the target accepted it.
+
+    Raises TargetError, and nothing else, when the attempt failed: its text says why.
+    """
+    try:
+        _deliver(
+            target, delivery, timeout_seconds=timeout_seconds, clients=clients, allow_private=allow_private
+        )
+    except TargetError:
+        raise
+    except Exception as exc:
+        # Anything unforeseen still becomes an attempt that failed with a reason, never a crashed worker.
+        raise TargetError(f"{target.type} target failed: {describe(exc)}") from exc
+
+
+def _deliver(
+    target: Target, delivery: Delivery, *, timeout_seconds: float, clients: AwsClients, allow_private: bool
+) -> None:
+    if isinstance(target, HttpTarget):
+        deliver_http(target, delivery, timeout_seconds=timeout_seconds, allow_private=allow_private)
+    elif isinstance(target, LambdaTarget):
+        aws.invoke_lambda(target, delivery, clients.client("lambda"))
+    elif isinstance(target, SqsTarget):
+        aws.send_sqs(target, delivery, clients.client("sqs"))
+    elif isinstance(target, SnsTarget):
+        aws.publish_sns(target, delivery, clients.client("sns"))
+    elif isinstance(target, EventBridgeTarget):
+        aws.put_event(target, delivery, clients.client("events"))
+    else:
+        run_handler(target.handler, delivery)

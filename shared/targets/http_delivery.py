@@ -1,0 +1,256 @@
+"""Delivers an occurrence to an http target: one request to a checked address, no redirects followed,
+the whole exchange (lookup, connect, TLS, request, answer) bounded by the attempt's timeout."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.client
+import json
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from shared.targets.errors import TargetError, describe
+from shared.targets.guard import IPAddress, Resolver, checked_addresses, system_resolver
+from shared.targets.models import Delivery, HttpTarget
+
+USER_AGENT = "Sundial/1"
+_SNIPPET_BYTES = 300
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+Dialer = Callable[[], socket.socket]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    scheme: str
+    host: str
+    port: int
+    target: str  # path and query, as sent on the request line
+
+    @property
+    def shown(self) -> str:
+        """The url without its query, which may carry secrets into the run history."""
+        port = "" if self.port == _DEFAULT_PORTS[self.scheme] else f":{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}{port}{self.target.split('?', 1)[0]}"
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    location: str | None
+    snippet: str
+
+
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left; raises TimeoutError when none are."""
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        return left
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self._end
+
+
+def deliver_http(
+    target: HttpTarget,
+    delivery: Delivery,
+    *,
+    timeout_seconds: float,
+    allow_private: bool,
+    resolver: Resolver = system_resolver,
+    tls_context: ssl.SSLContext | None = None,
+) -> None:
+    """Sends the payload to `target.url` and succeeds on a 2xx answer within `timeout_seconds`.
+
+    Raises TargetError for a refused address, a network or TLS failure, a timeout, a redirect or
+    any other non-2xx answer.
+    """
+    endpoint = parse_endpoint(target.url)
+    deadline = _Deadline(timeout_seconds)
+    dial = _dialer(endpoint, deadline, allow_private=allow_private, resolver=resolver)
+    connection = _connection(endpoint, dial, tls_context)
+    try:
+        with _watchdog(connection, deadline):
+            answer = _exchange(connection, target, delivery, endpoint)
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        raise _network_failure(exc, endpoint, deadline) from exc
+    finally:
+        connection.close()
+    _judge(answer, endpoint)
+
+
+def parse_endpoint(url: str) -> Endpoint:
+    """Where a request for `url` goes; raises TargetError for a url that is not http(s)://host/..."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise TargetError(f"invalid url: {exc}") from exc
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise TargetError("invalid url: must be https://host/...")
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Endpoint(parts.scheme, parts.hostname, port or _DEFAULT_PORTS[parts.scheme], target)
+
+
+def request_headers(target: HttpTarget, delivery: Delivery, *, has_body: bool) -> dict[str, str]:
+    """The user's headers plus Sundial's; Sundial's win over a user header of the same name."""
+    defaults = {"User-Agent": USER_AGENT} | ({"Content-Type": "application/json"} if has_body else {})
+    sundial = {
+        "Idempotency-Key": delivery.idempotency_key,
+        "Sundial-Job-Id": delivery.job_id,
+        "Sundial-Scheduled-At": delivery.scheduled_at,
+        "Sundial-Attempt": str(delivery.attempt),
+    }
+    merged: dict[str, tuple[str, str]] = {}
+    for name, value in (*defaults.items(), *target.headers.items(), *sundial.items()):
+        merged[name.lower()] = (name, value)
+    return dict(merged.values())
+
+
+def _dialer(endpoint: Endpoint, deadline: _Deadline, *, allow_private: bool, resolver: Resolver) -> Dialer:
+    def dial() -> socket.socket:
+        addresses = checked_addresses(
+            endpoint.host,
+            endpoint.port,
+            allow_private=allow_private,
+            loopback_only=endpoint.scheme == "http",
+            resolver=resolver,
+            timeout=deadline.remaining(),
+        )
+        return _connect_first(addresses, endpoint.port, deadline)
+
+    return dial
+
+
+def _connect_first(addresses: list[IPAddress], port: int, deadline: _Deadline) -> socket.socket:
+    failure: OSError = OSError("no address to connect to")
+    for address in addresses:
+        try:
+            return _open(address, port, deadline)
+        except TimeoutError:
+            raise
+        except OSError as exc:
+            failure = exc
+    raise failure
+
+
+def _open(address: IPAddress, port: int, deadline: _Deadline) -> socket.socket:
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(deadline.remaining())
+        # A literal address: the socket layer parses it, it does not look it up again.
+        sock.connect((str(address), port))
+        sock.settimeout(deadline.remaining())
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class _GuardedConnection(http.client.HTTPConnection):
+    def __init__(self, endpoint: Endpoint, dial: Dialer) -> None:
+        super().__init__(endpoint.host, endpoint.port)
+        self._dial = dial
+
+    def connect(self) -> None:
+        self.sock = self._dial()
+
+
+class _GuardedTLSConnection(http.client.HTTPSConnection):
+    def __init__(self, endpoint: Endpoint, dial: Dialer, context: ssl.SSLContext) -> None:
+        super().__init__(endpoint.host, endpoint.port, context=context)
+        self._dial = dial
+        self._tls = context
+
+    def connect(self) -> None:
+        # The certificate is checked against the name in the url, not the address dialled.
+        self.sock = self._tls.wrap_socket(self._dial(), server_hostname=self.host)
+
+
+@functools.cache
+def _default_tls() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+def _connection(
+    endpoint: Endpoint, dial: Dialer, tls_context: ssl.SSLContext | None
+) -> http.client.HTTPConnection:
+    if endpoint.scheme == "https":
+        return _GuardedTLSConnection(endpoint, dial, tls_context or _default_tls())
+    return _GuardedConnection(endpoint, dial)
+
+
+@contextlib.contextmanager
+def _watchdog(connection: http.client.HTTPConnection, deadline: _Deadline) -> Iterator[None]:
+    # Socket timeouts bound each read, not the sum of them: a server that trickles bytes would outlive
+    # the attempt. Shutting the socket down at the deadline ends whatever read is under way.
+    timer = threading.Timer(deadline.seconds, _abort, args=(connection,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _abort(connection: http.client.HTTPConnection) -> None:
+    sock = connection.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _exchange(
+    connection: http.client.HTTPConnection, target: HttpTarget, delivery: Delivery, endpoint: Endpoint
+) -> _Answer:
+    # GET has no defined body semantics and many servers refuse one; its payload stays unsent.
+    body = None if target.method == "GET" else json.dumps(delivery.payload, separators=(",", ":")).encode()
+    headers = request_headers(target, delivery, has_body=body is not None)
+    connection.request(target.method, endpoint.target, body=body, headers=headers)
+    response = connection.getresponse()
+    snippet = b"" if 200 <= response.status < 300 else response.read(_SNIPPET_BYTES)
+    text = snippet.decode("utf-8", "replace").strip()
+    return _Answer(response.status, response.getheader("Location"), text)
+
+
+def _judge(answer: _Answer, endpoint: Endpoint) -> None:
+    if 200 <= answer.status < 300:
+        return
+    if 300 <= answer.status < 400:
+        raise TargetError(
+            f"HTTP {answer.status} from {endpoint.shown} redirects to {answer.location or '(no location)'}: "
+            "redirects are not followed"
+        )
+    detail = f": {answer.snippet}" if answer.snippet else ""
+    raise TargetError(f"HTTP {answer.status} from {endpoint.shown}{detail}")
+
+
+def _network_failure(exc: Exception, endpoint: Endpoint, deadline: _Deadline) -> TargetError:
+    where = f"{endpoint.host}:{endpoint.port}"
+    if isinstance(exc, TimeoutError) or deadline.expired():
+        return TargetError(f"timed out after {deadline.seconds:g} s")
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return TargetError(f"TLS certificate of {endpoint.host} not accepted: {exc.verify_message}")
+    if isinstance(exc, ssl.SSLError):
+        return TargetError(f"TLS error with {where}: {exc.reason or exc}")
+    if isinstance(exc, ConnectionRefusedError):
+        return TargetError(f"connection to {where} refused")
+    if isinstance(exc, OSError):
+        return TargetError(f"connection to {where} failed: {exc.strerror or exc}")
+    if isinstance(exc, ValueError):
+        return TargetError(f"request to {endpoint.shown} not sent: {exc}")
+    return TargetError(f"bad answer from {endpoint.shown}: {describe(exc)}")

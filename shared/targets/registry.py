@@ -1,0 +1,60 @@
+"""In-process targets: functions registered under a name that a `python` target refers to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from shared.errors import InvalidInput
+from shared.targets.errors import TargetError, describe
+from shared.targets.models import Delivery
+
+Handler = Callable[[Delivery], None]
+F = TypeVar("F", bound=Handler)
+
+HANDLER_FIELD = "target.handler"
+_handlers: dict[str, Handler] = {}
+
+
+def python_handler(name: str) -> Callable[[F], F]:
+    """Registers the decorated function(delivery) -> None as the handler called `name`.
+
+    Raises ValueError when another function already holds the name (re-registering the same
+    function, as a module reload does, is allowed).
+    """
+
+    def register(function: F) -> F:
+        existing = _handlers.get(name)
+        if existing is not None and _identity(existing) != _identity(function):
+            raise ValueError(f"python handler {name!r} is already registered to {_identity(existing)}")
+        _handlers[name] = function
+        return function
+
+    return register
+
+
+def registered_handlers() -> list[str]:
+    """The registered names, sorted."""
+    return sorted(_handlers)
+
+
+def check_handler(name: str) -> None:
+    """Raises InvalidInput (field "target.handler") when no handler is registered as `name`."""
+    if name not in _handlers:
+        known = ", ".join(registered_handlers()) or "none"
+        raise InvalidInput(f"python handler {name!r} is not registered (registered: {known})", HANDLER_FIELD)
+
+
+def run_handler(name: str, delivery: Delivery) -> None:
+    """Calls the handler; raises TargetError (`TypeName: message`) when it raises or is not registered."""
+    handler = _handlers.get(name)
+    if handler is None:
+        raise TargetError(f"python handler {name!r} is not registered")
+    try:
+        handler(delivery)
+    except Exception as exc:
+        raise TargetError(describe(exc)) from exc
+
+
+def _identity(function: Handler) -> str:
+    return f"{function.__module__}.{getattr(function, '__qualname__', repr(function))}"

@@ -1,0 +1,76 @@
+"""Create-time checks of an http target: what can be judged without resolving a name (API.md: 400)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import SplitResult, urlsplit
+
+from shared.errors import InvalidInput
+from shared.targets.guard import parse_literal, refusal
+from shared.targets.models import HttpTarget
+
+URL_FIELD = "target.url"
+HEADERS_FIELD = "target.headers"
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FORBIDDEN_VALUE = re.compile(r"[\r\n\x00]")
+# Framing headers belong to the HTTP client; the delivery headers belong to Sundial.
+_RESERVED = frozenset({"host", "content-length", "transfer-encoding", "connection", "idempotency-key"})
+_RESERVED_PREFIX = "sundial-"
+
+
+def check_http_target(target: HttpTarget, *, allow_private: bool) -> None:
+    """Refuses a url that is not https (plain http only to loopback in the local stack), whose host
+    is a refused literal address, or headers a request cannot carry.
+
+    Raises InvalidInput with field "target.url" or "target.headers".
+    """
+    parts = _split(target.url)
+    host = parts.hostname or ""
+    literal = parse_literal(host)
+    reason = None if literal is None else refusal(literal, allow_private=allow_private)
+    if reason is not None:
+        raise InvalidInput(f"target url host {host} is a {reason}; use a public address", field=URL_FIELD)
+    if parts.scheme == "http" and not (allow_private and _is_loopback_host(host)):
+        raise InvalidInput(
+            f"target url '{target.url}' must use https (plain http is allowed only to loopback "
+            "in the local stack)",
+            field=URL_FIELD,
+        )
+    _check_headers(target.headers)
+
+
+def _split(url: str) -> SplitResult:
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError as exc:
+        raise InvalidInput(f"target url '{url}' is not a valid url: {exc}", field=URL_FIELD) from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(f"target url '{url}' must be https://host/...", field=URL_FIELD)
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInput(
+            f"target url for host {parts.hostname} must not carry credentials; send them in headers",
+            field=URL_FIELD,
+        )
+    if not port_ok:
+        raise InvalidInput(f"target url '{url}' has port 0", field=URL_FIELD)
+    return parts
+
+
+def _is_loopback_host(host: str) -> bool:
+    literal = parse_literal(host)
+    return host.lower() == "localhost" if literal is None else literal.is_loopback
+
+
+def _check_headers(headers: dict[str, str]) -> None:
+    for name, value in headers.items():
+        lowered = name.lower()
+        if not _TOKEN.fullmatch(name):
+            raise InvalidInput(f"target header name {name!r} is not a valid HTTP token", field=HEADERS_FIELD)
+        if _FORBIDDEN_VALUE.search(value):
+            raise InvalidInput(f"target header {name} must not contain CR, LF or NUL", field=HEADERS_FIELD)
+        if lowered in _RESERVED or lowered.startswith(_RESERVED_PREFIX):
+            raise InvalidInput(
+                f"target header {name} is set by Sundial and cannot be overridden", field=HEADERS_FIELD
+            )
