@@ -89,6 +89,9 @@ def deliver_http(
         raise _network_failure(exc, endpoint, deadline) from exc
     finally:
         connection.close()
+    if deadline.expired():
+        # The watchdog's shutdown can end a trickled answer so that it still parses as complete.
+        raise _network_failure(TimeoutError("deadline passed"), endpoint, deadline)
     _judge(answer, endpoint)
 
 
