@@ -79,7 +79,7 @@ def put_event(target: EventBridgeTarget, delivery: Delivery, client: Any) -> Non
         response = client.put_events(Entries=[entry])
     if response.get("FailedEntryCount", 0) > 0:
         failed = (response.get("Entries") or [{}])[0]
-        reason = f"{failed.get('ErrorCode', 'unknown error')}: {failed.get('ErrorMessage', '')}".rstrip(": ")
+        reason = _code_and_message(failed.get("ErrorCode"), failed.get("ErrorMessage"))
         raise TargetError(f"eventbridge bus {target.event_bus_name} rejected the event: {reason}")
 
 
@@ -101,6 +101,10 @@ def _function_error_text(raw: bytes) -> str:
     return text.strip()
 
 
+def _code_and_message(code: str | None, message: str | None) -> str:
+    return f"{code or 'UnknownError'}: {message}" if message else code or "UnknownError"
+
+
 @contextlib.contextmanager
 def _aws_errors(call: str) -> Iterator[None]:
     """Turns what boto3 raises into TargetError naming the call, the AWS error code and message."""
@@ -108,7 +112,7 @@ def _aws_errors(call: str) -> Iterator[None]:
         yield
     except ClientError as exc:
         error = exc.response.get("Error", {})
-        code = error.get("Code", "Unknown")
-        raise TargetError(f"{call} failed: {code}: {error.get('Message', '')}".rstrip(": ")) from exc
+        reason = _code_and_message(error.get("Code"), error.get("Message"))
+        raise TargetError(f"{call} failed: {reason}") from exc
     except BotoCoreError as exc:
         raise TargetError(f"{call} failed: {exc}") from exc
