@@ -24,7 +24,12 @@ AwsService = Literal["lambda", "sqs", "sns", "events"]
 
 
 class AwsClients(Protocol):
-    """Lazily built boto3 clients, given by the caller so that shared/ never builds its own."""
+    """Lazily built boto3 clients, given by the caller so that shared/ never builds its own.
+
+    A synchronous Invoke lasts as long as the function runs: the lambda client needs a read timeout
+    above the longest job timeout, and no retries, since botocore retries a timed-out Invoke by
+    invoking the function again.
+    """
 
     def client(self, service: AwsService) -> Any: ...
 
