@@ -1,0 +1,33 @@
+"""Schedule expressions, time zones and the instants they produce.
+
+Every instant is UTC epoch milliseconds. Forms (API.md "schedule"): EventBridge
+cron(m h dom mon dow year), plain five-field cron and @macros, rate(N unit) and
+at(YYYY-MM-DDThh:mm:ss), each read in an IANA time zone under the DST rule of API.md.
+"""
+
+from __future__ import annotations
+
+from shared.schedules.instants import parse_instant
+from shared.schedules.occurrences import (
+    MAX_COUNT,
+    MisfirePolicy,
+    check_window,
+    first_occurrence,
+    following_occurrence,
+    next_runs,
+)
+from shared.schedules.schedule import Schedule, parse_schedule
+from shared.schedules.zones import parse_timezone
+
+__all__ = [
+    "MAX_COUNT",
+    "MisfirePolicy",
+    "Schedule",
+    "check_window",
+    "first_occurrence",
+    "following_occurrence",
+    "next_runs",
+    "parse_instant",
+    "parse_schedule",
+    "parse_timezone",
+]

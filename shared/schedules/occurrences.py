@@ -1,0 +1,119 @@
+"""When a job runs: previews, the first occurrence of a new job, and the one after each run.
+
+All instants are UTC epoch milliseconds. The active window is half-open: an occurrence runs when
+start_at <= occurrence < end_at.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from shared.errors import InvalidInput
+from shared.schedules.rule import Rule
+from shared.schedules.schedule import Schedule
+
+MAX_COUNT = 100
+
+
+class MisfirePolicy(StrEnum):
+    """What a recurring job does about occurrences missed while the system was down or the job paused."""
+
+    RUN_ONCE = "run_once"  # run the latest missed occurrence once, late; drop the earlier ones
+    SKIP = "skip"  # drop every missed occurrence; continue with the next one not yet missed
+    RUN_ALL = "run_all"  # run every missed occurrence, one after another
+
+
+def next_runs(
+    schedule: Schedule,
+    after_ms: int,
+    count: int,
+    start_at_ms: int | None = None,
+    end_at_ms: int | None = None,
+) -> list[int]:
+    """The next `count` occurrences strictly after `after_ms`, within the window; fewer if it ends.
+
+    This is POST /schedules/preview. When start_at_ms lies ahead, the series starts there as for a
+    new job (a rate's first run is one period after start_at_ms). Raises InvalidInput with field
+    "count" unless 1 <= count <= 100, and field "end_at" when end_at_ms is not after start_at_ms.
+    """
+    check_window(start_at_ms, end_at_ms)
+    if not 1 <= count <= MAX_COUNT:
+        raise InvalidInput(f"count must be 1-{MAX_COUNT}", field="count")
+    rule = schedule.rule
+    if start_at_ms is not None and start_at_ms > after_ms:
+        upcoming = rule.first_when_active(start_at_ms)
+    else:
+        upcoming = rule.next_after(after_ms)
+    runs: list[int] = []
+    while upcoming is not None and len(runs) < count and _before_end(upcoming, end_at_ms):
+        runs.append(upcoming)
+        upcoming = rule.next_after(upcoming)
+    return runs
+
+
+def first_occurrence(
+    schedule: Schedule, now_ms: int, start_at_ms: int | None, end_at_ms: int | None
+) -> int | None:
+    """The first occurrence a job created at `now_ms` runs: the first at or after max(now, start_at).
+
+    For rate(N unit) that is one period after max(now, start_at). Returns None when there is none
+    in the window, including an at(...) in the past: the caller decides whether that is an error.
+    Raises InvalidInput (field "end_at") when end_at_ms is not after start_at_ms.
+    """
+    check_window(start_at_ms, end_at_ms)
+    active = now_ms if start_at_ms is None else max(now_ms, start_at_ms)
+    first = schedule.rule.first_when_active(active)
+    return first if first is not None and _before_end(first, end_at_ms) else None
+
+
+# Positional parameters: the scheduler and the store call it with this signature.
+def following_occurrence(  # noqa: PLR0917
+    schedule: Schedule,
+    previous_scheduled_ms: int,
+    now_ms: int,
+    policy: MisfirePolicy,
+    start_at_ms: int | None,
+    end_at_ms: int | None,
+    grace_ms: int,
+) -> int | None:
+    """The occurrence to run after the one scheduled at `previous_scheduled_ms`, given it is `now_ms`.
+
+    Computed from the previous scheduled time, not from when it ran (DESIGN.md invariant 9). An
+    occurrence is missed when earlier than now_ms - grace_ms. run_all: the next one even if
+    missed; run_once: the latest missed one when any are missed, else the next; skip: the first
+    one not missed. None when the schedule has no more within the window (at(), end_at passed).
+    Raises InvalidInput (field "end_at") when end_at_ms is not after start_at_ms.
+    """
+    check_window(start_at_ms, end_at_ms)
+    rule = schedule.rule
+    floor = previous_scheduled_ms + 1 if start_at_ms is None else max(previous_scheduled_ms + 1, start_at_ms)
+    upcoming = rule.first_from(previous_scheduled_ms, floor)
+    if upcoming is None or not _before_end(upcoming, end_at_ms):
+        return None
+    missed_before = now_ms - grace_ms
+    if upcoming >= missed_before or policy is MisfirePolicy.RUN_ALL:
+        return upcoming
+    if policy is MisfirePolicy.SKIP:
+        return _in_window(rule.first_from(previous_scheduled_ms, max(floor, missed_before)), end_at_ms)
+    cutoff = missed_before if end_at_ms is None else min(missed_before, end_at_ms)
+    return _latest_missed(rule, previous_scheduled_ms, cutoff, upcoming)
+
+
+def _latest_missed(rule: Rule, previous_ms: int, cutoff_ms: int, upcoming: int) -> int:
+    latest = rule.latest_before(previous_ms, cutoff_ms)
+    # `upcoming` is itself missed and in the window, so the search cannot come back empty.
+    return upcoming if latest is None else max(latest, upcoming)
+
+
+def check_window(start_at_ms: int | None, end_at_ms: int | None) -> None:
+    """Raises InvalidInput (field "end_at") unless end_at is after start_at (when both are given)."""
+    if start_at_ms is not None and end_at_ms is not None and end_at_ms <= start_at_ms:
+        raise InvalidInput("end_at must be after start_at", field="end_at")
+
+
+def _before_end(instant_ms: int, end_at_ms: int | None) -> bool:
+    return end_at_ms is None or instant_ms < end_at_ms
+
+
+def _in_window(instant_ms: int | None, end_at_ms: int | None) -> int | None:
+    return instant_ms if instant_ms is not None and _before_end(instant_ms, end_at_ms) else None
