@@ -91,6 +91,10 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     requests: list[dict[str, Any]]
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that give up (timeouts, refused certificates) leave broken pipes behind: expected here.
+        pass
+
 
 def _serve(tls: ssl.SSLContext | None = None) -> Iterator[_Server]:
     server = _Server(("127.0.0.1", 0), _Recorder)
