@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -60,6 +61,7 @@ class Emulator:
     """A moto server in a background thread of this process."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request drowns the rest
         app = SerialisedApp(DomainDispatcherApplication(create_backend_app))
         self._server: BaseWSGIServer = make_server(
             host, port, app, threaded=True, request_handler=MotoRequestHandler

@@ -90,7 +90,7 @@ def table_definition(table_name: str) -> dict[str, Any]:
 def _ensure_table(dynamodb: DynamoDBClient, table_name: str) -> None:
     if table_name in dynamodb.list_tables()["TableNames"]:
         return
-    dynamodb.create_table(**table_definition(table_name))  # type: ignore[arg-type]
+    dynamodb.create_table(**table_definition(table_name))
     dynamodb.update_time_to_live(
         TableName=table_name,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": c.TTL_ATTRIBUTE},

@@ -58,6 +58,9 @@ HORIZON_MARGIN_SECONDS: Final = 15
 DISPATCH_HORIZON_SECONDS: Final = TICK_SECONDS + HORIZON_MARGIN_SECONDS
 # A lease outlives the job's timeout by more than any clock skew between components (invariant 10).
 LEASE_MARGIN_SECONDS: Final = 60
+# Longer jobs hold their lease in chunks renewed by heartbeats, so a crashed worker is noticed in minutes.
+LEASE_CHUNK_SECONDS: Final = 120
+HEARTBEAT_EVERY_SECONDS: Final = 30
 # Messages are sent to arrive up to this early; the worker waits out the rest (invariant 6).
 EARLY_ARRIVAL_SECONDS: Final = 1
 # An occurrence later than this is a misfire (downtime, pause), handled by the job's misfire policy.
@@ -87,6 +90,7 @@ class Metric(StrEnum):
     DUPLICATES_DROPPED = "DuplicateDeliveriesDropped"
     START_LATENESS_MS = "StartLatenessMs"
     OLDEST_DUE_LATENESS_MS = "OldestDueLatenessMs"
+
 
 # --- Function settings (environment variable names read by functions/settings.py) ----------------
 ENV_TABLE_NAME: Final = "SUNDIAL_TABLE_NAME"

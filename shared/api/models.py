@@ -1,0 +1,194 @@
+"""Request and response bodies of the HTTP API v1 (API.md). The OpenAPI document comes from these."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from shared.clock import format_rfc3339
+from shared.constants import Priority
+from shared.models import DEFAULT_BACKOFF, BackoffSeconds, Job, JobStatus, OverlapPolicy, Run, RunSummary
+from shared.schedules import MisfirePolicy
+from shared.targets.models import Target
+
+Name = Annotated[str, Field(max_length=200)]
+ScheduleText = Annotated[str, Field(min_length=1, max_length=256)]
+ZoneName = Annotated[str, Field(min_length=1, max_length=64)]
+MaxRetries = Annotated[int, Field(ge=0, le=20)]
+Backoff = Annotated[list[BackoffSeconds], Field(min_length=1, max_length=20)]
+TimeoutSeconds = Annotated[int, Field(ge=1, le=900)]
+
+
+class JobCreate(BaseModel):
+    """POST /jobs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name | None = None
+    run_at: AwareDatetime | None = None
+    schedule: ScheduleText | None = None
+    timezone: ZoneName = "UTC"
+    target: Target
+    payload: Any = None
+    priority: Priority = Priority.MEDIUM
+    max_retries: MaxRetries = 5
+    backoff: Backoff = Field(default_factory=lambda: list(DEFAULT_BACKOFF))
+    timeout_seconds: TimeoutSeconds = 300
+    misfire_policy: MisfirePolicy = MisfirePolicy.RUN_ONCE
+    overlap_policy: OverlapPolicy = OverlapPolicy.SKIP
+    start_at: AwareDatetime | None = None
+    end_at: AwareDatetime | None = None
+
+
+class JobUpdate(BaseModel):
+    """PATCH /jobs/{id}: only the fields sent change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name | None = None
+    schedule: ScheduleText | None = None
+    timezone: ZoneName | None = None
+    run_at: AwareDatetime | None = None
+    payload: Any = None
+    priority: Priority | None = None
+    max_retries: MaxRetries | None = None
+    backoff: Backoff | None = None
+    timeout_seconds: TimeoutSeconds | None = None
+    misfire_policy: MisfirePolicy | None = None
+    overlap_policy: OverlapPolicy | None = None
+    start_at: AwareDatetime | None = None
+    end_at: AwareDatetime | None = None
+
+
+class PreviewRequest(BaseModel):
+    """POST /schedules/preview."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schedule: ScheduleText
+    timezone: ZoneName = "UTC"
+    count: Annotated[int, Field(ge=1, le=100)] = 10
+    after: AwareDatetime | None = None
+
+
+class PreviewResponse(BaseModel):
+    next_runs: list[str]
+
+
+class LastRun(BaseModel):
+    scheduled_at: str
+    status: str
+    started_at: str | None
+    finished_at: str | None
+    error: str | None
+
+    @classmethod
+    def of(cls, run: RunSummary) -> LastRun:
+        return cls(
+            scheduled_at=format_rfc3339(run.scheduled_at),
+            status=run.status.value,
+            started_at=_time(run.started_at),
+            finished_at=_time(run.finished_at),
+            error=run.error,
+        )
+
+
+class JobView(BaseModel):
+    """The job object of API.md, plus the policy and window fields a client sent."""
+
+    id: str
+    name: str | None
+    status: JobStatus
+    schedule: str | None
+    timezone: str
+    run_at: str | None
+    next_run_at: str | None
+    priority: Priority
+    target: Target
+    payload: Any
+    max_retries: int
+    backoff: list[int]
+    timeout_seconds: int
+    attempt: int
+    paused: bool
+    misfire_policy: MisfirePolicy
+    overlap_policy: OverlapPolicy
+    start_at: str | None
+    end_at: str | None
+    last_run: LastRun | None
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, job: Job, payload: Any) -> JobView:
+        return cls(
+            id=job.id,
+            name=job.name,
+            status=job.status,
+            schedule=job.schedule,
+            timezone=job.timezone,
+            run_at=_time(job.run_at),
+            next_run_at=_time(_next_run_at(job)),
+            priority=job.priority,
+            target=job.target,
+            payload=payload,
+            max_retries=job.retry.max_retries,
+            backoff=list(job.retry.backoff),
+            timeout_seconds=job.retry.timeout_seconds,
+            attempt=job.attempt,
+            paused=job.paused,
+            misfire_policy=job.misfire_policy,
+            overlap_policy=job.overlap_policy,
+            start_at=_time(job.start_at),
+            end_at=_time(job.end_at),
+            last_run=LastRun.of(job.last_run) if job.last_run else None,
+            created_at=format_rfc3339(job.created_at),
+            updated_at=format_rfc3339(job.updated_at),
+        )
+
+
+class JobList(BaseModel):
+    jobs: list[JobView]
+    next_token: str | None
+
+
+class RunView(BaseModel):
+    scheduled_at: str
+    attempt: int
+    status: str
+    started_at: str | None
+    finished_at: str | None
+    error: str | None
+    worker: str | None
+
+    @classmethod
+    def of(cls, run: Run) -> RunView:
+        return cls(
+            scheduled_at=format_rfc3339(run.scheduled_at),
+            attempt=run.attempt,
+            status=run.status.value,
+            started_at=_time(run.started_at),
+            finished_at=_time(run.finished_at),
+            error=run.error,
+            worker=run.worker,
+        )
+
+
+class RunList(BaseModel):
+    runs: list[RunView]
+    next_token: str | None
+
+
+class ErrorBody(BaseModel):
+    message: str
+    field: str | None = None
+
+
+def _next_run_at(job: Job) -> int | None:
+    waiting = job.status in (JobStatus.PENDING, JobStatus.FAILED, JobStatus.QUEUED)
+    return job.due_at if waiting and not job.paused else None
+
+
+def _time(epoch_ms: int | None) -> str | None:
+    return format_rfc3339(epoch_ms) if epoch_ms is not None else None

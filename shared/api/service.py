@@ -1,0 +1,295 @@
+"""The job service: one method per API call, over the store and dispatch. Handlers stay thin."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ulid import ULID
+
+from shared import constants as c
+from shared import lifecycle
+from shared.api.models import (
+    JobCreate,
+    JobList,
+    JobUpdate,
+    JobView,
+    PreviewRequest,
+    PreviewResponse,
+    RunList,
+    RunView,
+)
+from shared.clock import Clock, format_rfc3339, to_epoch_ms
+from shared.dispatch import Dispatcher, JobMessage
+from shared.errors import Conflict, InvalidInput, PayloadTooLarge
+from shared.lifecycle import Placement
+from shared.models import Job, JobStatus, RetryPolicy
+from shared.schedules import MisfirePolicy, first_occurrence, next_runs, parse_schedule, parse_timezone
+from shared.store import IdempotencyRecord, JobStore, new_token
+from shared.targets import check_target
+
+SECOND_MS = 1000
+RETRY_FIELDS = ("max_retries", "backoff", "timeout_seconds")
+TIMING_FIELDS = ("schedule", "timezone", "run_at", "start_at", "end_at")
+
+
+class JobService:
+    def __init__(
+        self, store: JobStore, dispatcher: Dispatcher, clock: Clock, allow_private_targets: bool
+    ) -> None:
+        self._store = store
+        self._dispatcher = dispatcher
+        self._clock = clock
+        self._allow_private = allow_private_targets
+
+    # --- create and read ------------------------------------------------------------------------
+
+    def create(self, spec: JobCreate, idempotency_key: str | None = None) -> tuple[JobView, bool]:
+        """Validates and stores a job; dispatches it at once when due before the next tick.
+
+        Returns (job, created). Raises InvalidInput, PayloadTooLarge, or Conflict (a reused
+        Idempotency-Key with a different body)."""
+        now_ms = self._clock.now_ms()
+        payload_json = _payload_json(spec.payload)
+        job = self._new_job(spec, now_ms, len(payload_json.encode()))
+        record = None
+        if idempotency_key is not None:
+            body_hash = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()
+            expires = now_ms // SECOND_MS + c.IDEMPOTENCY_TTL_SECONDS
+            record = IdempotencyRecord(idempotency_key, body_hash, job.id, expires)
+        stored, created = self._store.create(job, record)
+        if created and stored.status is JobStatus.QUEUED:
+            self._dispatcher.send([JobMessage.for_job(stored)])
+        return self._view(stored), created
+
+    def get(self, job_id: str) -> JobView:
+        """Raises JobNotFound."""
+        return self._view(self._store.get(job_id))
+
+    def list(self, status: str | None, priority: str | None, limit: int, next_token: str | None) -> JobList:
+        """Newest first. Raises InvalidInput for a bad filter, limit or token."""
+        keep = _filter(status, priority)
+        if not 1 <= limit <= 100:
+            raise InvalidInput("limit must be 1-100", field="limit")
+        page = self._store.list_jobs(limit, next_token, keep)
+        return JobList(jobs=[self._view(job) for job in page.jobs], next_token=page.next_token)
+
+    def runs(self, job_id: str, limit: int, next_token: str | None) -> RunList:
+        """Raises JobNotFound, InvalidInput."""
+        if not 1 <= limit <= 100:
+            raise InvalidInput("limit must be 1-100", field="limit")
+        self._store.get(job_id)
+        runs, token = self._store.runs(job_id, limit, next_token)
+        return RunList(runs=[RunView.of(run) for run in runs], next_token=token)
+
+    def preview(self, request: PreviewRequest) -> PreviewResponse:
+        """Raises InvalidInput naming the field at fault."""
+        schedule = parse_schedule(request.schedule, request.timezone)
+        after = to_epoch_ms(request.after) if request.after else self._clock.now_ms()
+        instants = next_runs(schedule, after, request.count)
+        return PreviewResponse(next_runs=[format_rfc3339(instant) for instant in instants])
+
+    # --- changes to an existing job ---------------------------------------------------------------
+
+    def update(self, job_id: str, patch: JobUpdate) -> JobView:
+        """Changes take effect from the next occurrence. Raises JobNotFound, Conflict, InvalidInput."""
+        job = self._store.get(job_id)
+        if job.status is JobStatus.RUNNING:
+            raise Conflict(f"job '{job_id}' is running; change it after this attempt")
+        changes = self._changes(job, patch)
+        updated = job.model_copy(update=changes)
+        _check_window(updated)
+        placement = None
+        if any(name in patch.model_fields_set for name in (*TIMING_FIELDS, "priority")):
+            placement = self._replacement(updated)
+        return self._apply(placement, lambda p, t: self._store.update(updated, changes, p, t))
+
+    def cancel(self, job_id: str) -> JobView:
+        job = self._store.get(job_id)
+        if job.status is JobStatus.CANCELLED:
+            return self._view(job)
+        return self._view(self._store.cancel(job))
+
+    def pause(self, job_id: str) -> JobView:
+        job = self._recurring(job_id)
+        return self._view(job if job.paused else self._store.pause(job))
+
+    def resume(self, job_id: str) -> JobView:
+        job = self._recurring(job_id)
+        if not job.paused:
+            return self._view(job)
+        placement = None if job.status is JobStatus.RUNNING else self._resumed(job)
+        return self._apply(placement, lambda p, t: self._store.resume(job, p, t))
+
+    def trigger(self, job_id: str) -> JobView:
+        """One extra occurrence now. Raises Conflict when cancelled or already under way."""
+        job = self._store.get(job_id)
+        if job.status is JobStatus.CANCELLED:
+            raise Conflict(f"job '{job_id}' is cancelled")
+        if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):
+            raise Conflict(f"job '{job_id}' is already {job.status.value}; trigger it after this attempt")
+        now_ms = self._clock.now_ms()
+        if job.status is JobStatus.FAILED:
+            placement = Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt)
+            return self._apply(placement, lambda p, t: self._store.trigger(job, p, t, None))
+        deferred = job.scheduled_at if job.status is JobStatus.PENDING else None
+        placement = Placement(JobStatus.PENDING, now_ms, now_ms, 0)
+        return self._apply(placement, lambda p, t: self._store.trigger(job, p, t, deferred))
+
+    def retry(self, job_id: str) -> JobView:
+        """Revives a dead job: attempts reset, runs now. Raises Conflict unless dead."""
+        job = self._store.get(job_id)
+        if job.status is not JobStatus.DEAD:
+            raise Conflict(f"job '{job_id}' is {job.status.value}, not dead; only dead jobs can be retried")
+        placement = Placement(JobStatus.PENDING, job.scheduled_at, self._clock.now_ms(), 0)
+        return self._apply(placement, lambda p, t: self._store.revive(job, p, t))
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def _apply(
+        self, placement: Placement | None, write: Callable[[Placement | None, str | None], Job]
+    ) -> JobView:
+        next_token = None
+        if placement is not None and placement.dispatches_now(self._clock.now_ms()):
+            next_token = new_token()
+        job = write(placement, next_token)
+        if next_token is not None:
+            self._dispatcher.send([JobMessage.for_job(job)])
+        return self._view(job)
+
+    def _view(self, job: Job) -> JobView:
+        return JobView.of(job, self._store.load_payload(job))
+
+    def _recurring(self, job_id: str) -> Job:
+        job = self._store.get(job_id)
+        if not job.is_recurring:
+            raise Conflict(f"job '{job_id}' is not recurring; only recurring jobs pause and resume")
+        if job.status is JobStatus.CANCELLED:
+            raise Conflict(f"job '{job_id}' is cancelled")
+        return job
+
+    def _resumed(self, job: Job) -> Placement:
+        now_ms = self._clock.now_ms()
+        if job.scheduled_at is not None and job.scheduled_at >= now_ms:
+            return Placement(JobStatus.PENDING, job.scheduled_at, job.scheduled_at, 0)
+        # Occurrences missed while paused follow the misfire policy; the paused one counts as missed.
+        missed_from = job.model_copy(update={"scheduled_at": (job.scheduled_at or now_ms) - 1})
+        following = lifecycle.next_occurrence(missed_from, now_ms, MisfirePolicy(job.misfire_policy))
+        if following is None:
+            return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
+        return Placement(JobStatus.PENDING, following, following, 0)
+
+    def _new_job(self, spec: JobCreate, now_ms: int, payload_size: int) -> Job:
+        if spec.run_at is not None and spec.schedule is not None:
+            raise InvalidInput("run_at and schedule are exclusive: send one", field="run_at")
+        if payload_size > c.PAYLOAD_LIMIT_BYTES:
+            raise PayloadTooLarge(f"payload is {payload_size} bytes; the limit is 256 KiB", field="payload")
+        check_target(spec.target, allow_private=self._allow_private)
+        fields = _timing(spec.model_dump(include=set(TIMING_FIELDS)), now_ms)
+        job = Job(
+            id=str(ULID()),
+            name=spec.name,
+            status=JobStatus.PENDING,
+            target=spec.target,
+            payload=spec.payload,
+            payload_stored_apart=payload_size > c.INLINE_PAYLOAD_BYTES,
+            priority=spec.priority,
+            retry=RetryPolicy(
+                max_retries=spec.max_retries,
+                backoff=tuple(spec.backoff),
+                timeout_seconds=spec.timeout_seconds,
+            ),
+            misfire_policy=spec.misfire_policy,
+            overlap_policy=spec.overlap_policy,
+            created_at=now_ms,
+            updated_at=now_ms,
+            **fields,
+        )
+        _check_window(job)
+        first = self._replacement(job)
+        return _placed(job, first, now_ms)
+
+    def _replacement(self, job: Job) -> Placement:
+        """Where a job with new timing goes: its first occurrence from now."""
+        now_ms = self._clock.now_ms()
+        if job.schedule is None:
+            due = max(job.run_at or now_ms, now_ms)
+            return Placement(JobStatus.PENDING, job.run_at or now_ms, None if job.paused else due, 0)
+        schedule = parse_schedule(job.schedule, job.timezone)
+        first = first_occurrence(schedule, now_ms, job.start_at, job.end_at)
+        if first is None:
+            raise InvalidInput(f"schedule '{job.schedule}' has no occurrence after now", field="schedule")
+        return Placement(JobStatus.PENDING, first, None if job.paused else first, 0)
+
+    def _changes(self, job: Job, patch: JobUpdate) -> dict[str, Any]:
+        sent = patch.model_dump(include=patch.model_fields_set)
+        if patch.run_at is not None and patch.schedule is not None:
+            raise InvalidInput("run_at and schedule are exclusive: send one", field="run_at")
+        changes: dict[str, Any] = _timing({k: v for k, v in sent.items() if k in TIMING_FIELDS}, None)
+        if patch.run_at is not None:
+            changes["schedule"] = None
+        if "schedule" in changes and changes["schedule"] is not None:
+            changes["run_at"] = None
+        for name in ("name", "priority", "misfire_policy", "overlap_policy"):
+            if name in sent:
+                changes[name] = sent[name]
+        if any(name in sent for name in RETRY_FIELDS):
+            retry = {name: sent.get(name) or getattr(job.retry, name) for name in RETRY_FIELDS}
+            changes["retry"] = RetryPolicy(**retry)
+        if "payload" in sent:
+            size = len(_payload_json(patch.payload).encode())
+            if size > c.PAYLOAD_LIMIT_BYTES:
+                raise PayloadTooLarge(f"payload is {size} bytes; the limit is 256 KiB", field="payload")
+            changes["payload"] = patch.payload
+            changes["payload_stored_apart"] = size > c.INLINE_PAYLOAD_BYTES
+        if "timezone" in changes or "schedule" in changes:
+            parse_schedule(
+                changes.get("schedule") or job.schedule or "rate(1 day)",
+                changes.get("timezone", job.timezone),
+            )
+        return changes
+
+
+def _placed(job: Job, placement: Placement, now_ms: int) -> Job:
+    fields: dict[str, Any] = {"scheduled_at": placement.scheduled_at, "due_at": placement.due_at}
+    if placement.dispatches_now(now_ms) and placement.due_at is not None:
+        lease = max(placement.due_at, now_ms) + lifecycle.lease_seconds(job.retry.timeout_seconds) * SECOND_MS
+        fields.update(status=JobStatus.QUEUED, token=new_token(), lease_until=lease)
+    return job.model_copy(update=fields)
+
+
+def _timing(values: dict[str, Any], now_ms: int | None) -> dict[str, Any]:
+    """Datetimes to epoch ms; the time zone and schedule validated (InvalidInput names the field)."""
+    out = {k: (to_epoch_ms(v) if hasattr(v, "tzinfo") else v) for k, v in values.items()}
+    if out.get("timezone") is not None:
+        parse_timezone(out["timezone"])
+    if out.get("schedule") is not None:
+        parse_schedule(out["schedule"], out.get("timezone") or "UTC")
+    if now_ms is not None and out.get("schedule") is None and out.get("run_at") is None:
+        out["run_at"] = now_ms
+    return out
+
+
+def _check_window(job: Job) -> None:
+    if job.start_at is not None and job.end_at is not None and job.end_at <= job.start_at:
+        raise InvalidInput("end_at must be after start_at", field="end_at")
+
+
+def _filter(status: str | None, priority: str | None) -> Callable[[Job], bool] | None:
+    if status is not None and status not in {s.value for s in JobStatus}:
+        raise InvalidInput(
+            f"status '{status}' is not one of {', '.join(s.value for s in JobStatus)}", field="status"
+        )
+    if priority is not None and priority not in {p.value for p in c.Priority}:
+        raise InvalidInput(f"priority '{priority}' is not one of high, medium, low", field="priority")
+    if status is None and priority is None:
+        return None
+    return lambda job: (
+        (status is None or job.status == status) and (priority is None or job.priority == priority)
+    )
+
+
+def _payload_json(payload: Any) -> str:
+    return json.dumps(payload, separators=(",", ":"))

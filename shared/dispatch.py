@@ -1,0 +1,108 @@
+"""Every SQS send of Sundial: job messages to the priority queues, and dead jobs to the DLQ."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from shared import constants as c
+from shared.clock import Clock, format_rfc3339
+from shared.models import Job
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+SEND_ATTEMPTS = 3
+
+
+class JobMessage(BaseModel):
+    """One delivery of one attempt: the token fences it; due_at is the instant it must start."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    job_id: str
+    token: str
+    due_at: int
+    priority: c.Priority
+
+    @classmethod
+    def for_job(cls, job: Job) -> JobMessage:
+        if job.token is None or job.due_at is None:
+            raise ValueError(f"job '{job.id}' is not queued: no token or due time")
+        return cls(job_id=job.id, token=job.token, due_at=job.due_at, priority=job.priority)
+
+
+def delay_seconds(due_at_ms: int, now_ms: int) -> int:
+    """Whole seconds that make the message visible up to EARLY_ARRIVAL_SECONDS + 1 s before due_at.
+
+    SQS (and the emulator) may hand a message over a little after it becomes visible; arriving early
+    and letting the worker wait out the rest is how a job starts on its instant and never early.
+    """
+    seconds = (due_at_ms - now_ms) // 1000 - c.EARLY_ARRIVAL_SECONDS
+    return max(0, min(c.MAX_DELAY_SECONDS, seconds))
+
+
+class Dispatcher:
+    def __init__(
+        self, sqs: SQSClient, queue_urls: dict[c.Priority, str], dead_letter_url: str, clock: Clock
+    ) -> None:
+        self._sqs = sqs
+        self._queue_urls = queue_urls
+        self._dead_letter_url = dead_letter_url
+        self._clock = clock
+
+    def send(self, messages: Sequence[JobMessage]) -> list[JobMessage]:
+        """Sends in batches of ten to each message's queue, retrying partial failures.
+
+        Returns the messages that still failed: their jobs stay claimed and the next tick reclaims
+        them when the lease expires, so a failed send delays a job but never loses it.
+        """
+        failed: list[JobMessage] = []
+        for start in range(0, len(messages), c.SEND_BATCH_SIZE):
+            failed += self._send_batch(list(messages[start : start + c.SEND_BATCH_SIZE]))
+        return failed
+
+    def send_dead(self, job: Job, error: str | None) -> None:
+        """Tells the dead-letter queue (and whoever watches its alarm) that a job died."""
+        body = {
+            "job_id": job.id,
+            "name": job.name,
+            "scheduled_at": format_rfc3339(job.scheduled_at) if job.scheduled_at is not None else None,
+            "attempts": job.attempt,
+            "error": error,
+            "priority": job.priority.value,
+        }
+        self._sqs.send_message(QueueUrl=self._dead_letter_url, MessageBody=json.dumps(body))
+
+    def _send_batch(self, batch: list[JobMessage]) -> list[JobMessage]:
+        pending = {str(i): message for i, message in enumerate(batch)}
+        for _ in range(SEND_ATTEMPTS):
+            by_queue: dict[str, list[tuple[str, JobMessage]]] = {}
+            for entry_id, message in pending.items():
+                by_queue.setdefault(self._queue_urls[message.priority], []).append((entry_id, message))
+            failed_ids: set[str] = set()
+            for url, entries in by_queue.items():
+                failed_ids |= self._send_entries(url, entries)
+            pending = {entry_id: pending[entry_id] for entry_id in failed_ids}
+            if not pending:
+                return []
+        return list(pending.values())
+
+    def _send_entries(self, url: str, entries: list[tuple[str, JobMessage]]) -> set[str]:
+        now_ms = self._clock.now_ms()
+        request: list[Any] = [
+            {
+                "Id": entry_id,
+                "MessageBody": message.model_dump_json(),
+                "DelaySeconds": delay_seconds(message.due_at, now_ms),
+            }
+            for entry_id, message in entries
+        ]
+        try:
+            response = self._sqs.send_message_batch(QueueUrl=url, Entries=request)
+        except Exception:
+            return {entry_id for entry_id, _ in entries}
+        return {failure["Id"] for failure in response.get("Failed", [])}

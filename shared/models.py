@@ -1,0 +1,121 @@
+"""The job and its run history as the domain sees them. Item conversion lives in the store alone."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.constants import Priority
+from shared.schedules import MisfirePolicy
+from shared.targets.models import Target
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+
+
+# Where the due index holds a job at its run time; QUEUED and RUNNING sit there at their lease expiry.
+WAITING = frozenset({JobStatus.PENDING, JobStatus.FAILED})
+IN_FLIGHT = frozenset({JobStatus.QUEUED, JobStatus.RUNNING})
+
+
+class OverlapPolicy(StrEnum):
+    SKIP = "skip"
+    ALLOW = "allow"
+
+
+class RunStatus(StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DEAD = "dead"
+    LOST = "lost"  # the worker vanished with the lease; the scheduler reclaimed the job
+    TIMED_OUT = "timed_out"
+
+
+DEFAULT_BACKOFF = (5, 30, 120, 600, 3600)
+BackoffSeconds = Annotated[int, Field(ge=0, le=86_400)]
+
+
+class RetryPolicy(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    max_retries: Annotated[int, Field(ge=0, le=20)] = 5
+    backoff: Annotated[tuple[BackoffSeconds, ...], Field(min_length=1, max_length=20)] = DEFAULT_BACKOFF
+    timeout_seconds: Annotated[int, Field(ge=1, le=900)] = 300
+
+
+class RunSummary(BaseModel):
+    """One finished attempt, as kept on the job (last_run) and in the history items."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scheduled_at: int
+    attempt: int
+    status: RunStatus
+    started_at: int | None = None
+    finished_at: int | None = None
+    error: str | None = None
+    worker: str | None = None
+
+
+class Job(BaseModel):
+    """A job as stored. Instants are UTC epoch milliseconds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str | None = None
+    status: JobStatus
+    schedule: str | None = None
+    timezone: str = "UTC"
+    run_at: int | None = None  # one-off: the requested instant
+    scheduled_at: int | None = None  # the current occurrence's scheduled instant
+    due_at: int | None = None  # when it runs next: the occurrence, or its retry
+    priority: Priority = Priority.MEDIUM
+    target: Target
+    payload: Any = None
+    payload_stored_apart: bool = False
+    retry: RetryPolicy = RetryPolicy()
+    misfire_policy: MisfirePolicy = MisfirePolicy.RUN_ONCE
+    overlap_policy: OverlapPolicy = OverlapPolicy.SKIP
+    start_at: int | None = None
+    end_at: int | None = None
+    attempt: int = 0  # attempts started for the current occurrence
+    paused: bool = False
+    cancel_requested: bool = False
+    token: str | None = None
+    lease_until: int | None = None
+    started_at: int | None = None  # the running attempt's start
+    worker: str | None = None  # who runs it
+    deferred_at: int | None = None  # a triggered extra run resumes the schedule here
+    last_run: RunSummary | None = None
+    idempotency_key: str | None = None
+    created_at: int
+    updated_at: int
+    version: int = 0
+
+    @property
+    def is_recurring(self) -> bool:
+        return self.schedule is not None and not self.schedule.strip().startswith("at(")
+
+    @property
+    def idempotency_key_for_occurrence(self) -> str:
+        return f"{self.id}:{self.scheduled_at}"
+
+
+class Run(RunSummary):
+    """A history item: one attempt of one occurrence of one job."""
+
+    job_id: str
+
+    @classmethod
+    def of(cls, job_id: str, summary: RunSummary) -> Run:
+        return cls(job_id=job_id, **summary.model_dump())

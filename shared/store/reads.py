@@ -1,0 +1,165 @@
+"""The store's reads: jobs, payloads, the due index, listings and run history."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shared import constants as c
+from shared.clock import Clock
+from shared.errors import InvalidInput, JobNotFound
+from shared.models import Job, Run
+from shared.store import items
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+BATCH_GET_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class DueRow:
+    """One due-index entry: a hint, since index reads are eventually consistent."""
+
+    job_id: str
+    due_key: str
+
+    @property
+    def due_at(self) -> int:
+        return items.parse_due_key(self.due_key)[0]
+
+    @property
+    def is_lease(self) -> bool:
+        return items.parse_due_key(self.due_key)[1] == items.LEASE_KIND
+
+
+@dataclass(frozen=True)
+class Page:
+    jobs: list[Job]
+    next_token: str | None
+
+
+class StoreReads:
+    def __init__(self, client: DynamoDBClient, table_name: str, clock: Clock) -> None:
+        self._client = client
+        self._table = table_name
+        self._clock = clock
+
+    def get(self, job_id: str) -> Job:
+        """The job, read strongly consistent. Raises JobNotFound."""
+        response = self._client.get_item(
+            TableName=self._table, Key=items.job_key(job_id), ConsistentRead=True
+        )
+        if "Item" not in response:
+            raise JobNotFound(f"job '{job_id}' not found")
+        return items.item_to_job(response["Item"])
+
+    def load_payload(self, job: Job) -> Any:
+        """The payload, from its own item when it was too large to keep on the job."""
+        if not job.payload_stored_apart:
+            return job.payload
+        key = {c.PARTITION_KEY: {"S": items.job_pk(job.id)}, c.SORT_KEY: {"S": items.PAYLOAD_SK}}
+        item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+        return json.loads(item["payload"]["S"]) if item else None
+
+    def due_rows(self, priority: str, shard: int, up_to_ms: int) -> Iterator[DueRow]:
+        """Index entries of one shard due at or before up_to_ms, earliest first."""
+        bound = f"{up_to_ms:013d}#~"  # '~' sorts after both kinds of entry
+        paginator = self._client.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self._table,
+            IndexName=c.DUE_INDEX_NAME,
+            KeyConditionExpression="#shard = :shard AND #due_key <= :bound",
+            ExpressionAttributeNames={"#shard": c.DUE_SHARD_ATTRIBUTE, "#due_key": c.DUE_KEY_ATTRIBUTE},
+            ExpressionAttributeValues={":shard": {"S": f"{priority}#{shard}"}, ":bound": {"S": bound}},
+        )
+        for page in pages:
+            for item in page["Items"]:
+                job_id = item[c.PARTITION_KEY]["S"].removeprefix("JOB#")
+                yield DueRow(job_id, item[c.DUE_KEY_ATTRIBUTE]["S"])
+
+    def list_jobs(self, limit: int, next_token: str | None, keep: Any = None, max_reads: int = 1000) -> Page:
+        """Newest first, filtered by `keep(job)`; reads at most `max_reads` index rows per call, so
+        a rare filter returns a short page with a token rather than a slow answer."""
+        start = _decode_token(next_token)
+        found: list[Job] = []
+        read = 0
+        while len(found) < limit and read < max_reads:
+            rows, start = self._list_page(start, min(BATCH_GET_LIMIT, limit - len(found)))
+            read += len(rows)
+            found += [job for job in self._batch_get(rows) if keep is None or keep(job)]
+            if start is None:
+                break
+        return Page(found, _encode_token(start))
+
+    def runs(self, job_id: str, limit: int, next_token: str | None) -> tuple[list[Run], str | None]:
+        """Attempt history, newest first."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            "ExpressionAttributeNames": {"#pk": c.PARTITION_KEY, "#sk": c.SORT_KEY},
+            "ExpressionAttributeValues": {
+                ":pk": {"S": items.job_pk(job_id)},
+                ":prefix": {"S": items.RUN_PREFIX},
+            },
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        start = _decode_token(next_token)
+        if start:
+            request["ExclusiveStartKey"] = start
+        response = self._client.query(**request)
+        runs = [items.item_to_run(item) for item in response["Items"]]
+        return runs, _encode_token(response.get("LastEvaluatedKey"))
+
+    def _list_page(self, start: dict[str, Any] | None, limit: int) -> tuple[list[str], dict[str, Any] | None]:
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": c.LIST_INDEX_NAME,
+            "KeyConditionExpression": "#lp = :lp",
+            "ExpressionAttributeNames": {"#lp": c.LIST_PARTITION_ATTRIBUTE},
+            "ExpressionAttributeValues": {":lp": {"S": items.LIST_PK}},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if start:
+            request["ExclusiveStartKey"] = start
+        response = self._client.query(**request)
+        ids = [item[c.LIST_SORT_ATTRIBUTE]["S"] for item in response["Items"]]
+        return ids, response.get("LastEvaluatedKey")
+
+    def _batch_get(self, job_ids: list[str]) -> list[Job]:
+        if not job_ids:
+            return []
+        keys: list[Any] = [items.job_key(job_id) for job_id in job_ids]
+        found: dict[str, Job] = {}
+        while keys:
+            response = self._client.batch_get_item(RequestItems={self._table: {"Keys": keys}})
+            for item in response["Responses"].get(self._table, []):
+                job = items.item_to_job(item)
+                found[job.id] = job
+            unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys") or {})
+            keys = list(unprocessed.get(self._table, {}).get("Keys", []))
+        return [found[job_id] for job_id in job_ids if job_id in found]
+
+
+def _encode_token(key: dict[str, Any] | None) -> str | None:
+    if not key:
+        return None
+    return base64.urlsafe_b64encode(json.dumps(key, sort_keys=True).encode()).decode().rstrip("=")
+
+
+def _decode_token(token: str | None) -> dict[str, Any] | None:
+    """Raises InvalidInput for a token this service did not issue."""
+    if not token:
+        return None
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        if not isinstance(key, dict) or not all(isinstance(v, dict) for v in key.values()):
+            raise ValueError("not a key")
+    except ValueError as exc:
+        raise InvalidInput("next_token is not one this API issued", field="next_token") from exc
+    return key

@@ -1,0 +1,121 @@
+"""An engine wired to the emulator: store, dispatch, scheduler and worker, with a clock tests move."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from local_stack.resources import Resources
+from shared import constants as c
+from shared.api.service import JobService
+from shared.clock import FixedClock
+from shared.dispatch import Dispatcher, JobMessage
+from shared.engine.scheduler import Scheduler
+from shared.engine.worker import AttemptResult, Worker
+from shared.models import Job
+from shared.store import JobStore
+from shared.targets import Delivery
+
+
+@dataclass
+class TargetLog:
+    """What the job targets saw; `failures` makes the next N calls of a job fail."""
+
+    calls: list[Delivery] = field(default_factory=list)
+    failures: dict[str, int] = field(default_factory=dict)
+
+    def __call__(self, job: Job, delivery: Delivery) -> None:
+        self.calls.append(delivery)
+        if self.failures.get(job.id, 0) > 0:
+            self.failures[job.id] -= 1
+            raise RuntimeError("target said no")
+
+    def count(self, job_id: str) -> int:
+        return sum(1 for call in self.calls if call.job_id == job_id)
+
+
+@dataclass
+class Engine:
+    clock: FixedClock
+    store: JobStore
+    dispatcher: Dispatcher
+    scheduler: Scheduler
+    worker: Worker
+    service: JobService
+    targets: TargetLog
+    resources: Resources
+    sqs: Any
+    sent: list[dict[str, Any]]
+
+    def receive(self, priority: c.Priority | None = None) -> list[JobMessage]:
+        """Every message now visible on the priority queues (deleted as they are read)."""
+        messages: list[JobMessage] = []
+        for p in [priority] if priority else list(c.PRIORITIES):
+            url = self.resources.queue_urls[p]
+            while batch := self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+                for m in batch:
+                    self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+                    messages.append(JobMessage.model_validate_json(m["Body"]))
+        return messages
+
+    def run_all(self) -> list[AttemptResult]:
+        """Feeds every visible message to the worker, as the local stack and Lambda would."""
+        return [self.worker.process(message) for message in self.receive()]
+
+    def dead_letters(self) -> list[str]:
+        url = self.resources.dead_letter_queue_url
+        out = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        return [m["Body"] for m in out]
+
+
+@pytest.fixture
+def engine(resources: Resources, dynamodb: Any, sqs: Any) -> Engine:
+    clock = FixedClock(int(time.time() * 1000))
+    store = JobStore(dynamodb, resources.table_name, clock)
+    sent = record_sends(sqs, deliver_at_once=True)
+    dispatcher = Dispatcher(sqs, resources.queue_urls, resources.dead_letter_queue_url, clock)
+    targets = TargetLog()
+    worker = Worker(
+        store, dispatcher, clock, targets, "worker-1", sleep=clock.advance, heartbeat_seconds=3600
+    )
+    return Engine(
+        clock=clock,
+        store=store,
+        dispatcher=dispatcher,
+        scheduler=Scheduler(store, dispatcher, clock),
+        worker=worker,
+        service=JobService(store, dispatcher, clock, allow_private_targets=True),
+        targets=targets,
+        resources=resources,
+        sqs=sqs,
+        sent=sent,
+    )
+
+
+def record_sends(sqs: Any, deliver_at_once: bool = False) -> list[dict[str, Any]]:
+    """Records every SendMessageBatch entry the client makes (a botocore hook at the boundary).
+
+    With deliver_at_once the delays are recorded and then dropped: the tests' clock is not the
+    emulator's, so tests move their clock to the due instant instead of waiting for SQS.
+    """
+    sent: list[dict[str, Any]] = []
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        sent.extend(dict(entry) for entry in params.get("Entries", []))
+        if deliver_at_once:
+            for entry in params.get("Entries", []):
+                entry["DelaySeconds"] = 0
+
+    sqs.meta.events.register("provide-client-params.sqs.SendMessageBatch", hook)
+    return sent
+
+
+def python_target(handler: str = "noop") -> dict[str, Any]:
+    return {"type": "python", "handler": handler}
+
+
+JobFactory = Callable[..., Any]
