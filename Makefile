@@ -48,11 +48,12 @@ bench: $(STAMP)
 synth: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python infra/app.py
 
+# Context and other CLI options go through CDK_ARGS, e.g. CDK_ARGS="-c sundial:alarmEmail=ops@example.com".
 deploy: $(STAMP) $(NODE_STAMP)
-	npx --no-install cdk deploy --app "$(BIN)/python infra/app.py"
+	npx --no-install cdk deploy --app "$(BIN)/python infra/app.py" $(CDK_ARGS)
 
 diff: $(STAMP) $(NODE_STAMP)
-	npx --no-install cdk diff --app "$(BIN)/python infra/app.py"
+	npx --no-install cdk diff --app "$(BIN)/python infra/app.py" $(CDK_ARGS)
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,132 @@
+"""The REST API: every route of API.md, IAM (SigV4) authorised, throttled, logged, proxied to one function."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.nag import acknowledge
+from infra.settings import Settings
+
+STAGE_NAME = "v1"
+# API.md's routes. Declaring them (rather than one catch-all proxy) lets the gateway reject
+# malformed bodies before an invocation is paid for, and unknown paths never reach the function.
+ROUTES: Mapping[str, tuple[str, ...]] = {
+    "/jobs": ("GET", "POST"),
+    "/jobs/{id}": ("GET", "PATCH", "DELETE"),
+    "/jobs/{id}/pause": ("POST",),
+    "/jobs/{id}/resume": ("POST",),
+    "/jobs/{id}/trigger": ("POST",),
+    "/jobs/{id}/retry": ("POST",),
+    "/jobs/{id}/runs": ("GET",),
+    "/schedules/preview": ("POST",),
+    "/health": ("GET",),
+    "/openapi.json": ("GET",),
+    "/docs": ("GET",),
+}
+# Methods whose body must be a JSON object. Only its shape is checked here: the function validates
+# the fields and says which one is at fault, so the two can never disagree about a field.
+JSON_BODY_METHODS = frozenset({("/jobs", "POST"), ("/jobs/{id}", "PATCH"), ("/schedules/preview", "POST")})
+
+
+class JobsApi(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction, settings: Settings
+    ) -> None:
+        super().__init__(scope, construct_id)
+        access_logs = logs.LogGroup(self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH)
+        self.rest_api = apigw.RestApi(
+            self,
+            "Api",
+            rest_api_name="sundial",
+            description="Sundial job scheduler API, version 1 (API.md)",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            # Access and execution logging need the account-level role that lets API Gateway write logs.
+            cloud_watch_role=True,
+            default_method_options=apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM),
+            deploy_options=apigw.StageOptions(
+                stage_name=STAGE_NAME,
+                throttling_rate_limit=settings.api_rate_limit,
+                throttling_burst_limit=settings.api_burst_limit,
+                access_log_destination=apigw.LogGroupLogDestination(access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=True,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
+                ),
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                # Request and response bodies carry job payloads: keep them out of the logs.
+                data_trace_enabled=False,
+                metrics_enabled=True,
+                tracing_enabled=True,
+            ),
+        )
+        self._add_routes(apigw.LambdaIntegration(handler, allow_test_invoke=False))
+        self._add_error_bodies()
+        self._acknowledge()
+
+    def _add_routes(self, integration: apigw.LambdaIntegration) -> None:
+        validator = self.rest_api.add_request_validator(
+            "Validator", validate_request_body=True, validate_request_parameters=True
+        )
+        json_object = self.rest_api.add_model(
+            "JsonObject",
+            content_type="application/json",
+            schema=apigw.JsonSchema(
+                schema=apigw.JsonSchemaVersion.DRAFT4, title="JsonObject", type=apigw.JsonSchemaType.OBJECT
+            ),
+        )
+        for path, methods in ROUTES.items():
+            resource = self.rest_api.root.resource_for_path(path)
+            for method in methods:
+                has_body = (path, method) in JSON_BODY_METHODS
+                resource.add_method(
+                    method,
+                    integration,
+                    request_validator=validator,
+                    request_models={"application/json": json_object} if has_body else None,
+                )
+
+    def _add_error_bodies(self) -> None:
+        # API.md: every 4xx/5xx body is {"message": ..., "field": ...}, including the gateway's own.
+        self.rest_api.add_gateway_response(
+            "BadBody",
+            type=apigw.ResponseType.BAD_REQUEST_BODY,
+            templates={
+                "application/json": '{"message": "the request body must be a JSON object", "field": "body"}'
+            },
+        )
+
+    def _acknowledge(self) -> None:
+        acknowledge(
+            self,
+            "AwsSolutions-COG4",
+            "API.md specifies IAM (SigV4) authorisation for the deployed API: callers are IAM "
+            "principals (services, CI, operators), and every method requires a signed request.",
+        )
+        acknowledge(
+            self,
+            "AwsSolutions-APIG3",
+            "Every method requires a SigV4-signed request, so unsigned traffic is refused by API "
+            "Gateway before it reaches the function, and the stage is throttled. A WAF web ACL adds "
+            "no rule that tells signed callers apart; attach one if the API is exposed to untrusted "
+            "principals.",
+        )
+        acknowledge(
+            self,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AmazonAPIGatewayPushToCloudWatchLogs]",
+            "The account-level role API Gateway uses to write access and execution logs; AWS "
+            "maintains this policy for exactly that purpose, and the log group names API Gateway "
+            "creates are not known in advance.",
+        )

@@ -1,0 +1,126 @@
+"""The Lambda code asset: `shared/` and `functions/` plus their pinned dependencies, built without Docker.
+
+pip downloads manylinux wheels for the Lambda platform into the asset, so the host's Python version
+and architecture never matter. The asset hash is computed from the sources, the requirements and
+the build flags: a change to any of them gives a new asset and a redeploy, while an unchanged tree
+reuses the staged asset in `cdk.out` without running pip again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import jsii
+from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
+from aws_cdk import aws_lambda as lambda_
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("shared", "functions")
+REQUIREMENTS = Path("functions") / "requirements.txt"
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+ARCHITECTURE = lambda_.Architecture.ARM_64
+# Derived from RUNTIME so that the wheels always match the interpreter that loads them.
+PYTHON_VERSION = RUNTIME.name.removeprefix("python")
+PIP_PLATFORM = "manylinux2014_aarch64"
+_IGNORED = ("__pycache__", "*.pyc", "*.pyo", ".mypy_cache", ".pytest_cache")
+
+
+def pip_arguments(requirements: Path, target: str) -> list[str]:
+    return [
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--target",
+        target,
+        "--platform",
+        PIP_PLATFORM,
+        "--implementation",
+        "cp",
+        "--python-version",
+        PYTHON_VERSION,
+        "--only-binary=:all:",
+        # Bytecode compiled here would be for the host's interpreter, not the runtime's.
+        "--no-compile",
+        "--requirement",
+        str(requirements),
+    ]
+
+
+def source_files(root: Path) -> Iterator[Path]:
+    """Every file the asset copies from `root`, in a stable order."""
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*")):
+            if path.is_file() and not _ignored(path.relative_to(root)):
+                yield path
+
+
+def _ignored(relative: Path) -> bool:
+    return any(fnmatch(part, pattern) for part in relative.parts for pattern in _IGNORED)
+
+
+def asset_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    digest.update(" ".join(pip_arguments(REQUIREMENTS, "<target>")).encode())
+    for path in source_files(root):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def build(root: Path, output_dir: Path) -> None:
+    """Installs the pinned dependencies for the Lambda platform, then copies the sources.
+
+    Raises RuntimeError with pip's output when the install fails.
+    """
+    command = [sys.executable, "-m", "pip", *pip_arguments(root / REQUIREMENTS, str(output_dir))]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"bundling the Lambda code failed: {' '.join(command)}\n{result.stderr}")
+    # Console scripts carry a shebang pointing at the host's interpreter; the runtime never uses them.
+    shutil.rmtree(output_dir / "bin", ignore_errors=True)
+    for path in source_files(root):
+        destination = output_dir / path.relative_to(root)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, destination)
+
+
+@jsii.implements(ILocalBundling)
+class LocalBundling:
+    def __init__(self, root: Path) -> None:
+        self._root = root
+
+    def try_bundle(self, output_dir: str, *_args: Any, **_options: Any) -> bool:
+        build(self._root, Path(output_dir))
+        return True
+
+
+def _docker_command() -> Sequence[str]:
+    # Only used if local bundling were unavailable; mirrors build() inside the runtime's image.
+    ignore = " ".join(f"--exclude='{pattern}'" for pattern in _IGNORED)
+    return [
+        "bash",
+        "-c",
+        f"pip install --no-compile -r {REQUIREMENTS.as_posix()} -t /asset-output && "
+        f"tar -c {ignore} {' '.join(PACKAGES)} | tar -x -C /asset-output",
+    ]
+
+
+def code_asset(root: Path = ROOT) -> lambda_.Code:
+    return lambda_.Code.from_asset(
+        str(root),
+        asset_hash_type=AssetHashType.CUSTOM,
+        asset_hash=asset_hash(root),
+        bundling=BundlingOptions(
+            image=RUNTIME.bundling_image,
+            platform="linux/arm64",
+            command=list(_docker_command()),
+            local=LocalBundling(root),
+        ),
+    )

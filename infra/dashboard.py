@@ -1,0 +1,122 @@
+"""The CloudWatch dashboard: throughput per status, lateness, queues, dead jobs, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.functions import Functions
+from infra.queues import JobQueues
+from shared import constants as c
+
+ONE_MINUTE = Duration.minutes(1)
+FIVE_MINUTES = Duration.minutes(5)
+WIDTH = 12
+THROUGHPUT = (
+    c.Metric.CLAIMED,
+    c.Metric.RECLAIMED,
+    c.Metric.DISPATCHED,
+    c.Metric.STARTED,
+    c.Metric.SUCCEEDED,
+    c.Metric.FAILED,
+    c.Metric.DEAD,
+    c.Metric.DUPLICATES_DROPPED,
+)
+
+
+def sundial_metric(name: c.Metric, statistic: str, period: Duration = ONE_MINUTE) -> cw.Metric:
+    """A metric the functions emit through Powertools: namespace Sundial, dimension service=sundial."""
+    return cw.Metric(
+        namespace=c.METRICS_NAMESPACE,
+        metric_name=name.value,
+        dimensions_map={"service": c.METRICS_SERVICE},
+        statistic=statistic,
+        period=period,
+    )
+
+
+def build_dashboard(
+    scope: Construct,
+    construct_id: str,
+    *,
+    functions: Functions,
+    queues: JobQueues,
+    api: apigw.RestApi,
+    alarms: Sequence[cw.IAlarm],
+) -> cw.Dashboard:
+    dashboard = cw.Dashboard(scope, construct_id, default_interval=Duration.hours(3))
+    dashboard.add_widgets(cw.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24))
+    dashboard.add_widgets(*_job_widgets())
+    dashboard.add_widgets(*_queue_widgets(queues))
+    dashboard.add_widgets(*_error_widgets(functions, api))
+    return dashboard
+
+
+def _graph(title: str, left: Sequence[cw.IMetric]) -> cw.GraphWidget:
+    return cw.GraphWidget(title=title, left=list(left), width=WIDTH)
+
+
+def _job_widgets() -> list[cw.IWidget]:
+    throughput = [sundial_metric(name, "Sum").with_(label=name.value) for name in THROUGHPUT]
+    lateness = [
+        sundial_metric(c.Metric.START_LATENESS_MS, "p50").with_(label="start lateness p50"),
+        sundial_metric(c.Metric.START_LATENESS_MS, "p99").with_(label="start lateness p99"),
+        sundial_metric(c.Metric.OLDEST_DUE_LATENESS_MS, "Maximum").with_(label="oldest due job"),
+    ]
+    dead = sundial_metric(c.Metric.DEAD, "Sum", FIVE_MINUTES).with_(label="dead jobs")
+    return [
+        _graph("Jobs per minute, by status", throughput),
+        _graph("Lateness (ms)", lateness),
+        _graph("Dead jobs", [dead]),
+    ]
+
+
+def _queue_widgets(queues: JobQueues) -> list[cw.IWidget]:
+    depth = [
+        queue.metric_approximate_number_of_messages_visible(statistic="Maximum", label=queue_label)
+        for queue_label, queue in _labelled(queues)
+    ]
+    in_flight = [
+        queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", label=queue_label)
+        for queue_label, queue in _labelled(queues)
+    ]
+    age = [
+        queue.metric_approximate_age_of_oldest_message(statistic="Maximum", label=queue_label)
+        for queue_label, queue in _labelled(queues)
+    ]
+    return [
+        _graph("Queue depth (visible)", depth),
+        _graph("In flight", in_flight),
+        _graph("Oldest message age (s)", age),
+    ]
+
+
+def _labelled(queues: JobQueues) -> list[tuple[str, sqs.Queue]]:
+    return [*((p.value, q) for p, q in queues.by_priority.items()), ("dead letter", queues.dead_letter)]
+
+
+def _error_widgets(functions: Functions, api: apigw.RestApi) -> list[cw.IWidget]:
+    names = ("api", "scheduler", "worker")
+    errors: list[cw.IMetric] = []
+    for name, fn in zip(names, functions.all, strict=True):
+        errors.append(fn.metric_errors(statistic="Sum", label=f"{name} errors"))
+        errors.append(fn.metric_throttles(statistic="Sum", label=f"{name} throttles"))
+    duration = [
+        fn.metric_duration(statistic="p99", label=f"{name} p99")
+        for name, fn in zip(names, functions.all, strict=True)
+    ]
+    http = [
+        api.metric_client_error(statistic="Sum", label="4xx"),
+        api.metric_server_error(statistic="Sum", label="5xx"),
+        api.metric_count(statistic="Sum", label="requests"),
+    ]
+    return [
+        _graph("Function errors and throttles", errors),
+        _graph("Function duration p99 (ms)", duration),
+        _graph("API requests", http),
+    ]

@@ -1,0 +1,163 @@
+"""The three Lambda functions (api, scheduler, worker), their grants and the worker's event sources."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import cast
+
+from aws_cdk import CfnResource, Duration, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.bundling import ARCHITECTURE, RUNTIME, code_asset
+from infra.nag import acknowledge
+from infra.queues import JobQueues
+from infra.settings import Settings
+from infra.targets import grant_targets
+from shared import constants as c
+
+# API Gateway ends an integration after 29 s; a longer function timeout would only waste capacity.
+API_TIMEOUT_SECONDS = 29
+# A tick must finish before the next one starts in the normal case.
+SCHEDULER_TIMEOUT_SECONDS = c.TICK_SECONDS
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+
+
+@dataclass(frozen=True)
+class _Spec:
+    handler: str
+    timeout_seconds: int
+    memory_mb: int
+
+
+_SPECS: Mapping[str, _Spec] = {
+    "Api": _Spec("functions.api.handler", API_TIMEOUT_SECONDS, 512),
+    # Claiming and dispatching a minute's jobs is CPU-bound JSON work: more memory, more CPU.
+    "Scheduler": _Spec("functions.scheduler.handler", SCHEDULER_TIMEOUT_SECONDS, 1024),
+    "Worker": _Spec("functions.worker.handler", c.WORKER_FUNCTION_TIMEOUT_SECONDS, 512),
+}
+
+
+class Functions(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table: dynamodb.ITable,
+        queues: JobQueues,
+        settings: Settings,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        code = code_asset()
+        environment = _environment(table.table_name, queues)
+        made = {name: self._function(name, spec, code, environment) for name, spec in _SPECS.items()}
+        self.api, self.scheduler, self.worker = made["Api"], made["Scheduler"], made["Worker"]
+        self._bound_scheduler(settings.scheduler_reserved_concurrency)
+        for fn in self.all:
+            table.grant_read_write_data(fn)
+        queues.grant_send(self.api, dead_letter=False)
+        # A reclaimed job whose attempts are spent dies in the scheduler; a failed one in the worker.
+        queues.grant_send(self.scheduler, dead_letter=True)
+        queues.grant_send(self.worker, dead_letter=True)
+        self._add_worker_sources(queues, settings)
+        grant_targets(self, self.worker, settings.target_arns)
+        self._acknowledge(table)
+
+    def _add_worker_sources(self, queues: JobQueues, settings: Settings) -> None:
+        # One event source per queue, each with its own ceiling: a low flood never takes high's capacity.
+        for priority, queue in queues.by_priority.items():
+            self.worker.add_event_source(
+                sources.SqsEventSource(
+                    queue,
+                    # One job per invocation: a job may use the whole timeout, and one job's start
+                    # never waits for another's.
+                    batch_size=1,
+                    report_batch_item_failures=True,
+                    max_concurrency=settings.max_concurrency[priority],
+                )
+            )
+
+    @property
+    def all(self) -> list[lambda_.Function]:
+        return [self.api, self.scheduler, self.worker]
+
+    def _function(
+        self, name: str, spec: _Spec, code: lambda_.Code, environment: Mapping[str, str]
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(self, f"{name}Logs", retention=LOG_RETENTION)
+        # An own role that may write to this log group only, instead of the managed basic execution
+        # policy, which may write to every log group of the account.
+        role = iam.Role(
+            self,
+            f"{name}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Sundial {name.lower()} function",
+        )
+        log_group.grant_write(role)
+        return lambda_.Function(
+            self,
+            name,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            code=code,
+            handler=spec.handler,
+            timeout=Duration.seconds(spec.timeout_seconds),
+            memory_size=spec.memory_mb,
+            environment=dict(environment),
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            role=role,
+        )
+
+    def _acknowledge(self, table: dynamodb.ITable) -> None:
+        acknowledge(
+            self,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Only the X-Ray statement added by active tracing uses '*': xray:PutTraceSegments and "
+            "xray:PutTelemetryRecords support no resource-level permissions.",
+        )
+        table_arn = Stack.of(self).resolve(Stack.of(self).get_logical_id(_cfn(table)))
+        acknowledge(
+            self,
+            f"AwsSolutions-IAM5[Resource::<{table_arn}.Arn>/index/*]",
+            "The functions query the table's own indexes (due, by_created); the wildcard covers "
+            "only the indexes of this one table.",
+        )
+        acknowledge(
+            self,
+            "AwsSolutions-L1",
+            f"{RUNTIME.name} is a supported Lambda runtime (deprecation scheduled for October 2028). "
+            "The dependency wheels are built for exactly this interpreter (infra/bundling.py), so a "
+            "newer runtime is a deliberate, tested change of one constant, not something to drift into.",
+        )
+
+    def _bound_scheduler(self, reserved: int) -> None:
+        fn = self.scheduler
+        cast(lambda_.CfnFunction, fn.node.default_child).reserved_concurrent_executions = reserved
+        # A tick that could not run is superseded by the next one a minute later: retrying a stale
+        # tick (or queueing it for hours while throttled) would only add load.
+        fn.configure_async_invoke(retry_attempts=0, max_event_age=Duration.seconds(c.TICK_SECONDS))
+
+
+def _environment(table_name: str, queues: JobQueues) -> dict[str, str]:
+    urls = {priority: queue.queue_url for priority, queue in queues.by_priority.items()}
+    return {
+        c.ENV_TABLE_NAME: table_name,
+        c.ENV_QUEUE_URL_HIGH: urls[c.Priority.HIGH],
+        c.ENV_QUEUE_URL_MEDIUM: urls[c.Priority.MEDIUM],
+        c.ENV_QUEUE_URL_LOW: urls[c.Priority.LOW],
+        c.ENV_DEAD_LETTER_QUEUE_URL: queues.dead_letter.queue_url,
+        "POWERTOOLS_SERVICE_NAME": c.METRICS_SERVICE,
+        "POWERTOOLS_METRICS_NAMESPACE": c.METRICS_NAMESPACE,
+        "LOG_LEVEL": "INFO",
+    }
+
+
+def _cfn(table: dynamodb.ITable) -> CfnResource:
+    return cast(CfnResource, table.node.default_child)

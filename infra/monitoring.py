@@ -1,0 +1,119 @@
+"""Alarms, all to one SNS topic, and the operations dashboard."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from infra.dashboard import FIVE_MINUTES, ONE_MINUTE, build_dashboard, sundial_metric
+from infra.functions import Functions
+from infra.queues import JobQueues
+from infra.settings import Settings
+from shared import constants as c
+
+# Alarm when a tick's longest run reaches this share of its timeout: the next step is lost ticks.
+SCHEDULER_DURATION_SHARE = 0.8
+# A message may wait out its whole SQS delay and then stay in flight while its job runs for the
+# whole worker timeout; only beyond both, plus a margin, is a queue stuck. Precision is watched by
+# the start-lateness alarm, not by this one.
+OLDEST_MESSAGE_AGE_SECONDS = c.MAX_DELAY_SECONDS + c.WORKER_FUNCTION_TIMEOUT_SECONDS + 300
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        functions: Functions,
+        queues: JobQueues,
+        api: apigw.RestApi,
+        settings: Settings,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.topic = self._topic(settings.alarm_email)
+        self.alarms: list[cw.Alarm] = []
+        self._job_alarms(queues, settings.start_lateness_p99_threshold_ms)
+        self._scheduler_alarms(functions.scheduler)
+        for priority, queue in queues.by_priority.items():
+            age = queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=FIVE_MINUTES)
+            self._alarm(
+                f"OldestMessage{priority.value.capitalize()}",
+                f"The {priority.value} queue's oldest message is older than expected (s)",
+                age,
+                OLDEST_MESSAGE_AGE_SECONDS,
+            )
+        self.dashboard = build_dashboard(
+            self, "Dashboard", functions=functions, queues=queues, api=api, alarms=self.alarms
+        )
+
+    def _topic(self, email: str | None) -> sns.Topic:
+        # CloudWatch alarms cannot publish with the AWS managed SNS key, so the topic has its own
+        # key whose policy lets CloudWatch use it.
+        key = kms.Key(self, "AlarmKey", description="Sundial alarm topic", enable_key_rotation=True)
+        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+        topic = sns.Topic(self, "Alarms", display_name="Sundial alarms", master_key=key, enforce_ssl=True)
+        if email:
+            topic.add_subscription(subscriptions.EmailSubscription(email))
+        return topic
+
+    def _alarm(
+        self,
+        construct_id: str,
+        description: str,
+        metric: cw.IMetric,
+        threshold: float,
+        *,
+        periods: int = 1,
+        datapoints: int | None = None,
+    ) -> None:
+        alarm = cw.Alarm(
+            self,
+            construct_id,
+            alarm_description=description,
+            metric=metric,
+            threshold=threshold,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=periods,
+            datapoints_to_alarm=datapoints,
+            # No data means nothing happened: no dead job, no tick error.
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(actions.SnsAction(self.topic))
+        self.alarms.append(alarm)
+
+    def _job_alarms(self, queues: JobQueues, lateness_threshold_ms: int) -> None:
+        dlq = queues.dead_letter.metric_approximate_number_of_messages_visible(
+            statistic="Maximum", period=ONE_MINUTE
+        )
+        self._alarm("DeadLetterMessages", "The dead-letter queue holds messages", dlq, 1)
+        dead = sundial_metric(c.Metric.DEAD, "Sum")
+        self._alarm("DeadJobs", "A job exhausted its attempts and is DEAD", dead, 1)
+        lateness = sundial_metric(c.Metric.START_LATENESS_MS, "p99", FIVE_MINUTES)
+        description = f"p99 of job start lateness is at least {lateness_threshold_ms} ms"
+        self._alarm("StartLatenessP99", description, lateness, lateness_threshold_ms, periods=2, datapoints=2)
+
+    def _scheduler_alarms(self, scheduler: lambda_.Function) -> None:
+        # One failed tick is repaired by the next; two in three minutes is a broken scheduler.
+        errors = scheduler.metric_errors(statistic="Sum", period=ONE_MINUTE)
+        self._alarm("SchedulerErrors", "Scheduler ticks fail", errors, 1, periods=3, datapoints=2)
+        throttles = scheduler.metric_throttles(statistic="Sum", period=FIVE_MINUTES)
+        self._alarm("SchedulerThrottles", "Scheduler ticks are throttled (ticks overlap)", throttles, 1)
+        timeout_ms = (scheduler.timeout or Duration.seconds(c.TICK_SECONDS)).to_milliseconds()
+        duration = scheduler.metric_duration(statistic="Maximum", period=ONE_MINUTE)
+        self._alarm(
+            "SchedulerDuration",
+            "Scheduler ticks run close to their timeout",
+            duration,
+            SCHEDULER_DURATION_SHARE * timeout_ms,
+            periods=3,
+            datapoints=2,
+        )

@@ -1,0 +1,47 @@
+"""The three priority queues and the dead-letter queue."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from shared import constants as c
+
+
+class JobQueues(Construct):
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.dead_letter = sqs.Queue(
+            self,
+            "Dead",
+            queue_name=c.DEAD_LETTER_QUEUE_NAME,
+            retention_period=Duration.days(c.DEAD_LETTER_RETENTION_DAYS),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        redrive = sqs.DeadLetterQueue(queue=self.dead_letter, max_receive_count=c.MAX_RECEIVE_COUNT)
+        self.by_priority: dict[c.Priority, sqs.Queue] = {
+            priority: sqs.Queue(
+                self,
+                priority.value.capitalize(),
+                queue_name=c.QUEUE_NAMES[priority],
+                visibility_timeout=Duration.seconds(c.QUEUE_VISIBILITY_TIMEOUT_SECONDS),
+                dead_letter_queue=redrive,
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+            )
+            for priority in c.PRIORITIES
+        }
+
+    @property
+    def all(self) -> list[sqs.Queue]:
+        return [*self.by_priority.values(), self.dead_letter]
+
+    def grant_send(self, grantee: iam.IGrantable, *, dead_letter: bool) -> None:
+        """Every sender may send to the three queues; only those that can kill a job, to the DLQ."""
+        for queue in self.by_priority.values():
+            queue.grant_send_messages(grantee)
+        if dead_letter:
+            self.dead_letter.grant_send_messages(grantee)

@@ -1,0 +1,34 @@
+"""The Sundial stack: table, queues, functions, API, tick, alarms and dashboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.api import JobsApi
+from infra.functions import Functions
+from infra.monitoring import Monitoring
+from infra.queues import JobQueues
+from infra.scheduler import Tick
+from infra.settings import Settings
+from infra.table import JobsTable
+
+
+class SundialStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        settings = Settings.from_context(self.node)
+        table = JobsTable(self, "Jobs")
+        queues = JobQueues(self, "Queues")
+        functions = Functions(self, "Functions", table=table.table, queues=queues, settings=settings)
+        api = JobsApi(self, "Api", handler=functions.api, settings=settings)
+        Tick(self, "Tick", scheduler=functions.scheduler)
+        monitoring = Monitoring(
+            self, "Monitoring", functions=functions, queues=queues, api=api.rest_api, settings=settings
+        )
+        CfnOutput(self, "ApiUrl", value=api.rest_api.url, description="Base URL of the API (IAM auth)")
+        CfnOutput(self, "TableName", value=table.table.table_name)
+        CfnOutput(self, "AlarmTopicArn", value=monitoring.topic.topic_arn)
+        CfnOutput(self, "DashboardName", value=monitoring.dashboard.dashboard_name)

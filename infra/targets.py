@@ -1,0 +1,59 @@
+"""What the worker may call: the job targets allowed by the `sundial:targetArns` context list.
+
+Nothing is allowed by default, so a fresh deploy can reach no Lambda, queue, topic or event bus of
+the account until its owner names them. `http` and `python` targets need no IAM permission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.nag import acknowledge
+
+
+def grant_targets(scope: Construct, grantee: iam.IGrantable, arns: Iterable[str]) -> None:
+    """Raises ValueError for an ARN of a service that no target type calls."""
+    for index, arn in enumerate(arns):
+        _grant(scope, f"Target{index}", grantee, arn)
+        if "*" in arn:
+            acknowledge(
+                scope,
+                f"AwsSolutions-IAM5[Resource::{arn}]",
+                "A wildcard the deployer wrote in sundial:targetArns to allow a family of targets.",
+            )
+
+
+def _grant(scope: Construct, construct_id: str, grantee: iam.IGrantable, arn: str) -> None:
+    parts = arn.split(":")
+    service = parts[2] if len(parts) > 5 and parts[0] == "arn" else None
+    if service == "lambda":
+        # Identity-side grant only: a same-account function needs nothing more, and a function of
+        # another account must name the worker's role in its own resource policy anyway.
+        target = lambda_.Function.from_function_attributes(
+            scope, construct_id, function_arn=arn, skip_permissions=True
+        )
+        target.grant_invoke(grantee)
+        acknowledge(
+            scope,
+            f"AwsSolutions-IAM5[Resource::{arn}:*]",
+            "Lets a lambda target name a version or alias of a function the deployer allowed; "
+            "the function itself is named exactly.",
+        )
+    elif service == "sqs":
+        sqs.Queue.from_queue_arn(scope, construct_id, arn).grant_send_messages(grantee)
+    elif service == "sns":
+        sns.Topic.from_topic_arn(scope, construct_id, arn).grant_publish(grantee)
+    elif service == "events":
+        events.EventBus.from_event_bus_arn(scope, construct_id, arn).grant_put_events_to(grantee)
+    else:
+        raise ValueError(
+            f"context sundial:targetArns: {arn!r} is not a Lambda function, SQS queue, SNS topic "
+            "or EventBridge event bus ARN"
+        )
