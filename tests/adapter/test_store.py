@@ -1,0 +1,172 @@
+"""Every conditional write of the store, on the emulator: it succeeds when its condition holds and
+changes nothing when it does not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared import constants as c
+from shared.errors import Conflict, StaleDelivery
+from shared.lifecycle import Placement
+from shared.models import JobStatus, Run, RunStatus, RunSummary
+from shared.store import DueRow, IdempotencyRecord, new_token
+from tests.adapter.conftest import Engine
+from tests.adapter.test_engine import create
+
+SECOND = 1000
+
+
+def _later(engine: Engine, seconds: int = 600) -> str:
+    from shared.clock import format_rfc3339
+
+    return format_rfc3339(engine.clock.now_ms() + seconds * SECOND)
+
+
+def _row(engine: Engine, job_id: str) -> DueRow:
+    job = engine.store.get(job_id)
+    rows = [
+        row
+        for priority in c.PRIORITIES
+        for shard in range(c.DUE_SHARDS)
+        for row in engine.store.due_rows(priority, shard, engine.clock.now_ms() + 10**9)
+        if row.job_id == job.id
+    ]
+    assert len(rows) == 1, "a job is in the due index once, or not at all"
+    return rows[0]
+
+
+def _index_rows(engine: Engine) -> list[DueRow]:
+    far = engine.clock.now_ms() + 10**10
+    return [r for p in c.PRIORITIES for s in range(c.DUE_SHARDS) for r in engine.store.due_rows(p, s, far)]
+
+
+def _unchanged(engine: Engine, job_id: str, before: Any) -> None:
+    assert engine.store.get(job_id) == before
+
+
+def test_claim_takes_a_waiting_job_once(engine: Engine) -> None:
+    job_id = create(engine, run_at=_later(engine))
+    row = _row(engine, job_id)
+
+    claimed = engine.store.claim(row, new_token(), engine.clock.now_ms())
+    assert claimed.status is JobStatus.QUEUED and claimed.token
+    before = engine.store.get(job_id)
+    with pytest.raises(StaleDelivery):
+        engine.store.claim(row, new_token(), engine.clock.now_ms())
+    _unchanged(engine, job_id, before)
+    assert _row(engine, job_id).is_lease
+
+
+def test_claim_refuses_a_stale_index_row(engine: Engine) -> None:
+    job_id = create(engine, run_at=_later(engine))
+    row = _row(engine, job_id)
+    stale = DueRow(row.job_id, f"{row.due_at - 1:013d}#run")
+    before = engine.store.get(job_id)
+
+    with pytest.raises(StaleDelivery):
+        engine.store.claim(stale, new_token(), engine.clock.now_ms())
+    _unchanged(engine, job_id, before)
+
+
+def test_fence_runs_only_the_current_token(engine: Engine) -> None:
+    job_id = create(engine)
+    token = engine.store.get(job_id).token
+    assert token is not None
+    before = engine.store.get(job_id)
+    with pytest.raises(StaleDelivery):
+        engine.store.fence(job_id, "not-the-token", "w", engine.clock.now_ms(), None)
+    _unchanged(engine, job_id, before)
+
+    running = engine.store.fence(job_id, token, "w", engine.clock.now_ms(), None)
+    assert (running.status, running.attempt, running.worker) == (JobStatus.RUNNING, 1, "w")
+    with pytest.raises(StaleDelivery):
+        engine.store.fence(job_id, token, "w2", engine.clock.now_ms(), None)
+
+
+def test_heartbeat_extends_only_a_lease_still_held(engine: Engine) -> None:
+    job_id = create(engine)
+    token = engine.store.get(job_id).token
+    assert token is not None
+    engine.store.fence(job_id, token, "w", engine.clock.now_ms(), None)
+    later = engine.clock.now_ms() + 999 * SECOND
+
+    assert engine.store.heartbeat(job_id, token, later, engine.clock.now_ms()).lease_until == later
+    assert _row(engine, job_id).due_at == later
+    before = engine.store.get(job_id)
+    with pytest.raises(StaleDelivery):
+        engine.store.heartbeat(job_id, "zombie", later + 1, engine.clock.now_ms())
+    _unchanged(engine, job_id, before)
+
+
+def test_complete_and_fail_refuse_a_zombie(engine: Engine) -> None:
+    job_id = create(engine)
+    job = engine.store.get(job_id)
+    assert job.token is not None
+    running = engine.store.fence(job_id, job.token, "w", engine.clock.now_ms(), None)
+    run = RunSummary(scheduled_at=0, attempt=1, status=RunStatus.SUCCEEDED)
+    done = Placement(JobStatus.SUCCEEDED, running.scheduled_at, None, 1)
+
+    for write in (engine.store.complete, engine.store.fail, engine.store.kill):
+        with pytest.raises(StaleDelivery):
+            write(running, "zombie", done, run, None)
+    _unchanged(engine, job_id, running)
+
+    finished = engine.store.complete(running, job.token, done, run, None)
+    assert finished.status is JobStatus.SUCCEEDED and finished.token is None
+    assert _index_rows(engine) == []  # terminal jobs leave the due index
+    with pytest.raises(StaleDelivery):
+        engine.store.complete(running, job.token, done, run, None)
+
+
+def test_reclaim_needs_an_expired_lease(engine: Engine) -> None:
+    job_id = create(engine)
+    job = engine.store.get(job_id)
+    row = _row(engine, job_id)
+    with pytest.raises(StaleDelivery):
+        engine.store.reclaim(job, row.due_key, new_token(), engine.clock.now_ms())
+    _unchanged(engine, job_id, job)
+
+    after_lease = row.due_at + 1
+    reclaimed = engine.store.reclaim(job, row.due_key, new_token(), after_lease)
+    assert reclaimed.status is JobStatus.QUEUED and reclaimed.token != job.token
+
+
+def test_put_run_writes_each_attempt_once(engine: Engine) -> None:
+    run = Run(job_id="j1", scheduled_at=1, attempt=1, status=RunStatus.SUCCEEDED)
+    assert engine.store.put_run(run) is True
+    assert engine.store.put_run(run.model_copy(update={"status": RunStatus.LOST})) is False
+    assert [r.status for r in engine.store.runs("j1", 10, None)[0]] == [RunStatus.SUCCEEDED]
+
+
+def test_create_with_an_idempotency_key_creates_one_job(engine: Engine) -> None:
+    template = engine.store.get(create(engine))
+    expires = engine.clock.now_ms() // 1000 + 60
+
+    def attempt(job_id: str, body_hash: str) -> tuple[Any, bool]:
+        record = IdempotencyRecord("key-1", body_hash, job_id, expires)
+        return engine.store.create(template.model_copy(update={"id": job_id}), record)
+
+    first, created = attempt("a", "hash-a")
+    again, created_again = attempt("b", "hash-a")
+
+    assert (created, created_again) == (True, False)
+    assert again.id == first.id == "a"
+    with pytest.raises(Conflict):
+        attempt("c", "hash-b")
+    with pytest.raises(Exception, match="not found"):
+        engine.store.get("b")
+
+
+def test_api_changes_are_conditional_on_the_version_read(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(1 hour)")
+    job = engine.store.get(job_id)
+    engine.store.pause(job)
+
+    with pytest.raises(Conflict):
+        engine.store.cancel(job)  # read before the pause: its version is stale
+    paused = engine.store.get(job_id)
+    assert paused.paused and _index_rows(engine) == []
+    cancelled = engine.store.cancel(paused)
+    assert cancelled.status is JobStatus.CANCELLED
