@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from shared import constants as c
 from shared import lifecycle
 from shared.clock import Clock
@@ -33,6 +35,7 @@ class TickReport:
     dispatched: int = 0
     send_failures: int = 0
     lost_races: int = 0
+    errors: int = 0  # AWS errors after the SDK's own retries: the job stays due for the next tick
     skipped_misfires: int = 0
     dead: int = 0
     oldest_lateness_ms: int = 0
@@ -85,6 +88,10 @@ class Scheduler:
             return self._claim(row, now_ms, report)
         except StaleDelivery:
             report.lost_races += 1
+            return None
+        except (ClientError, BotoCoreError):
+            logger.warning("tick left job %s for the next tick", row.job_id, exc_info=True)
+            report.errors += 1
             return None
 
     def _claim(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:

@@ -17,8 +17,9 @@ from shared import lifecycle
 from shared.clock import Clock, format_rfc3339
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.heartbeat import Heartbeat
-from shared.engine.settle import settle
+from shared.engine.settle import FinishWrite, settle
 from shared.errors import StaleDelivery
+from shared.lifecycle import Placement
 from shared.models import Job, JobStatus, Run, RunStatus, RunSummary
 from shared.store import JobStore
 from shared.targets import Delivery
@@ -112,56 +113,51 @@ class Worker:
     def _attempt(self, job: Job, delivery: Delivery) -> str | None:
         """Runs the target within the job's timeout; returns the error text, or None on success."""
         outcome: list[str | None] = []
+        fatal: list[BaseException] = []
 
         def run() -> None:
             try:
                 self._deliver(job, delivery)
                 outcome.append(None)
-            except Exception as exc:
+            except Exception as exc:  # every failure of a target is the job's failure
                 outcome.append(str(exc)[: c.ERROR_TEXT_LIMIT] or type(exc).__name__)
+            except BaseException as exc:  # an exit or interrupt ends the worker, not the job
+                fatal.append(exc)
 
         thread = threading.Thread(target=run, name=f"job-{job.id}", daemon=True)
         thread.start()
         # The targets enforce the timeout themselves; this is the backstop for a python handler.
         thread.join(job.retry.timeout_seconds + 1)
+        if fatal:
+            raise fatal[0]
         if not outcome:
             return f"timed out after {job.retry.timeout_seconds} s"
         return outcome[0]
 
     def _finish(self, job: Job, token: str, started: int, error: str | None) -> Outcome:
+        """Settles the job first, then writes the history item: a crash in between can leave an
+        attempt out of the history (the job's last_run still has it), but the history never shows
+        a success that the job did not keep."""
         now_ms = self._clock.now_ms()
         if error is None:
             run = self._summary(job, started, now_ms, RunStatus.SUCCEEDED, None)
-            self._store.put_run(Run.of(job.id, run))
-            settle(
-                self._store.complete,
-                job,
-                token,
-                lifecycle.after_success(job, now_ms),
-                run,
-                self._dispatcher,
-                self._clock,
-            )
+            self._settle(self._store.complete, job, token, lifecycle.after_success(job, now_ms), run)
             return Outcome.SUCCEEDED
         if lifecycle.is_dead(job):
             run = self._summary(job, started, now_ms, RunStatus.DEAD, error)
-            self._store.put_run(Run.of(job.id, run))
-            settle(
-                self._store.kill,
-                job,
-                token,
-                lifecycle.after_death(job, now_ms),
-                run,
-                self._dispatcher,
-                self._clock,
-            )
+            self._settle(self._store.kill, job, token, lifecycle.after_death(job, now_ms), run)
             self._dispatcher.send_dead(job, error)
             return Outcome.DEAD
         run = self._summary(job, started, now_ms, RunStatus.FAILED, error)
-        self._store.put_run(Run.of(job.id, run))
         placement = lifecycle.after_failure(job, now_ms)
-        settle(self._store.fail, job, token, placement, run, self._dispatcher, self._clock)
+        self._settle(self._store.fail, job, token, placement, run)
         return Outcome.FAILED if placement.status is JobStatus.FAILED else Outcome.SUCCEEDED
+
+    def _settle(
+        self, write: FinishWrite, job: Job, token: str, placement: Placement, run: RunSummary
+    ) -> None:
+        settle(write, job, token, placement, run, self._dispatcher, self._clock)
+        self._store.put_run(Run.of(job.id, run))
 
     def _summary(
         self, job: Job, started: int, finished: int, status: RunStatus, error: str | None
