@@ -1,0 +1,52 @@
+"""The scheduler Lambda: EventBridge fires it once a minute; each event is one tick of the engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions import clients
+from shared import constants as c
+from shared.clock import SystemClock
+from shared.engine.scheduler import Scheduler, TickReport
+
+# Stop claiming this long before the Lambda times out: the claimed jobs still have to be sent.
+SAFETY_MARGIN_MS = 10_000
+
+logger = Logger(service=c.METRICS_SERVICE)
+metrics = Metrics(namespace=c.METRICS_NAMESPACE, service=c.METRICS_SERVICE)
+tracer = Tracer(service=c.METRICS_SERVICE)
+
+
+@clients.lazy
+def _scheduler() -> Scheduler:
+    return Scheduler(clients.store(), clients.dispatcher(), SystemClock())
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_source(data_class=EventBridgeEvent)
+def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
+    clock = SystemClock()
+    deadline_ms = clock.now_ms() + context.get_remaining_time_in_millis() - SAFETY_MARGIN_MS
+    report = _scheduler().tick(deadline_ms)
+    _record(report)
+    logger.info("tick done", extra={"event_time": event.time, "report": vars(report)})
+    return {"claimed": report.claimed, "reclaimed": report.reclaimed, "dispatched": report.dispatched}
+
+
+def _record(report: TickReport) -> None:
+    metrics.add_metric(name=c.Metric.CLAIMED, unit=MetricUnit.Count, value=report.claimed)
+    metrics.add_metric(name=c.Metric.RECLAIMED, unit=MetricUnit.Count, value=report.reclaimed)
+    metrics.add_metric(name=c.Metric.DISPATCHED, unit=MetricUnit.Count, value=report.dispatched)
+    metrics.add_metric(name=c.Metric.DEAD, unit=MetricUnit.Count, value=report.dead)
+    metrics.add_metric(
+        name=c.Metric.OLDEST_DUE_LATENESS_MS, unit=MetricUnit.Milliseconds, value=report.oldest_lateness_ms
+    )
+    if report.dead_jobs:
+        logger.warning("jobs died after losing their lease", extra={"job_ids": report.dead_jobs})

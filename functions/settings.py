@@ -1,0 +1,35 @@
+"""Each function's environment, validated once per cold start (names from shared.constants)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared import constants as c
+
+
+class Settings(BaseSettings):
+    """What every handler needs to reach its table and queues. A missing name fails the cold start,
+    not the first request that happens to need it."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=False)
+
+    table_name: str = Field(min_length=1, validation_alias=c.ENV_TABLE_NAME)
+    queue_url_high: str = Field(min_length=1, validation_alias=c.ENV_QUEUE_URL_HIGH)
+    queue_url_medium: str = Field(min_length=1, validation_alias=c.ENV_QUEUE_URL_MEDIUM)
+    queue_url_low: str = Field(min_length=1, validation_alias=c.ENV_QUEUE_URL_LOW)
+    dead_letter_queue_url: str = Field(min_length=1, validation_alias=c.ENV_DEAD_LETTER_QUEUE_URL)
+    # Set only for the emulator; deployed functions use the regional endpoints.
+    endpoint_url: str | None = Field(default=None, validation_alias=c.ENV_ENDPOINT_URL)
+    # Only the local stack may run http targets on loopback and private addresses.
+    allow_private_targets: bool = Field(default=False, validation_alias=c.ENV_ALLOW_PRIVATE_TARGETS)
+    # Lambda names the log stream after the execution environment: the worker's identity in run history.
+    worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
+
+    @property
+    def queue_urls(self) -> dict[c.Priority, str]:
+        return {
+            c.Priority.HIGH: self.queue_url_high,
+            c.Priority.MEDIUM: self.queue_url_medium,
+            c.Priority.LOW: self.queue_url_low,
+        }

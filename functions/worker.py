@@ -1,0 +1,122 @@
+"""The worker Lambda: SQS batches from the three priority queues, one job attempt per record.
+
+Failed records are reported one by one (ReportBatchItemFailures), so one bad record never redelivers
+its batch. A record that is not a job message can never succeed: it goes to the dead-letter queue
+at once instead of cycling through redeliveries.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
+
+from functions import clients
+from shared import constants as c
+from shared.clock import SystemClock
+from shared.dispatch import JobMessage
+from shared.engine.worker import AttemptResult, Outcome, Worker
+from shared.models import Job
+from shared.targets import Delivery, deliver
+
+# Not in shared.constants.Metric: it counts messages, not jobs.
+UNPARSABLE_METRIC = "UnparsableMessages"
+ATTEMPT_METRICS = {
+    Outcome.SUCCEEDED: c.Metric.SUCCEEDED,
+    Outcome.FAILED: c.Metric.FAILED,
+    Outcome.DEAD: c.Metric.DEAD,
+}
+
+logger = Logger(service=c.METRICS_SERVICE)
+metrics = Metrics(namespace=c.METRICS_NAMESPACE, service=c.METRICS_SERVICE)
+tracer = Tracer(service=c.METRICS_SERVICE)
+# The engine logs through the standard library: same JSON lines, same job keys.
+copy_config_to_registered_loggers(source_logger=logger, include={"shared"})
+
+
+def _deliver(job: Job, delivery: Delivery) -> None:
+    deliver(
+        job.target,
+        delivery,
+        timeout_seconds=job.retry.timeout_seconds,
+        clients=clients.aws_clients(),
+        allow_private=clients.settings().allow_private_targets,
+    )
+
+
+@clients.lazy
+def _worker() -> Worker:
+    config = clients.settings()
+    return Worker(clients.store(), clients.dispatcher(), SystemClock(), _deliver, config.worker_id)
+
+
+def record_handler(record: SQSRecord) -> None:
+    """One job message. Raising reports the record failed, and SQS redelivers it; the fence makes
+    the redelivery harmless."""
+    try:
+        message = JobMessage.model_validate_json(record.body)
+    except ValidationError as exc:
+        _dead_letter(record, str(exc.errors(include_url=False)[0]["msg"]))
+        return
+    logger.thread_safe_append_keys(job_id=message.job_id)
+    try:
+        _record(_worker().process(message))
+    finally:
+        logger.thread_safe_remove_keys(["job_id", "attempt"])
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # A processor per batch: it keeps per-batch state, and the local stack may run batches in threads.
+    processor = BatchProcessor(EventType.SQS, raise_on_entire_batch_failure=False)
+    response = process_partial_response(event, record_handler, processor, context)
+    return dict(response)
+
+
+def _record(result: AttemptResult) -> None:
+    logger.thread_safe_append_keys(attempt=result.attempt)
+    if result.outcome is Outcome.DROPPED:
+        metrics.add_metric(name=c.Metric.DUPLICATES_DROPPED, unit=MetricUnit.Count, value=1)
+        logger.info("duplicate or stale delivery dropped at the fence")
+        return
+    if result.outcome is Outcome.DEFERRED:
+        logger.info("arrived early; sent again with a delay")
+        return
+    metrics.add_metric(name=c.Metric.STARTED, unit=MetricUnit.Count, value=1)
+    if result.lateness_ms is not None:
+        metrics.add_metric(
+            name=c.Metric.START_LATENESS_MS, unit=MetricUnit.Milliseconds, value=result.lateness_ms
+        )
+    if result.outcome in ATTEMPT_METRICS:
+        metrics.add_metric(name=ATTEMPT_METRICS[result.outcome], unit=MetricUnit.Count, value=1)
+    level = logger.info if result.outcome is Outcome.SUCCEEDED else logger.warning
+    level(
+        "attempt finished",
+        extra={"outcome": result.outcome.value, "error": result.error, "lateness_ms": result.lateness_ms},
+    )
+
+
+def _dead_letter(record: SQSRecord, reason: str) -> None:
+    body = {
+        "error": f"not a job message: {reason}",
+        "message_id": record.message_id,
+        "source": record.event_source_arn,
+        "body": record.body,
+    }
+    clients.clients().sqs().send_message(
+        QueueUrl=clients.settings().dead_letter_queue_url, MessageBody=json.dumps(body)
+    )
+    metrics.add_metric(name=UNPARSABLE_METRIC, unit=MetricUnit.Count, value=1)
+    logger.error(
+        "unparsable message sent to the dead-letter queue",
+        extra={"message_id": record.message_id, "reason": reason},
+    )
