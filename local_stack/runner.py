@@ -1,0 +1,122 @@
+"""`sundial local`: the whole scheduler on this machine, from the same handlers as the deployed stack.
+
+The emulator holds every bit of state, so this process can be killed at any moment and started again
+against the same emulator: leases expire and the next tick reclaims what was in flight.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+import boto3
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from local_stack.banner import banner
+from local_stack.child import EmulatorProcess, free_port
+from local_stack.environment import handler_settings, use_emulator
+from local_stack.gateway import Gateway
+from local_stack.options import LocalOptions, pool_sizes
+from local_stack.pollers import QueuePoller
+from local_stack.resources import Resources, ensure_resources
+from local_stack.ticker import Ticker
+from shared import constants as c
+
+logger = logging.getLogger(__name__)
+Handler = Callable[[dict[str, Any], Any], Any]
+HOST = "127.0.0.1"
+# How long a stop waits for attempts in flight; what is still running then is left to its lease.
+STOP_GRACE_SECONDS = 10.0
+
+
+def run_local(options: LocalOptions) -> int:
+    """Runs until SIGINT or SIGTERM; returns the exit status."""
+    stop = _stop_on_signals()
+    # Started before any thread exists (see local_stack.child) and stopped last, after the drain.
+    if options.endpoint_url:
+        return _serve(options, options.endpoint_url, stop, own_emulator=False)
+    child = EmulatorProcess(free_port(HOST), HOST).start()
+    try:
+        return _serve(options, child.endpoint_url, stop, own_emulator=True)
+    finally:
+        child.stop()
+
+
+def _serve(options: LocalOptions, endpoint_url: str, stop: threading.Event, *, own_emulator: bool) -> int:
+    region = use_emulator()
+    resources = _resources(endpoint_url, region)
+    os.environ.update(handler_settings(resources, endpoint_url, allow_private=options.allow_private))
+    api, scheduler, worker = (_handler(name) for name in ("api", "scheduler", "worker"))
+    server = make_server(HOST, options.port, Gateway(api), threaded=True)
+    threading.Thread(target=server.serve_forever, name="api", daemon=True).start()
+    ticker = Ticker(scheduler, options.tick_seconds, region, stop).start()
+    pollers = _pollers(resources, endpoint_url, region, options.workers, worker, stop)
+    print(banner(_url(server), endpoint_url, own_emulator=own_emulator), flush=True)
+    stop.wait()
+    logger.info("stopping: no new ticks or messages; waiting for the attempts in flight")
+    _shut_down(server, ticker, pollers)
+    return 0
+
+
+def _resources(endpoint_url: str, region: str) -> Resources:
+    dynamodb = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
+    sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name=region)
+    return ensure_resources(dynamodb, sqs)
+
+
+def _handler(function: str) -> Handler:
+    """Imported only now: the handlers' settings come from the environment set just before."""
+    handler: Handler = importlib.import_module(f"functions.{function}").handler
+    return handler
+
+
+def _pollers(
+    resources: Resources,
+    endpoint_url: str,
+    region: str,
+    workers: int,
+    handler: Handler,
+    stop: threading.Event,
+) -> list[QueuePoller]:
+    sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name=region)
+    sizes = pool_sizes(workers)
+    logger.info("worker threads per queue: %s", {p.value: n for p, n in sizes.items()})
+    return [
+        QueuePoller(
+            sqs, priority, resources.queue_urls[priority], sizes[priority], handler, region, stop
+        ).start()
+        for priority in c.PRIORITIES
+    ]
+
+
+def _shut_down(server: BaseWSGIServer, ticker: Ticker, pollers: list[QueuePoller]) -> None:
+    server.shutdown()
+    ticker.join(STOP_GRACE_SECONDS)
+    for poller in pollers:
+        if not poller.drain(STOP_GRACE_SECONDS):
+            logger.warning("%s attempts still running; their leases will hand them on", poller.priority.value)
+
+
+def _url(server: BaseWSGIServer) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{host!s}:{port}"
+
+
+def _stop_on_signals() -> threading.Event:
+    """SIGINT or SIGTERM asks for a graceful stop; a second one ends the process at once."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            os._exit(128 + signum)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    return stop
