@@ -18,7 +18,7 @@ from shared import constants as c
 from shared.api.models import JobCreate, JobList, JobUpdate, JobView, PreviewRequest, PreviewResponse, RunList
 from shared.api.service import JobService
 from shared.clock import SystemClock
-from shared.errors import SundialError
+from shared.errors import InvalidInput, SundialError
 from shared.models import JobStatus
 
 TITLE, VERSION = "Sundial", "1.0.0"
@@ -42,6 +42,7 @@ def _service() -> JobService:
 
 @app.post("/jobs", responses=api_errors.documented(B, C, HTTPStatus.REQUEST_ENTITY_TOO_LARGE))
 def create_job(spec: Annotated[JobCreate, Body()], key: IdempotencyKey = None) -> Response[JobView]:
+    _require_object()
     view, created = _service().create(spec, key)
     status, headers = (201, {"Location": f"/jobs/{view.id}"}) if created else (200, {})
     return Response(status, content_types.APPLICATION_JSON, view, headers)
@@ -64,6 +65,7 @@ def get_job(job_id: str) -> JobView:
 
 @app.patch("/jobs/<job_id>", responses=api_errors.documented(B, N, C, HTTPStatus.REQUEST_ENTITY_TOO_LARGE))
 def update_job(job_id: str, patch: Annotated[JobUpdate, Body()]) -> JobView:
+    _require_object()
     return _service().update(job_id, patch)
 
 
@@ -99,6 +101,7 @@ def job_runs(job_id: str, limit: Limit = 50, next_token: NextToken = None) -> Ru
 
 @app.post("/schedules/preview", responses=api_errors.documented(B))
 def preview(request: Annotated[PreviewRequest, Body()]) -> PreviewResponse:
+    _require_object()
     return _service().preview(request)
 
 
@@ -123,7 +126,17 @@ def invalid_request(exc: RequestValidationError) -> Response[Any]:
 
 @app.not_found
 def not_found(_: NotFoundError) -> Response[Any]:
-    return api_errors.error(HTTPStatus.NOT_FOUND, f"no route for {app.current_event.path}")
+    path, method = app.current_event.path, app.current_event.http_method.upper()
+    # Powertools knows no 405: a path served for other methods is told which ones.
+    routes = [*app._static_routes, *app._dynamic_routes]
+    allowed = sorted({route.method for route in routes if route.rule.match(path)})
+    if allowed:
+        answer = api_errors.error(
+            HTTPStatus.METHOD_NOT_ALLOWED, f"{method} {path} is not allowed; use {', '.join(allowed)}"
+        )
+        answer.headers["Allow"] = ", ".join(allowed)
+        return answer
+    return api_errors.error(HTTPStatus.NOT_FOUND, f"no route for {method} {path}")
 
 
 def unexpected(exc: Exception) -> Response[Any]:
@@ -135,6 +148,12 @@ def unexpected(exc: Exception) -> Response[Any]:
 app.exception_handler(SundialError)(domain_error)
 app.exception_handler(RequestValidationError)(invalid_request)
 app.exception_handler(Exception)(unexpected)
+
+
+def _require_object() -> None:
+    # Powertools unwraps a one-element JSON array before validating it as the model: refuse it here.
+    if not isinstance(app.current_event.json_body, dict):
+        raise InvalidInput("the request body must be a JSON object", field="body")
 
 
 def _json_body() -> Any:

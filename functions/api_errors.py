@@ -43,19 +43,31 @@ def for_validation(errors: Sequence[Any], body: Any) -> Response[str]:
         detail = first.get("ctx", {}).get("error", "invalid JSON")
         return error(HTTPStatus.BAD_REQUEST, f"the body is not valid JSON: {detail}", "body")
     loc = tuple(first.get("loc", ()))
-    field = field_name(loc, body) if loc and loc[0] in _SOURCES else field_name(loc, None)
     message = str(first.get("msg", "is not valid"))
-    if field is None:
-        what = "the request body" if loc[:1] == ("body",) else "the request"
-        return error(HTTPStatus.BAD_REQUEST, f"{what}: {message}")
+    if loc[:1] == ("body",) and body is not None and not isinstance(body, dict):
+        return error(HTTPStatus.BAD_REQUEST, "the request body must be a JSON object", "body")
+    if loc == ("body",):
+        return error(HTTPStatus.BAD_REQUEST, _whole_body(first.get("type"), message), "body")
+    if loc[:1] == ("header",) and len(loc) == 2:  # Powertools lower-cases header names
+        field = "-".join(part.capitalize() for part in str(loc[1]).split("-"))
+    else:
+        field = field_name(loc, body) or "body"
     return error(HTTPStatus.BAD_REQUEST, f"{field}: {message}", field)
+
+
+def _whole_body(kind: Any, message: str) -> str:
+    if kind == "missing":
+        return "the request body is required: a JSON object"
+    if kind in ("model_attributes_type", "dict_type", "model_type"):
+        return "the request body must be a JSON object"
+    return f"the request body: {message}"
 
 
 def field_name(loc: tuple[Any, ...], body: Any) -> str | None:
     """("body", "target", "http", "url") → "target.url": a union's tag is not a field the client sent."""
     parts: list[str] = []
     node = body
-    for step in loc[1:] if body is not None or loc[:1] in {(s,) for s in _SOURCES} else loc:
+    for step in loc[1:] if loc[:1] in {(s,) for s in _SOURCES} else loc:
         if isinstance(node, dict) and step not in node and node.get("type") == step:
             continue  # the discriminator's value, which pydantic adds to the location
         parts.append(f"[{step}]" if isinstance(step, int) else f".{step}")

@@ -1,0 +1,473 @@
+"""The API handler driven with API Gateway REST proxy events, end to end through shared/ on the emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from local_stack.resources import Resources
+from shared.clock import SystemClock
+from shared.store import JobStore
+from tests.functions.conftest import Answer, api_event, invoke_api, load_event, table_items
+
+NOOP = {"type": "python", "handler": "noop"}
+DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}
+
+Api = Callable[..., Answer]
+
+
+@pytest.fixture
+def api(env: Resources) -> Api:
+    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
+        return invoke_api(api_event(method, path, body, **kwargs))
+
+    return call
+
+
+@pytest.fixture
+def stored(env: Resources, dynamodb: Any) -> Callable[[], list[dict[str, Any]]]:
+    return lambda: table_items(dynamodb, env.table_name)
+
+
+def create(api: Api, **fields: Any) -> dict[str, Any]:
+    answer = api("POST", "/jobs", {"target": NOOP, **fields})
+    assert answer.status == 201, answer.body
+    body: dict[str, Any] = answer.body
+    return body
+
+
+# --- create, read, idempotency ----------------------------------------------------------------
+
+
+def test_the_captured_create_event_makes_a_job_and_its_replay_returns_it(env: Resources, stored: Any) -> None:
+    first = invoke_api(load_event("apigw_create_job.json"))
+    again = invoke_api(load_event("apigw_create_job.json"))
+
+    assert first.status == 201
+    assert first.headers["Location"] == f"/jobs/{first.body['id']}"
+    assert first.body["status"] == "pending"
+    assert first.body["schedule"] == "cron(0 9 * * ? *)"
+    assert first.body["next_run_at"].endswith(("07:00:00Z", "08:00:00Z"))  # 09:00 in Berlin
+    assert (again.status, again.body["id"]) == (200, first.body["id"])
+    assert "Location" not in again.headers
+    jobs = [item for item in stored() if item["sk"]["S"] == "JOB"]
+    assert len(jobs) == 1
+
+
+def test_the_same_idempotency_key_with_another_body_is_a_conflict(api: Api, stored: Any) -> None:
+    key = {"Idempotency-Key": "k-1"}
+    first = api("POST", "/jobs", {"target": NOOP, "name": "a"}, headers=key)
+    before = stored()
+
+    answer = api("POST", "/jobs", {"target": NOOP, "name": "b"}, headers=key)
+
+    assert first.status == 201
+    assert answer.status == 409
+    assert answer.body == {
+        "message": "Idempotency-Key 'k-1' was used with a different body",
+        "field": "Idempotency-Key",
+    }
+    assert stored() == before
+
+
+def test_get_answers_the_job_or_404(env: Resources, api: Api) -> None:
+    job = create(api, **DAILY)
+    event = load_event("apigw_get_job.json")
+    missing = invoke_api(event)
+    event["path"] = f"/jobs/{job['id']}"
+    found = invoke_api(event)
+
+    assert (found.status, found.body) == (200, job)
+    assert missing.status == 404
+    assert missing.body == {"message": "job '01JD8ZQ3V6X4M7N2P5R8T1W9YB' not found", "field": None}
+
+
+# --- every create error of API.md: status, message, field, and nothing stored --------------------
+
+CREATE_ERRORS = [
+    pytest.param(
+        {"target": NOOP, "schedule": "61 * * * *"}, 400, "schedule", "minute must be 0-59", id="bad-schedule"
+    ),
+    pytest.param(
+        {"target": NOOP, **DAILY, "timezone": "Mars/Base"},
+        400,
+        "timezone",
+        "unknown time zone",
+        id="bad-zone",
+    ),
+    pytest.param(
+        {"target": NOOP, "schedule": "rate(1 hour)", "run_at": "2030-01-01T00:00:00Z"},
+        400,
+        "run_at",
+        "exclusive",
+        id="run_at-and-schedule",
+    ),
+    pytest.param(
+        {"target": NOOP, "run_at": "2030-01-01T00:00:00"}, 400, "run_at", "timezone", id="naive-run_at"
+    ),
+    pytest.param({"name": "x"}, 400, "target", "Field required", id="no-target"),
+    pytest.param({"target": {"type": "ftp"}}, 400, "target", "tag 'ftp'", id="unknown-target-type"),
+    pytest.param(
+        {"target": {"type": "http", "url": "http://example.com/hook"}},
+        400,
+        "target.url",
+        "must use https",
+        id="plain-http",
+    ),
+    pytest.param(
+        {"target": {"type": "http", "url": "https://169.254.169.254/latest"}},
+        400,
+        "target.url",
+        "169.254.169.254",
+        id="metadata-address",
+    ),
+    pytest.param(
+        {"target": {"type": "http", "url": "https://10.0.0.8/hook"}},
+        400,
+        "target.url",
+        "public address",
+        id="private-address",
+    ),
+    pytest.param(
+        {"target": {"type": "http", "url": "x" * 3000}}, 400, "target.url", "at most 2048", id="long-url"
+    ),
+    pytest.param(
+        {"target": {"type": "python", "handler": "nope"}},
+        400,
+        "target.handler",
+        "not registered",
+        id="handler",
+    ),
+    pytest.param(
+        {"target": NOOP, "backoff": [5, -1]}, 400, "backoff[1]", "greater than or equal to 0", id="backoff"
+    ),
+    pytest.param(
+        {"target": NOOP, "max_retries": 21}, 400, "max_retries", "less than or equal to 20", id="retries"
+    ),
+    pytest.param(
+        {"target": NOOP, "timeout_seconds": 0},
+        400,
+        "timeout_seconds",
+        "greater than or equal to 1",
+        id="timeout",
+    ),
+    pytest.param(
+        {"target": NOOP, "priority": "urgent"}, 400, "priority", "'high', 'medium' or 'low'", id="priority"
+    ),
+    pytest.param({"target": NOOP, "name": "n" * 201}, 400, "name", "at most 200", id="long-name"),
+    pytest.param(
+        {"target": NOOP, "colour": "red"}, 400, "colour", "Extra inputs are not permitted", id="unknown-field"
+    ),
+    pytest.param(
+        {
+            "target": NOOP,
+            "schedule": "rate(1 day)",
+            "start_at": "2030-01-02T00:00:00Z",
+            "end_at": "2030-01-01T00:00:00Z",
+        },
+        400,
+        "end_at",
+        "after start_at",
+        id="window",
+    ),
+    pytest.param(
+        {"target": NOOP, "payload": "x" * (256 * 1024)},
+        413,
+        "payload",
+        "the limit is 256 KiB",
+        id="payload-size",
+    ),
+    pytest.param([NOOP], 400, "body", "must be a JSON object", id="not-an-object"),
+]
+
+
+@pytest.mark.parametrize(("body", "status", "field", "message"), CREATE_ERRORS)
+def test_a_bad_create_names_the_field_and_stores_nothing(
+    api: Api, stored: Any, body: Any, status: int, field: str, message: str
+) -> None:
+    answer = api("POST", "/jobs", body, headers={"Idempotency-Key": "same-key"})
+
+    assert answer.status == status
+    assert answer.body["field"] == field
+    assert message in answer.body["message"]
+    assert "Traceback" not in answer.body["message"]
+    assert stored() == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ('{"target": ', "the body is not valid JSON"),
+        (None, "the request body is required"),
+    ],
+    ids=["malformed-json", "no-body"],
+)
+def test_a_body_that_is_not_json_is_a_400(api: Api, stored: Any, raw: str | None, message: str) -> None:
+    answer = api("POST", "/jobs", raw_body=raw)
+
+    assert answer.status == 400
+    assert answer.body["field"] == "body"
+    assert answer.body["message"].startswith(message)
+    assert stored() == []
+
+
+def test_an_idempotency_key_longer_than_128_is_a_400(api: Api, stored: Any) -> None:
+    answer = api("POST", "/jobs", {"target": NOOP}, headers={"Idempotency-Key": "k" * 129})
+
+    assert answer.status == 400
+    assert answer.body == {
+        "message": "Idempotency-Key: String should have at most 128 characters",
+        "field": "Idempotency-Key",
+    }
+    assert stored() == []
+
+
+# --- listing -----------------------------------------------------------------------------------
+
+
+def test_the_list_pages_newest_first_with_next_token(api: Api) -> None:
+    ids = [create(api, **DAILY, name=f"job-{n}")["id"] for n in range(5)]
+    seen: list[str] = []
+    token: str | None = None
+    pages = 0
+    while True:
+        query = {"limit": "2"} | ({"next_token": token} if token else {})
+        answer = api("GET", "/jobs", query=query)
+        assert answer.status == 200
+        assert len(answer.body["jobs"]) <= 2
+        seen += [job["id"] for job in answer.body["jobs"]]
+        token = answer.body["next_token"]
+        pages += 1
+        if token is None:
+            break
+
+    assert seen == list(reversed(ids))
+    assert pages >= 3
+
+
+def test_the_list_filters_by_status_and_priority(api: Api) -> None:
+    high = create(api, **DAILY, priority="high")
+    create(api, **DAILY, priority="low")
+
+    answer = api("GET", "/jobs", query={"priority": "high", "status": "pending"})
+
+    assert [job["id"] for job in answer.body["jobs"]] == [high["id"]]
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "message"),
+    [
+        ({"status": "sleeping"}, "status", "Input should be 'pending'"),
+        ({"priority": "urgent"}, "priority", "Input should be 'high'"),
+        ({"limit": "0"}, "limit", "greater than or equal to 1"),
+        ({"limit": "101"}, "limit", "less than or equal to 100"),
+        ({"limit": "ten"}, "limit", "valid integer"),
+        ({"next_token": "not-a-token"}, "next_token", "not one this API issued"),
+    ],
+    ids=["status", "priority", "limit-low", "limit-high", "limit-text", "token"],
+)
+def test_a_bad_filter_or_token_is_a_400(api: Api, query: dict[str, str], field: str, message: str) -> None:
+    answer = api("GET", "/jobs", query=query)
+
+    assert answer.status == 400
+    assert answer.body["field"] == field
+    assert message in answer.body["message"]
+
+
+# --- changes to a job ----------------------------------------------------------------------------
+
+
+def test_patch_changes_the_job_and_a_bad_patch_changes_nothing(api: Api, stored: Any) -> None:
+    job = create(api, **DAILY)
+    changed = api("PATCH", f"/jobs/{job['id']}", {"name": "renamed", "priority": "low"})
+    before = stored()
+
+    bad = api("PATCH", f"/jobs/{job['id']}", {"schedule": "cron(0 25 * * ? *)"})
+    unknown = api("PATCH", f"/jobs/{job['id']}", {"colour": "red"})
+    missing = api("PATCH", "/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB", {"name": "x"})
+
+    assert (changed.status, changed.body["name"], changed.body["priority"]) == (200, "renamed", "low")
+    assert (bad.status, bad.body["field"]) == (400, "schedule")
+    assert (unknown.status, unknown.body["field"]) == (400, "colour")
+    assert (missing.status, missing.body["field"]) == (404, None)
+    assert stored() == before
+
+
+def test_patch_while_running_is_a_conflict(env: Resources, api: Api, dynamodb: Any, stored: Any) -> None:
+    job = create(api)  # due now: queued by its create
+    store = JobStore(dynamodb, env.table_name, SystemClock())
+    token = store.get(job["id"]).token
+    assert token is not None
+    store.fence(job["id"], token, "worker-1", SystemClock().now_ms(), None)
+    before = stored()
+
+    answer = api("PATCH", f"/jobs/{job['id']}", {"name": "later"})
+
+    assert answer.status == 409
+    assert "is running" in answer.body["message"]
+    assert stored() == before
+
+
+def test_delete_cancels_and_an_unknown_job_is_a_404(api: Api) -> None:
+    job = create(api, **DAILY)
+
+    cancelled = api("DELETE", f"/jobs/{job['id']}")
+    again = api("DELETE", f"/jobs/{job['id']}")
+    missing = api("DELETE", "/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB")
+
+    assert (cancelled.status, cancelled.body["status"]) == (200, "cancelled")
+    assert (again.status, again.body["status"]) == (200, "cancelled")
+    assert missing.status == 404
+
+
+def test_pause_and_resume_a_recurring_job(api: Api) -> None:
+    job = create(api, **DAILY)
+
+    paused = api("POST", f"/jobs/{job['id']}/pause")
+    resumed = api("POST", f"/jobs/{job['id']}/resume")
+
+    assert (paused.status, paused.body["paused"], paused.body["next_run_at"]) == (200, True, None)
+    assert (resumed.status, resumed.body["paused"], resumed.body["next_run_at"]) == (
+        200,
+        False,
+        job["next_run_at"],
+    )
+
+
+@pytest.mark.parametrize("action", ["pause", "resume"])
+def test_pause_and_resume_refuse_a_one_off_job(api: Api, stored: Any, action: str) -> None:
+    job = create(api, run_at="2030-01-01T00:00:00Z")
+    before = stored()
+
+    answer = api("POST", f"/jobs/{job['id']}/{action}")
+
+    assert answer.status == 409
+    assert (
+        answer.body["message"] == f"job '{job['id']}' is not recurring; only recurring jobs pause and resume"
+    )
+    assert stored() == before
+
+
+@pytest.mark.parametrize("action", ["pause", "resume", "trigger", "retry"])
+def test_actions_on_an_unknown_job_are_404(api: Api, action: str) -> None:
+    answer = api("POST", f"/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB/{action}")
+
+    assert answer.status == 404
+    assert answer.body == {"message": "job '01JD8ZQ3V6X4M7N2P5R8T1W9YB' not found", "field": None}
+
+
+def test_trigger_runs_now_unless_cancelled(api: Api, stored: Any) -> None:
+    job = create(api, **DAILY)
+    triggered = api("POST", f"/jobs/{job['id']}/trigger")
+    other = create(api, **DAILY)
+    api("DELETE", f"/jobs/{other['id']}")
+    before = stored()
+
+    refused = api("POST", f"/jobs/{other['id']}/trigger")
+
+    assert (triggered.status, triggered.body["status"]) == (200, "queued")
+    assert refused.status == 409
+    assert refused.body["message"] == f"job '{other['id']}' is cancelled"
+    assert stored() == before
+
+
+def test_retry_refuses_a_job_that_is_not_dead(api: Api, stored: Any) -> None:
+    job = create(api, **DAILY)
+    before = stored()
+
+    answer = api("POST", f"/jobs/{job['id']}/retry")
+
+    assert answer.status == 409
+    assert "not dead" in answer.body["message"]
+    assert stored() == before
+
+
+# --- runs, preview, service routes ---------------------------------------------------------------
+
+
+def test_runs_of_a_new_job_are_empty_and_of_an_unknown_job_404(api: Api) -> None:
+    job = create(api, **DAILY)
+
+    runs = api("GET", f"/jobs/{job['id']}/runs", query={"limit": "10"})
+    bad_limit = api("GET", f"/jobs/{job['id']}/runs", query={"limit": "500"})
+    missing = api("GET", "/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB/runs")
+
+    assert (runs.status, runs.body) == (200, {"runs": [], "next_token": None})
+    assert (bad_limit.status, bad_limit.body["field"]) == (400, "limit")
+    assert missing.status == 404
+
+
+def test_preview_lists_the_next_runs_in_utc(api: Api) -> None:
+    answer = api(
+        "POST",
+        "/schedules/preview",
+        {
+            "schedule": "cron(0 9 * * ? *)",
+            "timezone": "Europe/Berlin",
+            "count": 2,
+            "after": "2026-12-01T00:00:00Z",
+        },
+    )
+
+    assert answer.status == 200
+    assert answer.body == {"next_runs": ["2026-12-01T08:00:00Z", "2026-12-02T08:00:00Z"]}
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        ({"schedule": "61 * * * *"}, "schedule", "minute must be 0-59"),
+        ({"schedule": "rate(1 day)", "timezone": "Nowhere/Land"}, "timezone", "unknown time zone"),
+        ({"schedule": "rate(1 day)", "count": 101}, "count", "less than or equal to 100"),
+        ({"timezone": "UTC"}, "schedule", "Field required"),
+    ],
+    ids=["schedule", "zone", "count", "missing"],
+)
+def test_a_bad_preview_is_a_400_naming_the_field(api: Api, body: Any, field: str, message: str) -> None:
+    answer = api("POST", "/schedules/preview", body)
+
+    assert answer.status == 400
+    assert answer.body["field"] == field
+    assert message in answer.body["message"]
+
+
+def test_health_openapi_and_docs(api: Api) -> None:
+    health = api("GET", "/health")
+    document = api("GET", "/openapi.json")
+    docs = api("GET", "/docs")
+
+    assert (health.status, health.body) == (200, {"status": "ok"})
+    assert document.status == 200
+    assert document.body["openapi"].startswith("3.")
+    assert {"/jobs", "/jobs/{job_id}", "/jobs/{job_id}/runs", "/schedules/preview", "/health"} <= set(
+        document.body["paths"]
+    )
+    assert docs.status == 200
+    assert docs.headers["Content-Type"].startswith("text/html")
+
+
+def test_an_unknown_route_is_404_and_a_wrong_method_405(api: Api) -> None:
+    unknown = api("GET", "/nowhere")
+    wrong = api("PUT", "/jobs")
+
+    assert unknown.status == 404
+    assert unknown.body == {"message": "no route for GET /nowhere", "field": None}
+    assert wrong.status == 405
+    assert wrong.headers["Allow"] == "GET, POST"
+    assert wrong.body["field"] is None
+
+
+def test_an_unexpected_failure_is_a_500_without_details(env: Resources, api: Api) -> None:
+    from functions import clients
+
+    def broken(**_: Any) -> None:
+        raise RuntimeError("secret internals")
+
+    clients.clients().dynamodb().meta.events.register("before-call.dynamodb.GetItem", broken)
+
+    answer = api("GET", "/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB")
+
+    assert answer.status == 500
+    assert answer.body == {"message": "internal error; it has been logged", "field": None}
