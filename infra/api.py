@@ -90,11 +90,17 @@ class JobsApi(Construct):
             resource = self.rest_api.root.resource_for_path(path)
             for method in methods:
                 has_body = (path, method) in JSON_BODY_METHODS
-                resource.add_method(
+                added = resource.add_method(
                     method,
                     integration,
                     request_validator=validator,
                     request_models={"application/json": json_object} if has_body else None,
+                )
+                acknowledge(
+                    added,
+                    "AwsSolutions-COG4",
+                    "API.md specifies IAM (SigV4) authorisation for the deployed API: callers are IAM "
+                    "principals (services, CI, operators), and every method requires a signed request.",
                 )
 
     def _add_error_bodies(self) -> None:
@@ -109,13 +115,7 @@ class JobsApi(Construct):
 
     def _acknowledge(self) -> None:
         acknowledge(
-            self,
-            "AwsSolutions-COG4",
-            "API.md specifies IAM (SigV4) authorisation for the deployed API: callers are IAM "
-            "principals (services, CI, operators), and every method requires a signed request.",
-        )
-        acknowledge(
-            self,
+            self.rest_api.deployment_stage,
             "AwsSolutions-APIG3",
             "Every method requires a SigV4-signed request, so unsigned traffic is refused by API "
             "Gateway before it reaches the function, and the stage is throttled. A WAF web ACL adds "
@@ -123,7 +123,7 @@ class JobsApi(Construct):
             "principals.",
         )
         acknowledge(
-            self,
+            self.rest_api.node.find_child("CloudWatchRole"),
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
             "AmazonAPIGatewayPushToCloudWatchLogs]",
             "The account-level role API Gateway uses to write access and execution logs; AWS "

@@ -36,7 +36,9 @@ def build_app(outdir: str | None = None, context: dict[str, Any] | None = None) 
     stack = SundialStack(
         app, STACK_NAME, description="Sundial: serverless job scheduler (every occurrence runs once)"
     )
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    # Acknowledged findings are also written to each resource's Metadata: the audit trail travels with
+    # the template.
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True))
     return app, stack
 
 

@@ -66,8 +66,9 @@ class Functions(Construct):
         queues.grant_send(self.scheduler, dead_letter=True)
         queues.grant_send(self.worker, dead_letter=True)
         self._add_worker_sources(queues, settings)
-        grant_targets(self, self.worker, settings.target_arns)
-        self._acknowledge(table)
+        grant_targets(self, _role(self.worker), settings.target_arns)
+        for fn in self.all:
+            _acknowledge(fn, table)
 
     def _add_worker_sources(self, queues: JobQueues, settings: Settings) -> None:
         # One event source per queue, each with its own ceiling: a low flood never takes high's capacity.
@@ -115,28 +116,6 @@ class Functions(Construct):
             role=role,
         )
 
-    def _acknowledge(self, table: dynamodb.ITable) -> None:
-        acknowledge(
-            self,
-            "AwsSolutions-IAM5[Resource::*]",
-            "Only the X-Ray statement added by active tracing uses '*': xray:PutTraceSegments and "
-            "xray:PutTelemetryRecords support no resource-level permissions.",
-        )
-        table_arn = Stack.of(self).resolve(Stack.of(self).get_logical_id(_cfn(table)))
-        acknowledge(
-            self,
-            f"AwsSolutions-IAM5[Resource::<{table_arn}.Arn>/index/*]",
-            "The functions query the table's own indexes (due, by_created); the wildcard covers "
-            "only the indexes of this one table.",
-        )
-        acknowledge(
-            self,
-            "AwsSolutions-L1",
-            f"{RUNTIME.name} is a supported Lambda runtime (deprecation scheduled for October 2028). "
-            "The dependency wheels are built for exactly this interpreter (infra/bundling.py), so a "
-            "newer runtime is a deliberate, tested change of one constant, not something to drift into.",
-        )
-
     def _bound_scheduler(self, reserved: int) -> None:
         fn = self.scheduler
         cast(lambda_.CfnFunction, fn.node.default_child).reserved_concurrent_executions = reserved
@@ -159,5 +138,30 @@ def _environment(table_name: str, queues: JobQueues) -> dict[str, str]:
     }
 
 
-def _cfn(table: dynamodb.ITable) -> CfnResource:
-    return cast(CfnResource, table.node.default_child)
+def _role(fn: lambda_.Function) -> iam.Role:
+    return cast(iam.Role, fn.role)
+
+
+def _acknowledge(fn: lambda_.Function, table: dynamodb.ITable) -> None:
+    role = _role(fn)
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5[Resource::*]",
+        "Only the X-Ray statement added by active tracing uses '*': xray:PutTraceSegments and "
+        "xray:PutTelemetryRecords support no resource-level permissions.",
+    )
+    stack = Stack.of(table)
+    table_id = stack.resolve(stack.get_logical_id(cast(CfnResource, table.node.default_child)))
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::<{table_id}.Arn>/index/*]",
+        "The functions query the table's own indexes (due, by_created); the wildcard covers only "
+        "the indexes of this one table.",
+    )
+    acknowledge(
+        fn,
+        "AwsSolutions-L1",
+        f"{RUNTIME.name} is a supported Lambda runtime (deprecation scheduled for October 2028). "
+        "The dependency wheels are built for exactly this interpreter (infra/bundling.py), so a "
+        "newer runtime is a deliberate, tested change of one constant, not something to drift into.",
+    )

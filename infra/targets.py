@@ -18,19 +18,19 @@ from constructs import Construct
 from infra.nag import acknowledge
 
 
-def grant_targets(scope: Construct, grantee: iam.IGrantable, arns: Iterable[str]) -> None:
+def grant_targets(scope: Construct, role: iam.Role, arns: Iterable[str]) -> None:
     """Raises ValueError for an ARN of a service that no target type calls."""
     for index, arn in enumerate(arns):
-        _grant(scope, f"Target{index}", grantee, arn)
+        _grant(scope, f"Target{index}", role, arn)
         if "*" in arn:
             acknowledge(
-                scope,
+                role,
                 f"AwsSolutions-IAM5[Resource::{arn}]",
                 "A wildcard the deployer wrote in sundial:targetArns to allow a family of targets.",
             )
 
 
-def _grant(scope: Construct, construct_id: str, grantee: iam.IGrantable, arn: str) -> None:
+def _grant(scope: Construct, construct_id: str, role: iam.Role, arn: str) -> None:
     parts = arn.split(":")
     service = parts[2] if len(parts) > 5 and parts[0] == "arn" else None
     if service == "lambda":
@@ -39,19 +39,19 @@ def _grant(scope: Construct, construct_id: str, grantee: iam.IGrantable, arn: st
         target = lambda_.Function.from_function_attributes(
             scope, construct_id, function_arn=arn, skip_permissions=True
         )
-        target.grant_invoke(grantee)
+        target.grant_invoke(role)
         acknowledge(
-            scope,
+            role,
             f"AwsSolutions-IAM5[Resource::{arn}:*]",
             "Lets a lambda target name a version or alias of a function the deployer allowed; "
             "the function itself is named exactly.",
         )
     elif service == "sqs":
-        sqs.Queue.from_queue_arn(scope, construct_id, arn).grant_send_messages(grantee)
+        sqs.Queue.from_queue_arn(scope, construct_id, arn).grant_send_messages(role)
     elif service == "sns":
-        sns.Topic.from_topic_arn(scope, construct_id, arn).grant_publish(grantee)
+        sns.Topic.from_topic_arn(scope, construct_id, arn).grant_publish(role)
     elif service == "events":
-        events.EventBus.from_event_bus_arn(scope, construct_id, arn).grant_put_events_to(grantee)
+        events.EventBus.from_event_bus_arn(scope, construct_id, arn).grant_put_events_to(role)
     else:
         raise ValueError(
             f"context sundial:targetArns: {arn!r} is not a Lambda function, SQS queue, SNS topic "

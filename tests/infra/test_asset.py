@@ -1,0 +1,98 @@
+"""The Lambda code asset: arm64 wheels for the runtime's Python, our packages, nothing from the host."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra.bundling import PYTHON_VERSION, RUNTIME, asset_hash, source_files
+from tests.infra.conftest import Synthesised
+
+pytestmark = pytest.mark.infra
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIREMENTS = ROOT / "functions" / "requirements.txt"
+ABI = "cpython-" + PYTHON_VERSION.replace(".", "")
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for raw in REQUIREMENTS.read_text().splitlines():
+        line = raw.split("#")[0].strip()
+        if line:
+            match = re.fullmatch(r"([A-Za-z0-9_.-]+)(\[[a-z,]+\])?==([0-9A-Za-z.]+)", line)
+            assert match, f"not pinned exactly: {line}"
+            pins[_normalise(match.group(1))] = match.group(3)
+    return pins
+
+
+def test_every_requirement_is_pinned_exactly() -> None:
+    pins = _pins()
+    for needed in ("aws-lambda-powertools", "pydantic", "croniter", "tzdata", "python-ulid", "boto3"):
+        assert needed in pins
+
+
+def test_runtime_matches_the_wheels() -> None:
+    assert RUNTIME.name == f"python{PYTHON_VERSION}"
+
+
+def test_asset_holds_our_packages_and_the_pinned_distributions(synthesised: Synthesised) -> None:
+    asset = synthesised.asset_dir
+    assert (asset / "shared" / "constants.py").is_file()
+    assert (asset / "functions").is_dir()
+    installed = {}
+    for dist_info in asset.glob("*.dist-info"):
+        name, version = dist_info.name.removesuffix(".dist-info").rsplit("-", 1)
+        installed[_normalise(name)] = version
+    # Nothing unpinned sneaks in as a transitive dependency, and every pin is installed as written.
+    assert installed == _pins()
+
+
+def test_native_code_is_built_for_the_runtime_on_arm64(synthesised: Synthesised) -> None:
+    extensions = list(synthesised.asset_dir.rglob("*.so"))
+    assert any(p.parent.name == "pydantic_core" for p in extensions)
+    for extension in extensions:
+        assert extension.name.endswith(f".{ABI}-aarch64-linux-gnu.so") or ".abi3." in extension.name, (
+            extension
+        )
+        assert extension.read_bytes()[18] == 0xB7, f"{extension} is not an AArch64 ELF"  # e_machine
+
+
+def test_no_bytecode_or_host_artefacts(synthesised: Synthesised) -> None:
+    asset = synthesised.asset_dir
+    assert not list(asset.rglob("*.pyc"))
+    assert not list(asset.rglob("__pycache__"))
+    assert not (asset / "bin").exists()
+    host = sys.prefix.encode()
+    for path in asset.rglob("*.py"):
+        with path.open("rb") as handle:
+            assert host not in handle.readline(), path
+
+
+def _tree(root: Path, requirements: str) -> Path:
+    (root / "shared").mkdir(parents=True)
+    (root / "functions").mkdir()
+    (root / "shared" / "constants.py").write_text("TABLE = 'jobs'\n")
+    (root / "functions" / "requirements.txt").write_text(requirements)
+    return root
+
+
+def test_asset_hash_follows_requirements_and_sources_but_not_bytecode(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "a", "pydantic==2.0.0\n")
+    first = asset_hash(root)
+    (root / "shared" / "__pycache__").mkdir()
+    (root / "shared" / "__pycache__" / "constants.cpython-311.pyc").write_bytes(b"\0")
+    assert asset_hash(root) == first
+    (root / "functions" / "requirements.txt").write_text("pydantic==2.0.1\n")
+    second = asset_hash(root)
+    assert second != first
+    (root / "shared" / "constants.py").write_text("TABLE = 'other'\n")
+    assert asset_hash(root) != second
+    assert [p.name for p in source_files(root)] == ["constants.py", "requirements.txt"]

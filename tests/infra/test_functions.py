@@ -1,0 +1,207 @@
+"""The three functions, their grants and the worker's event sources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from shared import constants as c
+from tests.infra.conftest import CONFIGURED_CONTEXT, Synthesised
+
+pytestmark = pytest.mark.infra
+
+HANDLERS = {
+    "api": "functions.api.handler",
+    "scheduler": "functions.scheduler.handler",
+    "worker": "functions.worker.handler",
+}
+
+
+def _functions(synthesised: Synthesised) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Function name (api/scheduler/worker) -> (logical id, properties)."""
+    by_handler = {
+        f["Properties"]["Handler"]: (logical_id, f["Properties"])
+        for logical_id, f in synthesised.of_type("AWS::Lambda::Function").items()
+    }
+    assert set(by_handler) == set(HANDLERS.values())
+    return {name: by_handler[handler] for name, handler in HANDLERS.items()}
+
+
+def _queue_ids(synthesised: Synthesised) -> dict[str, str]:
+    return {q["Properties"]["QueueName"]: k for k, q in synthesised.of_type("AWS::SQS::Queue").items()}
+
+
+def test_three_functions_python_312_or_newer_on_arm64_with_tracing(synthesised: Synthesised) -> None:
+    for _, properties in _functions(synthesised).values():
+        runtime = properties["Runtime"]
+        assert runtime.startswith("python3.")
+        assert int(runtime.removeprefix("python3.")) >= 12
+        assert properties["Architectures"] == ["arm64"]
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert "LogGroup" in properties["LoggingConfig"]
+
+
+def test_every_function_gets_the_same_environment(synthesised: Synthesised) -> None:
+    queue_ids = _queue_ids(synthesised)
+    table_id = next(iter(synthesised.of_type("AWS::DynamoDB::Table")))
+    expected = {
+        c.ENV_TABLE_NAME: {"Ref": table_id},
+        c.ENV_QUEUE_URL_HIGH: {"Ref": queue_ids[c.QUEUE_NAMES[c.Priority.HIGH]]},
+        c.ENV_QUEUE_URL_MEDIUM: {"Ref": queue_ids[c.QUEUE_NAMES[c.Priority.MEDIUM]]},
+        c.ENV_QUEUE_URL_LOW: {"Ref": queue_ids[c.QUEUE_NAMES[c.Priority.LOW]]},
+        c.ENV_DEAD_LETTER_QUEUE_URL: {"Ref": queue_ids[c.DEAD_LETTER_QUEUE_NAME]},
+        "POWERTOOLS_SERVICE_NAME": "sundial",
+        "POWERTOOLS_METRICS_NAMESPACE": "Sundial",
+        "LOG_LEVEL": "INFO",
+    }
+    for _, properties in _functions(synthesised).values():
+        assert properties["Environment"]["Variables"] == expected
+
+
+def test_timeouts(synthesised: Synthesised) -> None:
+    functions = _functions(synthesised)
+    assert functions["worker"][1]["Timeout"] == c.WORKER_FUNCTION_TIMEOUT_SECONDS
+    assert functions["scheduler"][1]["Timeout"] <= c.TICK_SECONDS
+    assert functions["api"][1]["Timeout"] <= 29
+
+
+def test_scheduler_concurrency_is_bounded_and_stale_ticks_are_dropped(synthesised: Synthesised) -> None:
+    scheduler_id, scheduler = _functions(synthesised)["scheduler"]
+    assert scheduler["ReservedConcurrentExecutions"] == 2
+    synthesised.template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {"FunctionName": {"Ref": scheduler_id}, "MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60},
+    )
+
+
+def _event_sources(synthesised: Synthesised) -> dict[str, dict[str, Any]]:
+    """Queue name -> event source mapping properties."""
+    names = {k: v for v, k in _queue_ids(synthesised).items()}
+    return {
+        names[m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]]: m["Properties"]
+        for m in synthesised.of_type("AWS::Lambda::EventSourceMapping").values()
+    }
+
+
+def test_worker_has_one_event_source_per_queue(synthesised: Synthesised) -> None:
+    worker_id, _ = _functions(synthesised)["worker"]
+    sources = _event_sources(synthesised)
+    assert set(sources) == set(c.QUEUE_NAMES.values())
+    for mapping in sources.values():
+        assert mapping["FunctionName"] == {"Ref": worker_id}
+        assert mapping["BatchSize"] == 1
+        assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_worker_concurrency_per_queue_defaults(synthesised: Synthesised) -> None:
+    concurrency = {
+        name: m["ScalingConfig"]["MaximumConcurrency"] for name, m in _event_sources(synthesised).items()
+    }
+    assert concurrency == {"sundial-high": 50, "sundial-medium": 20, "sundial-low": 5}
+
+
+def test_context_sets_worker_and_scheduler_concurrency(configured: Synthesised) -> None:
+    concurrency = {
+        name: m["ScalingConfig"]["MaximumConcurrency"] for name, m in _event_sources(configured).items()
+    }
+    assert concurrency == {"sundial-high": 100, "sundial-medium": 30, "sundial-low": 2}
+    assert _functions(configured)["scheduler"][1]["ReservedConcurrentExecutions"] == 3
+
+
+def _statements(synthesised: Synthesised, function: str) -> list[dict[str, Any]]:
+    _, properties = _functions(synthesised)[function]
+    role_id = properties["Role"]["Fn::GetAtt"][0]
+    return [
+        statement
+        for policy in synthesised.of_type("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _actions(statement: dict[str, Any]) -> set[str]:
+    actions = statement["Action"]
+    return {actions} if isinstance(actions, str) else set(actions)
+
+
+def _granted(statements: list[dict[str, Any]], action: str) -> list[Any]:
+    resources: list[Any] = []
+    for statement in statements:
+        if action in _actions(statement):
+            found = statement["Resource"]
+            resources.extend(found if isinstance(found, list) else [found])
+    return resources
+
+
+def _queue_arn(synthesised: Synthesised, name: str) -> dict[str, Any]:
+    return {"Fn::GetAtt": [_queue_ids(synthesised)[name], "Arn"]}
+
+
+@pytest.mark.parametrize(("function", "dead_letter"), [("api", False), ("scheduler", True), ("worker", True)])
+def test_send_grants(synthesised: Synthesised, function: str, dead_letter: bool) -> None:
+    sends = _granted(_statements(synthesised, function), "sqs:SendMessage")
+    for name in c.QUEUE_NAMES.values():
+        assert _queue_arn(synthesised, name) in sends
+    assert (_queue_arn(synthesised, c.DEAD_LETTER_QUEUE_NAME) in sends) is dead_letter
+
+
+@pytest.mark.parametrize("function", HANDLERS)
+def test_table_access_is_limited_to_the_table_and_its_indexes(
+    synthesised: Synthesised, function: str
+) -> None:
+    table_id = next(iter(synthesised.of_type("AWS::DynamoDB::Table")))
+    table_arn = {"Fn::GetAtt": [table_id, "Arn"]}
+    index_arn = {"Fn::Join": ["", [table_arn, "/index/*"]]}
+    statements = _statements(synthesised, function)
+    assert table_arn in _granted(statements, "dynamodb:UpdateItem")
+    assert index_arn in _granted(statements, "dynamodb:Query")
+    for statement in statements:
+        if any(action.startswith("dynamodb:") for action in _actions(statement)):
+            assert "dynamodb:*" not in _actions(statement)
+            assert all(r in (table_arn, index_arn) for r in statement["Resource"])
+
+
+def test_only_the_worker_consumes_the_priority_queues(synthesised: Synthesised) -> None:
+    for function in HANDLERS:
+        receives = _granted(_statements(synthesised, function), "sqs:ReceiveMessage")
+        expected = (
+            [_queue_arn(synthesised, n) for n in c.QUEUE_NAMES.values()] if function == "worker" else []
+        )
+        assert sorted(map(str, receives)) == sorted(map(str, expected))
+
+
+TARGET_ACTIONS = ("lambda:InvokeFunction", "sqs:SendMessage", "sns:Publish", "events:PutEvents")
+
+
+def test_worker_may_call_no_target_by_default(synthesised: Synthesised) -> None:
+    statements = _statements(synthesised, "worker")
+    for action in TARGET_ACTIONS:
+        assert all(isinstance(r, dict) for r in _granted(statements, action)), action
+
+
+def test_worker_may_call_exactly_the_targets_in_context(configured: Synthesised) -> None:
+    statements = _statements(configured, "worker")
+    arns = CONFIGURED_CONTEXT["sundial:targetArns"]
+    invoked = {r for r in _granted(statements, "lambda:InvokeFunction") if isinstance(r, str)}
+    assert invoked == {arns[0], arns[0] + ":*", arns[1], arns[1] + ":*"}
+    sent = {r for r in _granted(statements, "sqs:SendMessage") if isinstance(r, str)}
+    assert sent == {arns[2]}
+    assert _granted(statements, "sns:Publish") == [arns[3]]
+    assert _granted(statements, "events:PutEvents") == [arns[4]]
+    for function in ("api", "scheduler"):
+        assert not _granted(_statements(configured, function), "lambda:InvokeFunction")
+
+
+def test_function_roles_write_only_their_own_log_group(synthesised: Synthesised) -> None:
+    for function, (_, properties) in _functions(synthesised).items():
+        log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
+        writes = _granted(_statements(synthesised, function), "logs:PutLogEvents")
+        assert writes == [{"Fn::GetAtt": [log_group_id, "Arn"]}]
+    synthesised.template.has_resource_properties(
+        "AWS::Logs::LogGroup", {"RetentionInDays": Match.any_value()}
+    )
+    for role in synthesised.of_type("AWS::IAM::Role").values():
+        if "lambda.amazonaws.com" in str(role["Properties"]["AssumeRolePolicyDocument"]):
+            assert "ManagedPolicyArns" not in role["Properties"]
