@@ -45,8 +45,10 @@ def next_runs(
     else:
         upcoming = rule.next_after(after_ms)
     runs: list[int] = []
-    while upcoming is not None and len(runs) < count and _before_end(upcoming, end_at_ms):
+    while upcoming is not None and _before_end(upcoming, end_at_ms):
         runs.append(upcoming)
+        if len(runs) == count:
+            break
         upcoming = rule.next_after(upcoming)
     return runs
 
@@ -67,7 +69,7 @@ def first_occurrence(
 
 
 # Positional parameters: the scheduler and the store call it with this signature.
-def following_occurrence(  # noqa: PLR0917
+def following_occurrence(
     schedule: Schedule,
     previous_scheduled_ms: int,
     now_ms: int,
