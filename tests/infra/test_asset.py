@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from pathlib import Path
@@ -96,3 +97,39 @@ def test_asset_hash_follows_requirements_and_sources_but_not_bytecode(tmp_path: 
     (root / "shared" / "constants.py").write_text("TABLE = 'other'\n")
     assert asset_hash(root) != second
     assert [p.name for p in source_files(root)] == ["constants.py", "requirements.txt"]
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """Top-level modules imported at run time (imports under `if TYPE_CHECKING:` are for mypy only)."""
+    tree = ast.parse(path.read_text(), str(path))
+    type_checking = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
+    names = set()
+    for node in ast.walk(tree):
+        if id(node) in type_checking:
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_every_module_the_code_imports_is_in_the_asset_or_the_standard_library(
+    synthesised: Synthesised,
+) -> None:
+    asset = synthesised.asset_dir
+    missing = {
+        f"{name} (imported by {path.relative_to(asset)})"
+        for package in ("shared", "functions")
+        for path in (asset / package).rglob("*.py")
+        for name in _runtime_imports(path)
+        if name not in sys.stdlib_module_names
+        and not (asset / name).is_dir()
+        and not (asset / f"{name}.py").is_file()
+    }
+    assert not missing, "add to functions/requirements.txt: " + ", ".join(sorted(missing))
