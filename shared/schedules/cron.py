@@ -65,6 +65,8 @@ def compile_cron(expression: str, zone: ZoneInfo) -> CronRule:
 def _plan(expression: str) -> CronPlan:
     text = expression.strip()
     try:
+        if text[:5].lower() == "cron(" and not text.endswith(")"):
+            raise FieldError("the EventBridge form is cron(minute hour day-of-month month day-of-week year)")
         return plan_eventbridge(text[5:-1]) if is_eventbridge(text) else plan_plain(text)
     except FieldError as exc:
         raise _invalid(expression, exc) from None

@@ -27,6 +27,10 @@ class Schedule:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_rule", _compile(self.expression, self.timezone))
 
+    def __reduce__(self) -> tuple[type[Schedule], tuple[str, str]]:
+        # Copies and pickles carry the text only; the compiled rule holds a lock and is rebuilt.
+        return (Schedule, (self.expression, self.timezone))
+
     @property
     def is_recurring(self) -> bool:
         """False only for at(...), which has one occurrence."""

@@ -47,11 +47,13 @@ def _unknown(name: str) -> InvalidInput:
 
 
 def _same_name_other_case(name: str) -> str | None:
-    folded = name.strip().casefold()
-    for candidate in sorted(zoneinfo.available_timezones() - _NOT_ZONES):
-        if candidate.casefold() == folded:
-            return candidate
-    return None
+    return _zones_by_folded_name().get(name.strip().casefold())
+
+
+@lru_cache(maxsize=1)
+def _zones_by_folded_name() -> dict[str, str]:
+    # Scanning the zone database takes tens of milliseconds: once, and only when a name is wrong.
+    return {zone.casefold(): zone for zone in sorted(zoneinfo.available_timezones() - _NOT_ZONES)}
 
 
 def wall_time(instant_s: int, zone: ZoneInfo) -> datetime:

@@ -121,6 +121,17 @@ LONDON = [
     ("cron(15 1 ? * SUN *)", "2026-03-25T00:00:00Z", ["2026-03-29T01:00:00Z", "2026-04-05T00:15:00Z"]),
 ]
 
+# Ireland's summer time is its standard time and winter a negative DST; offsets decide, not labels.
+DUBLIN = [
+    ("30 1 * * *", "2026-03-28T12:00:00Z", ["2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"]),
+    ("30 1 * * *", "2026-10-24T12:00:00Z", ["2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"]),
+    (
+        "30 * * * *",
+        "2026-10-24T23:00:00Z",
+        ["2026-10-24T23:30:00Z", "2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z"],
+    ),
+]
+
 SYDNEY = [
     (
         "30 2 * * *",
@@ -232,6 +243,7 @@ HAVANA = [
 CASES = [
     *[("America/New_York", *case) for case in NEW_YORK],
     *[("Europe/London", *case) for case in LONDON],
+    *[("Europe/Dublin", *case) for case in DUBLIN],
     *[("Australia/Sydney", *case) for case in SYDNEY],
     *[("Australia/Lord_Howe", *case) for case in LORD_HOWE],
     *[("America/Havana", *case) for case in HAVANA],

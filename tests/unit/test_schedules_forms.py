@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import pytest
@@ -322,3 +325,19 @@ def test_next_after() -> None:
     assert schedule.next_after(ms("2026-12-01T08:00:00Z")) == ms("2026-12-02T08:00:00Z")
     assert parse_schedule("rate(5 minutes)").next_after(1_000) == 301_000
     assert parse_schedule("at(2026-01-01T00:00:00)").next_after(ms("2026-06-01T00:00:00Z")) is None
+
+
+def test_schedules_copy_and_pickle() -> None:
+    schedule = parse_schedule("cron(0 9 * * ? *)", "Europe/Berlin")
+    for clone in (copy.copy(schedule), copy.deepcopy(schedule), pickle.loads(pickle.dumps(schedule))):
+        assert clone == schedule
+        assert clone.next_after(ms("2026-11-30T12:00:00Z")) == ms("2026-12-01T08:00:00Z")
+
+
+def test_one_schedule_is_safe_to_share_between_threads() -> None:
+    schedule = parse_schedule("*/7 9-17 * * MON-FRI", "America/New_York")
+    starts = [ms("2026-01-01T00:00:00Z") + index * 3_600_017 for index in range(400)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        shared_answers = list(pool.map(lambda after: next_runs(schedule, after, 5), starts))
+    alone = parse_schedule("*/7 9-17 * * 1-5", "America/New_York")
+    assert shared_answers == [next_runs(alone, after, 5) for after in starts]
