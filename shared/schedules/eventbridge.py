@@ -12,6 +12,11 @@ import re
 
 from shared.schedules.fields import (
     DAY_NAMES,
+    DAY_OF_MONTH,
+    HOUR,
+    MINUTE,
+    MONTH,
+    WEEK,
     CronPlan,
     FieldError,
     FieldSpec,
@@ -19,7 +24,6 @@ from shared.schedules.fields import (
     expand,
     value,
 )
-from shared.schedules.plain import DAY_OF_MONTH, HOUR, MINUTE, MONTH, WEEK
 
 DAY_OF_WEEK = FieldSpec("day-of-week", 1, 7, {name: number for number, name in enumerate(DAY_NAMES, 1)})
 YEAR = FieldSpec("year", 1970, 2199)

@@ -55,6 +55,13 @@ class CronPlan:
     every_hour: bool  # the hour field names all 24 hours: both instants of a repeated hour run
 
 
+MINUTE = FieldSpec("minute", 0, 59)
+HOUR = FieldSpec("hour", 0, 23)
+DAY_OF_MONTH = FieldSpec("day-of-month", 1, 31)
+MONTH = FieldSpec("month", 1, 12, MONTH_NAMES)
+WEEK = frozenset(range(7))  # croniter's days of the week, 0=SUN
+
+
 def expand(text: str, spec: FieldSpec) -> frozenset[int]:
     """The values a field selects: "1-5,10/20" in a 0-59 field is {1, 2, 3, 4, 5, 10, 30, 50}.
 

@@ -6,7 +6,11 @@ import re
 
 from shared.schedules.fields import (
     DAY_NAMES,
-    MONTH_NAMES,
+    DAY_OF_MONTH,
+    HOUR,
+    MINUTE,
+    MONTH,
+    WEEK,
     CronPlan,
     FieldError,
     FieldSpec,
@@ -14,13 +18,8 @@ from shared.schedules.fields import (
     expand,
 )
 
-MINUTE = FieldSpec("minute", 0, 59)
-HOUR = FieldSpec("hour", 0, 23)
-DAY_OF_MONTH = FieldSpec("day-of-month", 1, 31)
-MONTH = FieldSpec("month", 1, 12, MONTH_NAMES)
 # 0 and 7 are both Sunday.
 DAY_OF_WEEK = FieldSpec("day-of-week", 0, 7, {name: number for number, name in enumerate(DAY_NAMES)})
-WEEK = frozenset(range(7))
 
 MACROS = {
     "@hourly": "0 * * * *",

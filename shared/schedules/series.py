@@ -25,7 +25,8 @@ class WallClockSeries:
     """The naive local times a cron expression selects. Safe to share between threads."""
 
     def __init__(self, croniter_fields: str, years: frozenset[int] | None) -> None:
-        self._years = None if years is None else tuple(sorted(years))
+        self._years = years
+        self._ordered_years = () if years is None else tuple(sorted(years))
         self._croniter = croniter(
             croniter_fields,
             datetime(1970, 1, 1),
@@ -40,7 +41,7 @@ class WallClockSeries:
         while (found := self._croniter_next(local)) is not None:
             if self._years is None or found.year in self._years:
                 return found
-            later = next((year for year in self._years if year > found.year), None)
+            later = next((year for year in self._ordered_years if year > found.year), None)
             if later is None:
                 return None
             local = datetime(later, 1, 1) - _MINUTE
