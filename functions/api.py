@@ -8,9 +8,13 @@ from typing import Annotated, Any
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions import api_errors, clients
@@ -148,6 +152,7 @@ def unexpected(exc: Exception) -> Response[Any]:
 app.exception_handler(SundialError)(domain_error)
 app.exception_handler(RequestValidationError)(invalid_request)
 app.exception_handler(Exception)(unexpected)
+app.exception_handler(RequestUnsupportedContentType)(api_errors.unsupported)
 
 
 def _require_object() -> None:
@@ -166,4 +171,5 @@ def _json_body() -> Any:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    refusal = api_errors.refuse_unreadable(APIGatewayProxyEvent(event))
+    return refusal if refusal is not None else app.resolve(event, context)

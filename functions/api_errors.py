@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from shared.api.models import ErrorBody
 from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge, SundialError
@@ -21,6 +23,46 @@ STATUS_OF: tuple[tuple[type[SundialError], HTTPStatus], ...] = (
 )
 # Where Powertools reports a request error; the field is what follows it.
 _SOURCES = ("body", "query", "header", "path", "cookie")
+
+
+def refuse_unreadable(event: APIGatewayProxyEvent) -> dict[str, Any] | None:
+    """A proxy response for a body the API cannot read, or None to let the request through.
+
+    Checked before routing, because Powertools fails on these with bare exceptions before any route
+    or error handler could answer: it parses form and multipart bodies too (and a multipart type
+    without a boundary raises ValueError), and decodes a base64 body as UTF-8 unconditionally.
+    """
+    content_type = (event.headers.get("content-type") or "").strip()
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    is_json = not media_type or media_type == "application/json" or media_type.endswith("+json")
+    if not is_json and (event.body or media_type.startswith("multipart/")):
+        message = f"send the body as application/json, not {media_type}"
+        return _proxy(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, message, "Content-Type")
+    if event.body and event.is_base64_encoded and not _is_utf8(event.body):
+        return _proxy(HTTPStatus.BAD_REQUEST, "the body is not valid JSON: it is not UTF-8 text", "body")
+    return None
+
+
+def _is_utf8(encoded: str) -> bool:
+    try:
+        base64.b64decode(encoded).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
+
+
+def _proxy(status: HTTPStatus, message: str, field: str) -> dict[str, Any]:
+    return {
+        "statusCode": status.value,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "multiValueHeaders": {},
+        "body": ErrorBody(message=message, field=field).model_dump_json(),
+        "isBase64Encoded": False,
+    }
+
+
+def unsupported(_: Exception) -> Response[str]:
+    return error(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send the body as application/json", "Content-Type")
 
 
 def error(status: HTTPStatus, message: str, field: str | None = None) -> Response[str]:

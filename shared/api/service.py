@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from shared.api.models import (
 )
 from shared.clock import Clock, format_rfc3339, to_epoch_ms
 from shared.dispatch import Dispatcher, JobMessage
-from shared.errors import Conflict, InvalidInput, PayloadTooLarge
+from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge
 from shared.lifecycle import Placement
 from shared.models import Job, JobStatus, RetryPolicy
 from shared.schedules import MisfirePolicy, first_occurrence, next_runs, parse_schedule, parse_timezone
@@ -31,8 +32,19 @@ from shared.store import IdempotencyRecord, JobStore, new_token
 from shared.targets import check_target
 
 SECOND_MS = 1000
+_JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 RETRY_FIELDS = ("max_retries", "backoff", "timeout_seconds")
 TIMING_FIELDS = ("schedule", "timezone", "run_at", "start_at", "end_at")
+# A PATCH may clear name, payload and the window; these have no "unset" state.
+NOT_NULLABLE = (
+    *RETRY_FIELDS,
+    "schedule",
+    "timezone",
+    "run_at",
+    "priority",
+    "misfire_policy",
+    "overlap_policy",
+)
 
 
 class JobService:
@@ -66,7 +78,7 @@ class JobService:
 
     def get(self, job_id: str) -> JobView:
         """Raises JobNotFound."""
-        return self._view(self._store.get(job_id))
+        return self._view(self._job(job_id))
 
     def list(self, status: str | None, priority: str | None, limit: int, next_token: str | None) -> JobList:
         """Newest first. Raises InvalidInput for a bad filter, limit or token."""
@@ -80,7 +92,7 @@ class JobService:
         """Raises JobNotFound, InvalidInput."""
         if not 1 <= limit <= 100:
             raise InvalidInput("limit must be 1-100", field="limit")
-        self._store.get(job_id)
+        self._job(job_id)
         runs, token = self._store.runs(job_id, limit, next_token)
         return RunList(runs=[RunView.of(run) for run in runs], next_token=token)
 
@@ -95,7 +107,7 @@ class JobService:
 
     def update(self, job_id: str, patch: JobUpdate) -> JobView:
         """Changes take effect from the next occurrence. Raises JobNotFound, Conflict, InvalidInput."""
-        job = self._store.get(job_id)
+        job = self._job(job_id)
         if job.status is JobStatus.RUNNING:
             raise Conflict(f"job '{job_id}' is running; change it after this attempt")
         changes = self._changes(job, patch)
@@ -107,7 +119,7 @@ class JobService:
         return self._apply(placement, lambda p, t: self._store.update(updated, changes, p, t))
 
     def cancel(self, job_id: str) -> JobView:
-        job = self._store.get(job_id)
+        job = self._job(job_id)
         if job.status is JobStatus.CANCELLED:
             return self._view(job)
         return self._view(self._store.cancel(job))
@@ -125,7 +137,7 @@ class JobService:
 
     def trigger(self, job_id: str) -> JobView:
         """One extra occurrence now. Raises Conflict when cancelled or already under way."""
-        job = self._store.get(job_id)
+        job = self._job(job_id)
         if job.status is JobStatus.CANCELLED:
             raise Conflict(f"job '{job_id}' is cancelled")
         if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):
@@ -140,7 +152,7 @@ class JobService:
 
     def retry(self, job_id: str) -> JobView:
         """Revives a dead job: attempts reset, runs now. Raises Conflict unless dead."""
-        job = self._store.get(job_id)
+        job = self._job(job_id)
         if job.status is not JobStatus.DEAD:
             raise Conflict(f"job '{job_id}' is {job.status.value}, not dead; only dead jobs can be retried")
         placement = Placement(JobStatus.PENDING, job.scheduled_at, self._clock.now_ms(), 0)
@@ -159,11 +171,17 @@ class JobService:
             self._dispatcher.send([JobMessage.for_job(job)])
         return self._view(job)
 
+    def _job(self, job_id: str) -> Job:
+        # Ids are ULIDs: anything else cannot exist, and DynamoDB would refuse an oversized key.
+        if not _JOB_ID.fullmatch(job_id):
+            raise JobNotFound(f"job '{job_id[:40]}' not found")
+        return self._store.get(job_id)
+
     def _view(self, job: Job) -> JobView:
         return JobView.of(job, self._store.load_payload(job))
 
     def _recurring(self, job_id: str) -> Job:
-        job = self._store.get(job_id)
+        job = self._job(job_id)
         if not job.is_recurring:
             raise Conflict(f"job '{job_id}' is not recurring; only recurring jobs pause and resume")
         if job.status is JobStatus.CANCELLED:
@@ -225,6 +243,7 @@ class JobService:
 
     def _changes(self, job: Job, patch: JobUpdate) -> dict[str, Any]:
         sent = patch.model_dump(include=patch.model_fields_set)
+        _refuse_nulls(sent)
         if patch.run_at is not None and patch.schedule is not None:
             raise InvalidInput("run_at and schedule are exclusive: send one", field="run_at")
         changes: dict[str, Any] = _timing({k: v for k, v in sent.items() if k in TIMING_FIELDS}, None)
@@ -236,7 +255,7 @@ class JobService:
             if name in sent:
                 changes[name] = sent[name]
         if any(name in sent for name in RETRY_FIELDS):
-            retry = {name: sent.get(name) or getattr(job.retry, name) for name in RETRY_FIELDS}
+            retry = {name: sent[name] if name in sent else getattr(job.retry, name) for name in RETRY_FIELDS}
             changes["retry"] = RetryPolicy(**retry)
         if "payload" in sent:
             size = len(_payload_json(patch.payload).encode())
@@ -270,6 +289,12 @@ def _timing(values: dict[str, Any], now_ms: int | None) -> dict[str, Any]:
     if now_ms is not None and out.get("schedule") is None and out.get("run_at") is None:
         out["run_at"] = now_ms
     return out
+
+
+def _refuse_nulls(sent: dict[str, Any]) -> None:
+    nulled = [name for name in NOT_NULLABLE if name in sent and sent[name] is None]
+    if nulled:
+        raise InvalidInput(f"{nulled[0]} cannot be null; leave it out to keep it as it is", field=nulled[0])
 
 
 def _check_window(job: Job) -> None:

@@ -471,3 +471,32 @@ def test_an_unexpected_failure_is_a_500_without_details(env: Resources, api: Api
 
     assert answer.status == 500
     assert answer.body == {"message": "internal error; it has been logged", "field": None}
+
+
+@pytest.mark.parametrize("name", ["timezone", "priority", "max_retries", "schedule"])
+def test_patch_refuses_null_for_a_field_that_cannot_be_unset(api: Api, stored: Any, name: str) -> None:
+    job = create(api, **DAILY)
+    before = stored()
+
+    answer = api("PATCH", f"/jobs/{job['id']}", {name: None})
+
+    assert answer.status == 400
+    assert answer.body == {
+        "message": f"{name} cannot be null; leave it out to keep it as it is",
+        "field": name,
+    }
+    assert stored() == before
+
+
+def test_patch_max_retries_to_zero_takes_effect(api: Api) -> None:
+    job = create(api, **DAILY)
+
+    answer = api("PATCH", f"/jobs/{job['id']}", {"max_retries": 0})
+
+    assert (answer.status, answer.body["max_retries"]) == (200, 0)
+
+
+def test_a_job_id_longer_than_any_key_is_a_404(api: Api) -> None:
+    answer = api("GET", "/jobs/" + "a" * 3000)
+
+    assert answer.status == 404

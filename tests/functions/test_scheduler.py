@@ -1,0 +1,64 @@
+"""The scheduler handler driven with the EventBridge scheduled event: one tick per event."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from functions import clients
+from functions.scheduler import handler
+from local_stack.gateway import LocalContext
+from local_stack.resources import Resources
+from shared import constants as c
+from shared.api.models import JobCreate
+from shared.api.service import JobService
+from shared.clock import FixedClock, format_rfc3339
+from shared.models import JobStatus
+from tests.functions.conftest import emf_metrics, load_event
+
+SECOND = 1000
+
+
+def overdue_job(late_ms: int) -> str:
+    """A one-off job created ten minutes ago to run `late_ms` ago, which no tick has claimed yet."""
+    now = int(time.time() * SECOND)
+    clock = FixedClock(now - 600 * SECOND)
+    service = JobService(clients.store(), clients.dispatcher(), clock, allow_private_targets=False)
+    spec = JobCreate.model_validate(
+        {"target": {"type": "python", "handler": "noop"}, "run_at": format_rfc3339(now - late_ms)}
+    )
+    view, _ = service.create(spec)
+    assert view.status is JobStatus.PENDING
+    return view.id
+
+
+def test_a_tick_claims_and_dispatches_what_is_due(
+    env: Resources, sqs: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    job_id = overdue_job(late_ms=30 * SECOND)
+
+    result = handler(load_event("eventbridge_scheduled.json"), LocalContext(timeout_ms=60_000))
+
+    assert result == {"claimed": 1, "reclaimed": 0, "dispatched": 1}
+    assert clients.store().get(job_id).status is JobStatus.QUEUED
+    [message] = sqs.receive_message(QueueUrl=env.queue_urls[c.Priority.MEDIUM])["Messages"]
+    assert json.loads(message["Body"])["job_id"] == job_id
+    metrics = emf_metrics(capfd.readouterr().out)
+    assert metrics[c.Metric.CLAIMED] == 1
+    assert metrics[c.Metric.RECLAIMED] == 0
+    assert metrics[c.Metric.DISPATCHED] == 1
+    assert metrics[c.Metric.DEAD] == 0
+    assert metrics[c.Metric.OLDEST_DUE_LATENESS_MS] >= 30 * SECOND
+
+
+def test_a_tick_without_time_left_claims_nothing(env: Resources) -> None:
+    job_id = overdue_job(late_ms=5 * SECOND)
+
+    # Less time left than the safety margin: the deadline has already passed.
+    result = handler(load_event("eventbridge_scheduled.json"), LocalContext(timeout_ms=2_000))
+
+    assert result == {"claimed": 0, "reclaimed": 0, "dispatched": 0}
+    assert clients.store().get(job_id).status is JobStatus.PENDING

@@ -1,0 +1,147 @@
+"""The worker handler driven with SQS batch events: one attempt per record, partial batch failures."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from functions import clients, worker
+from functions.worker import handler
+from local_stack.gateway import LocalContext
+from local_stack.resources import Resources
+from shared import constants as c
+from tests.functions.conftest import api_event, emf_metrics, invoke_api, load_event
+
+NOOP = {"type": "python", "handler": "noop"}
+
+
+def create(**fields: Any) -> str:
+    answer = invoke_api(api_event("POST", "/jobs", {"target": NOOP, **fields}))
+    assert answer.status == 201, answer.body
+    return str(answer.body["id"])
+
+
+def take(sqs: Any, url: str) -> list[str]:
+    """Every message body visible on a queue, deleted as read (the event source mapping's part)."""
+    bodies: list[str] = []
+    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        for message in batch:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            bodies.append(message["Body"])
+    return bodies
+
+
+def sqs_event(*bodies: str) -> dict[str, Any]:
+    """The captured batch, its records repeated with these bodies and their own message ids."""
+    template = load_event("sqs_batch.json")["Records"][0]
+    records = []
+    for n, body in enumerate(bodies):
+        record = copy.deepcopy(template)
+        record.update(body=body, messageId=f"message-{n}")
+        records.append(record)
+    return {"Records": records}
+
+
+def run(event: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = handler(event, LocalContext(function_name="sundial-worker", timeout_ms=900_000))
+    return result
+
+
+def job(job_id: str) -> dict[str, Any]:
+    body: dict[str, Any] = invoke_api(api_event("GET", f"/jobs/{job_id}")).body
+    return body
+
+
+@pytest.fixture
+def log_lines() -> Iterator[io.StringIO]:
+    """The worker's JSON log lines, as Lambda would ship them."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(worker.logger.registered_formatter)
+    worker.logger.addHandler(handler)
+    yield stream
+    worker.logger.removeHandler(handler)
+
+
+def test_a_batch_runs_each_job_and_sends_an_unparsable_record_to_the_dead_letter_queue(
+    env: Resources, sqs: Any, capfd: pytest.CaptureFixture[str], log_lines: io.StringIO
+) -> None:
+    job_id = create()
+    [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+
+    result = run(sqs_event(body, "this is not a job message"))
+
+    assert result == {"batchItemFailures": []}
+    assert job(job_id)["status"] == "succeeded"
+    [dead] = take(sqs, env.dead_letter_queue_url)
+    assert json.loads(dead)["body"] == "this is not a job message"
+    assert json.loads(dead)["error"].startswith("not a job message")
+    metrics = emf_metrics(capfd.readouterr().out)
+    assert metrics[c.Metric.STARTED] == 1
+    assert metrics[c.Metric.SUCCEEDED] == 1
+    assert metrics["UnparsableMessages"] == 1
+    assert c.Metric.START_LATENESS_MS in metrics
+    finished = [json.loads(line) for line in log_lines.getvalue().splitlines() if "attempt finished" in line]
+    assert [(line["job_id"], line["attempt"]) for line in finished] == [(job_id, 1)]
+
+
+def test_one_failing_record_is_reported_alone(env: Resources, sqs: Any) -> None:
+    ok, broken = create(), create()
+    bodies = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    ordered = sorted(bodies, key=lambda b: json.loads(b)["job_id"] != ok)
+
+    def fault(params: dict[str, Any], **_: Any) -> None:
+        # The table is unreachable for one job: its record must come back, the other's must not.
+        if params["Key"]["pk"]["S"].endswith(broken):
+            raise ConnectionError("dynamodb unreachable")
+
+    clients.clients().dynamodb().meta.events.register("provide-client-params.dynamodb.UpdateItem", fault)
+
+    result = run(sqs_event(*ordered))
+
+    assert result == {"batchItemFailures": [{"itemIdentifier": "message-1"}]}
+    assert job(ok)["status"] == "succeeded"
+    assert job(broken)["status"] == "queued"
+
+
+def test_a_duplicate_delivery_is_dropped_and_counted(
+    env: Resources, sqs: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    job_id = create()
+    [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+
+    result = run(sqs_event(body, body))
+
+    assert result == {"batchItemFailures": []}
+    runs = invoke_api(api_event("GET", f"/jobs/{job_id}/runs")).body["runs"]
+    assert [run["status"] for run in runs] == ["succeeded"]
+    metrics = emf_metrics(capfd.readouterr().out)
+    assert metrics[c.Metric.DUPLICATES_DROPPED] == 1
+    assert metrics[c.Metric.STARTED] == 1
+
+
+def test_a_job_that_dies_is_dead_lettered_and_the_api_revives_it(
+    env: Resources, sqs: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    job_id = create(target={"type": "python", "handler": "fail"}, max_retries=0)
+    [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+
+    result = run(sqs_event(body))
+
+    assert result == {"batchItemFailures": []}
+    assert job(job_id)["status"] == "dead"
+    [dead] = take(sqs, env.dead_letter_queue_url)
+    assert json.loads(dead)["job_id"] == job_id
+    assert emf_metrics(capfd.readouterr().out)[c.Metric.DEAD] == 1
+    runs = invoke_api(api_event("GET", f"/jobs/{job_id}/runs")).body["runs"]
+    assert [(run["status"], run["attempt"]) for run in runs] == [("dead", 1)]
+
+    revived = invoke_api(api_event("POST", f"/jobs/{job_id}/retry"))
+
+    assert (revived.status, revived.body["status"], revived.body["attempt"]) == (200, "queued", 0)
