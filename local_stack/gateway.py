@@ -8,6 +8,7 @@ multi-value headers and query strings, and base64 for a body that is not text.
 from __future__ import annotations
 
 import base64
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -19,6 +20,7 @@ from urllib.parse import parse_qsl
 
 from functions.api import handler as api_handler
 
+logger = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[..., Any]
 
@@ -80,6 +82,7 @@ class Gateway:
         try:
             result = self._handler(event, LocalContext(function_name=self._function_name))
         except Exception:
+            logger.exception("the handler failed on %s %s", event["httpMethod"], event["path"])
             # What API Gateway answers when the function itself fails.
             return _answer(
                 start_response,
