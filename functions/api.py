@@ -48,8 +48,14 @@ def _service() -> JobService:
 def create_job(spec: Annotated[JobCreate, Body()], key: IdempotencyKey = None) -> Response[JobView]:
     _require_object()
     view, created = _service().create(spec, key)
-    status, headers = (201, {"Location": f"/jobs/{view.id}"}) if created else (200, {})
+    status, headers = (201, {"Location": _location(view.id)}) if created else (200, {})
     return Response(status, content_types.APPLICATION_JSON, view, headers)
+
+
+def _location(job_id: str) -> str:
+    """The job's URL path as the client sees it: behind a deployed stage that path starts with it."""
+    stage_path = app.current_event.request_context.path or app.current_event.path
+    return f"{stage_path.rstrip('/')}/{job_id}"
 
 
 @app.get("/jobs", responses=api_errors.documented(B))

@@ -27,7 +27,6 @@ from shared.models import Job
 from shared.targets import Delivery, deliver
 
 # Not in shared.constants.Metric: it counts messages, not jobs.
-UNPARSABLE_METRIC = "UnparsableMessages"
 ATTEMPT_METRICS = {
     Outcome.SUCCEEDED: c.Metric.SUCCEEDED,
     Outcome.FAILED: c.Metric.FAILED,
@@ -115,7 +114,7 @@ def _dead_letter(record: SQSRecord, reason: str) -> None:
     clients.clients().sqs().send_message(
         QueueUrl=clients.settings().dead_letter_queue_url, MessageBody=json.dumps(body)
     )
-    metrics.add_metric(name=UNPARSABLE_METRIC, unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name=c.Metric.UNPARSABLE_MESSAGES, unit=MetricUnit.Count, value=1)
     logger.error(
         "unparsable message sent to the dead-letter queue",
         extra={"message_id": record.message_id, "reason": reason},

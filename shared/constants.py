@@ -88,6 +88,7 @@ class Metric(StrEnum):
     FAILED = "JobsFailed"
     DEAD = "JobsDead"
     DUPLICATES_DROPPED = "DuplicateDeliveriesDropped"
+    UNPARSABLE_MESSAGES = "UnparsableMessages"
     START_LATENESS_MS = "StartLatenessMs"
     OLDEST_DUE_LATENESS_MS = "OldestDueLatenessMs"
 

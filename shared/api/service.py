@@ -27,7 +27,14 @@ from shared.dispatch import Dispatcher, JobMessage
 from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge
 from shared.lifecycle import Placement
 from shared.models import Job, JobStatus, RetryPolicy
-from shared.schedules import MisfirePolicy, first_occurrence, next_runs, parse_schedule, parse_timezone
+from shared.schedules import (
+    MisfirePolicy,
+    check_window,
+    first_occurrence,
+    next_runs,
+    parse_schedule,
+    parse_timezone,
+)
 from shared.store import IdempotencyRecord, JobStore, new_token
 from shared.targets import check_target
 
@@ -298,8 +305,7 @@ def _refuse_nulls(sent: dict[str, Any]) -> None:
 
 
 def _check_window(job: Job) -> None:
-    if job.start_at is not None and job.end_at is not None and job.end_at <= job.start_at:
-        raise InvalidInput("end_at must be after start_at", field="end_at")
+    check_window(job.start_at, job.end_at)
 
 
 def _filter(status: str | None, priority: str | None) -> Callable[[Job], bool] | None:

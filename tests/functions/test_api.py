@@ -46,7 +46,7 @@ def test_the_captured_create_event_makes_a_job_and_its_replay_returns_it(env: Re
     again = invoke_api(load_event("apigw_create_job.json"))
 
     assert first.status == 201
-    assert first.headers["Location"] == f"/jobs/{first.body['id']}"
+    assert first.headers["Location"] == f"/v1/jobs/{first.body['id']}"  # behind the v1 stage
     assert first.body["status"] == "pending"
     assert first.body["schedule"] == "cron(0 9 * * ? *)"
     assert first.body["next_run_at"].endswith(("07:00:00Z", "08:00:00Z"))  # 09:00 in Berlin
