@@ -76,6 +76,9 @@ class EmulatorProcess:
             raise
         return self
 
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
     def stop(self) -> None:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:

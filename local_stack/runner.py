@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -33,6 +34,7 @@ Handler = Callable[[dict[str, Any], Any], Any]
 HOST = "127.0.0.1"
 # How long a stop waits for attempts in flight; what is still running then is left to its lease.
 STOP_GRACE_SECONDS = 10.0
+CHILD_CHECK_SECONDS = 1.0
 
 
 def run_local(options: LocalOptions) -> int:
@@ -40,15 +42,17 @@ def run_local(options: LocalOptions) -> int:
     stop = _stop_on_signals()
     # Started before any thread exists (see local_stack.child) and stopped last, after the drain.
     if options.endpoint_url:
-        return _serve(options, options.endpoint_url, stop, own_emulator=False)
+        return _serve(options, options.endpoint_url, stop, None)
     child = EmulatorProcess(free_port(HOST), HOST).start()
     try:
-        return _serve(options, child.endpoint_url, stop, own_emulator=True)
+        return _serve(options, child.endpoint_url, stop, child)
     finally:
         child.stop()
 
 
-def _serve(options: LocalOptions, endpoint_url: str, stop: threading.Event, *, own_emulator: bool) -> int:
+def _serve(
+    options: LocalOptions, endpoint_url: str, stop: threading.Event, child: EmulatorProcess | None
+) -> int:
     region = use_emulator()
     resources = _resources(endpoint_url, region)
     os.environ.update(handler_settings(resources, endpoint_url, allow_private=options.allow_private))
@@ -57,10 +61,20 @@ def _serve(options: LocalOptions, endpoint_url: str, stop: threading.Event, *, o
     threading.Thread(target=server.serve_forever, name="api", daemon=True).start()
     ticker = Ticker(scheduler, options.tick_seconds, region, stop).start()
     pollers = _pollers(resources, endpoint_url, region, options.workers, worker, stop)
-    print(banner(_url(server), endpoint_url, own_emulator=own_emulator), flush=True)
-    stop.wait()
+    print(banner(_url(server), endpoint_url, own_emulator=child is not None), flush=True)
+    status = _wait_for_stop(stop, child)
     logger.info("stopping: no new ticks or messages; waiting for the attempts in flight")
     _shut_down(server, ticker, pollers)
+    return status
+
+
+def _wait_for_stop(stop: threading.Event, child: EmulatorProcess | None) -> int:
+    """0 after a signal; 1 if our emulator died, taking every job's state with it."""
+    while not stop.wait(CHILD_CHECK_SECONDS):
+        if child is not None and not child.running():
+            logger.error("the emulator exited; stopping, since every job's state was in it")
+            stop.set()
+            return 1
     return 0
 
 
@@ -71,7 +85,7 @@ def _resources(endpoint_url: str, region: str) -> Resources:
 
 
 def _handler(function: str) -> Handler:
-    """Imported only now: the handlers' settings come from the environment set just before."""
+    """A handler reads its settings at its first call, so the environment must be set before that."""
     handler: Handler = importlib.import_module(f"functions.{function}").handler
     return handler
 
@@ -97,9 +111,10 @@ def _pollers(
 
 def _shut_down(server: BaseWSGIServer, ticker: Ticker, pollers: list[QueuePoller]) -> None:
     server.shutdown()
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
     ticker.join(STOP_GRACE_SECONDS)
     for poller in pollers:
-        if not poller.drain(STOP_GRACE_SECONDS):
+        if not poller.drain(max(0.0, deadline - time.monotonic())):
             logger.warning("%s attempts still running; their leases will hand them on", poller.priority.value)
 
 

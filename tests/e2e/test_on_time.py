@@ -115,3 +115,40 @@ def test_a_recurring_job_runs_each_occurrence_once_on_its_second(stack: Stack, l
         assert 0 <= call.lateness < ON_TIME_SECONDS, f"occurrence started {call.lateness:.3f} s late"
     assert len(stack.api.runs(job["id"])) >= 3
     record_lateness([call.lateness for call in calls])
+
+
+def test_a_flood_of_slow_low_jobs_does_not_delay_high_and_medium_ones(
+    stack: Stack, listener: Listener
+) -> None:
+    now = time.time()
+    flood = [
+        stack.api.create(
+            name=f"flood-{n}",
+            run_at=rfc3339(now + 3.0),
+            priority="low",
+            target={"type": "http", "url": listener.url("sleep/2/flood")},
+        )["id"]
+        for n in range(8)
+    ]
+    urgent = [
+        stack.api.create(
+            name=f"urgent-{priority}",
+            run_at=rfc3339(now + 5.0),
+            priority=priority,
+            target={"type": "http", "url": listener.url(f"ok/urgent-{priority}")},
+        )["id"]
+        for priority in ("high", "medium")
+    ]
+
+    for job_id in flood + urgent:
+        stack.api.wait_for_status(job_id, {"succeeded"}, timeout=30)
+
+    urgent_calls = [call for job_id in urgent for call in listener.calls(job_id)]
+    assert len(urgent_calls) == 2
+    for call in urgent_calls:
+        assert 0 <= call.lateness < ON_TIME_SECONDS, f"{call.path} started {call.lateness:.3f} s late"
+    # The low queue's few threads really were the bottleneck: its last jobs waited for a free thread.
+    flood_calls = [call for job_id in flood for call in listener.calls(job_id)]
+    assert len(flood_calls) == len(flood)
+    assert max(call.lateness for call in flood_calls) > 2 * ON_TIME_SECONDS
+    record_lateness([call.lateness for call in urgent_calls])
