@@ -64,14 +64,25 @@ def _local_options(args: argparse.Namespace) -> LocalOptions:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sundial", description="Sundial on this machine.")
     commands = parser.add_subparsers(dest="command", required=True)
-    emulator = commands.add_parser("emulator", help="the AWS emulator (moto server) on 127.0.0.1")
-    emulator.add_argument("--port", type=int, default=EMULATOR_PORT)
-    local = commands.add_parser("local", help="the API, the tick and the workers, on an emulator")
+    shown = argparse.ArgumentDefaultsHelpFormatter
+    emulator = commands.add_parser(
+        "emulator", help="the AWS emulator (moto server) on 127.0.0.1", formatter_class=shown
+    )
+    emulator.add_argument("--port", type=int, default=EMULATOR_PORT, help="its port on 127.0.0.1")
+    local = commands.add_parser(
+        "local", help="the API, the tick and the workers, on an emulator", formatter_class=shown
+    )
     local.add_argument("--port", type=int, default=DEFAULT_PORT, help="the API's port on 127.0.0.1")
     local.add_argument(
-        "--endpoint-url", help="a running emulator (default: start one on a free port, stop it on exit)"
+        "--endpoint-url",
+        help="a running emulator; without it, one is started on a free port and stopped on exit",
     )
-    local.add_argument("--tick-seconds", type=_positive, default=float(c.TICK_SECONDS))
+    local.add_argument(
+        "--tick-seconds",
+        type=_positive,
+        default=float(c.TICK_SECONDS),
+        help="how often the scheduler handler runs, on multiples of this period, as deployed",
+    )
     local.add_argument(
         "--workers",
         type=_positive_int,
@@ -82,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-private",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="let http targets reach loopback and private addresses (default: allowed)",
+        help="let http targets reach loopback and private addresses",
     )
     return parser
 

@@ -35,16 +35,18 @@ def _crash_and_recover(logs: Path, listener: Listener, endpoint_url: str) -> Non
     api = Api(url)
     now = time.time()
 
-    def create(offset: float, path: str) -> str:
+    def create(offset: float, path: str, priority: str) -> str:
         job = api.create(
             run_at=rfc3339(now + offset),
+            priority=priority,
             target={"type": "http", "url": listener.url(path)},
             timeout_seconds=TIMEOUT_SECONDS,  # and retries left: a lost attempt counts as one
         )
         return str(job["id"])
 
-    running = [create(1.5, f"sleep/{RUN_SECONDS}/crash-running") for _ in range(4)]
-    waiting = [create(offset, "ok/crash-waiting") for offset in (9.0, 12.0, 15.0, 18.0)]
+    # High: its pool has threads enough for all four at once, so none finishes before the kill.
+    running = [create(1.5, f"sleep/{RUN_SECONDS}/crash-running", "high") for _ in range(4)]
+    waiting = [create(offset, "ok/crash-waiting", "medium") for offset in (9.0, 12.0, 15.0, 18.0)]
     wait_until(
         lambda: all(listener.calls(job_id) for job_id in running),
         timeout=15,
