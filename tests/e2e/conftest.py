@@ -16,8 +16,9 @@ from tests.e2e.api import Api
 from tests.e2e.listener import Listener
 from tests.e2e.processes import Process, start_emulator, start_local
 
-# Start lateness of every on-time check, reported at the end of the run.
+# Start lateness of every on-time check, and where the processes wrote, reported at the end of the run.
 LATENESS: list[float] = []
+LOG_DIRS: list[Path] = []
 
 
 @dataclass
@@ -43,7 +44,9 @@ def listener() -> Iterator[Listener]:
 
 @pytest.fixture(scope="session")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("e2e-logs")
+    path = tmp_path_factory.mktemp("e2e-logs")
+    LOG_DIRS.append(path)
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -65,6 +68,8 @@ def record_lateness(values: list[float]) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for path in LOG_DIRS:
+        terminalreporter.write_line(f"e2e process logs: {path}")
     if not LATENESS:
         return
     ordered = sorted(LATENESS)
