@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
 from functions.api import handler as api_handler
+from local_stack.lambda_context import new_context
 
 logger = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -26,39 +25,9 @@ StartResponse = Callable[..., Any]
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
-# API Gateway's integration timeout (29 s) is what a deployed client sees; mirrored as the
-# remaining time the handler is told it has.
-INTEGRATION_TIMEOUT_MS = 29_000
 # API Gateway REST refuses bodies over 10 MB before the function runs.
 MAX_BODY_BYTES = 10 * 1024 * 1024
 _TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded", "application/xml")
-
-
-@dataclass
-class LocalContext:
-    """Enough of a LambdaContext for Powertools and the handlers (remaining time counts down)."""
-
-    function_name: str = "sundial-local"
-    timeout_ms: int = INTEGRATION_TIMEOUT_MS
-    memory_limit_in_mb: int = 512
-    function_version: str = "$LATEST"
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    started: float = field(default_factory=time.monotonic)
-
-    @property
-    def invoked_function_arn(self) -> str:
-        return f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{self.function_name}"
-
-    @property
-    def log_group_name(self) -> str:
-        return f"/aws/lambda/{self.function_name}"
-
-    @property
-    def log_stream_name(self) -> str:
-        return "local"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, self.timeout_ms - int((time.monotonic() - self.started) * 1000))
 
 
 class Gateway:
@@ -80,7 +49,7 @@ class Gateway:
             )
         event = self.event(environ, body)
         try:
-            result = self._handler(event, LocalContext(function_name=self._function_name))
+            result = self._handler(event, new_context("api", REGION))
         except Exception:
             logger.exception("the handler failed on %s %s", event["httpMethod"], event["path"])
             # What API Gateway answers when the function itself fails.

@@ -13,7 +13,7 @@ import pytest
 
 from functions import clients
 from local_stack.emulator import Emulator
-from local_stack.gateway import LocalContext
+from local_stack.lambda_context import new_context
 from local_stack.resources import Resources
 from shared import constants as c
 
@@ -80,7 +80,7 @@ def api_event(
 def invoke_api(event: dict[str, Any]) -> Answer:
     from functions.api import handler
 
-    result = handler(event, LocalContext(function_name="sundial-api"))
+    result = handler(event, new_context("api", "us-east-1"))
     multi = {name: ", ".join(values) for name, values in (result.get("multiValueHeaders") or {}).items()}
     headers = dict(result.get("headers") or {}) | multi
     text = result.get("body") or ""

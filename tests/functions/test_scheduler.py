@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from functions import clients
 from functions.scheduler import handler
-from local_stack.gateway import LocalContext
+from local_stack.lambda_context import new_context
 from local_stack.resources import Resources
 from shared import constants as c
 from shared.api.models import JobCreate
@@ -40,7 +41,7 @@ def test_a_tick_claims_and_dispatches_what_is_due(
 ) -> None:
     job_id = overdue_job(late_ms=30 * SECOND)
 
-    result = handler(load_event("eventbridge_scheduled.json"), LocalContext(timeout_ms=60_000))
+    result = handler(load_event("eventbridge_scheduled.json"), new_context("scheduler", "us-east-1"))
 
     assert result == {"claimed": 1, "reclaimed": 0, "dispatched": 1}
     assert clients.store().get(job_id).status is JobStatus.QUEUED
@@ -58,7 +59,10 @@ def test_a_tick_without_time_left_claims_nothing(env: Resources) -> None:
     job_id = overdue_job(late_ms=5 * SECOND)
 
     # Less time left than the safety margin: the deadline has already passed.
-    result = handler(load_event("eventbridge_scheduled.json"), LocalContext(timeout_ms=2_000))
+    result = handler(
+        load_event("eventbridge_scheduled.json"),
+        replace(new_context("scheduler", "us-east-1"), timeout_seconds=2),
+    )
 
     assert result == {"claimed": 0, "reclaimed": 0, "dispatched": 0}
     assert clients.store().get(job_id).status is JobStatus.PENDING

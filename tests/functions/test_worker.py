@@ -13,7 +13,7 @@ import pytest
 
 from functions import clients, worker
 from functions.worker import handler
-from local_stack.gateway import LocalContext
+from local_stack.lambda_context import new_context
 from local_stack.resources import Resources
 from shared import constants as c
 from tests.functions.conftest import api_event, emf_metrics, invoke_api, load_event
@@ -49,7 +49,7 @@ def sqs_event(*bodies: str) -> dict[str, Any]:
 
 
 def run(event: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = handler(event, LocalContext(function_name="sundial-worker", timeout_ms=900_000))
+    result: dict[str, Any] = handler(event, new_context("worker", "us-east-1"))
     return result
 
 
