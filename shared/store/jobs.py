@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shared import constants as c
-from shared.errors import Conflict, StaleDelivery
+from shared.errors import Conflict, JobNotFound, StaleDelivery
 from shared.lifecycle import Placement, lease_seconds
 from shared.models import IN_FLIGHT, Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
@@ -108,37 +108,68 @@ class JobStore(StoreReads):
     def put_run(self, run: Run) -> bool:
         """Writes one history item once; False when it was already there (a repeated finish)."""
         expires = run.scheduled_at // SECOND_MS + c.RUN_HISTORY_TTL_SECONDS
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=items.run_to_item(run, expires),
-                ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#pk": c.PARTITION_KEY},
+        return self._put_if(items.run_to_item(run, expires), x.NOT_EXISTS, None)
+
+    # --- the API's state changes: read, decide, write conditional on the version read ----------
+
+    def create(self, job: Job, idempotency: IdempotencyRecord | None) -> tuple[Job, bool]:
+        """Writes a new job, its payload apart when large, after reserving its Idempotency-Key.
+
+        Returns (job, True), or (the first job, False) for a repeated key with the same body. Raises
+        Conflict for a repeated key with a different body. No transaction: the reservation names
+        the job's id, so a retry after a crash between the writes finishes the same job (and plain
+        writes cost half a transaction's write units)."""
+        if idempotency is not None and not self._reserve(idempotency):
+            return self._replay(idempotency, job)
+        return self._put_new(job, idempotency)
+
+    def _reserve(self, idempotency: IdempotencyRecord) -> bool:
+        item = items.idempotency_item(idempotency)
+        return self._put_if(item, IDEMPOTENCY_FREE, {":now": {"N": str(self._now() // SECOND_MS)}})
+
+    def _replay(self, idempotency: IdempotencyRecord, job: Job) -> tuple[Job, bool]:
+        response = self._client.get_item(
+            TableName=self._table, Key=items.idempotency_key(idempotency.key), ConsistentRead=True
+        )
+        first = items.deserialize(response.get("Item", {}))
+        if first.get("body_hash") != idempotency.body_hash:
+            raise Conflict(
+                f"Idempotency-Key '{idempotency.key}' was used with a different body", field="Idempotency-Key"
             )
+        try:
+            return self.get(str(first["job_id"])), False
+        except JobNotFound:  # the first create stopped after its reservation: finish it now
+            return self._put_new(job.model_copy(update={"id": str(first["job_id"])}), idempotency)
+
+    def _put_new(self, job: Job, idempotency: IdempotencyRecord | None) -> tuple[Job, bool]:
+        if job.payload_stored_apart:
+            self._client.put_item(TableName=self._table, Item=items.payload_item(job.id, job.payload))
+        if self._put_if(items.job_to_item(job), x.NOT_EXISTS, None):
+            return job, True
+        if idempotency is None:
+            raise Conflict(f"job '{job.id}' exists already")
+        return self.get(job.id), False  # a concurrent retry with the same key finished it first
+
+    def _put_if(self, item: dict[str, Any], condition: str, values: dict[str, Any] | None) -> bool:
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": item,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {
+                name: attr
+                for name, attr in (("#pk", c.PARTITION_KEY), ("#expires", c.TTL_ATTRIBUTE))
+                if name in condition
+            },
+        }
+        if values:
+            request["ExpressionAttributeValues"] = values
+        try:
+            self._client.put_item(**request)
         except ClientError as exc:
             if _is_condition_failure(exc):
                 return False
             raise
         return True
-
-    # --- the API's state changes: read, decide, write conditional on the version read ----------
-
-    def create(self, job: Job, idempotency: IdempotencyRecord | None) -> tuple[Job, bool]:
-        """Writes a new job (its payload apart when large) and its idempotency record in one
-        transaction. Returns (job, True), or (the first job, False) for a repeated key with the same
-        body. Raises Conflict for a repeated key with a different body."""
-        writes: list[dict[str, Any]] = [self._put(items.job_to_item(job), x.NOT_EXISTS)]
-        if job.payload_stored_apart:
-            writes.append(self._put(items.payload_item(job.id, job.payload), None))
-        if idempotency is not None:
-            writes.append(self._put(items.idempotency_item(idempotency), IDEMPOTENCY_FREE, self._now()))
-        try:
-            self._client.transact_write_items(TransactItems=writes)  # type: ignore[arg-type]
-        except ClientError as exc:
-            if idempotency is None or exc.response["Error"]["Code"] != "TransactionCanceledException":
-                raise
-            return self._replay(idempotency), False
-        return job, True
 
     def cancel(self, job: Job) -> Job:
         """No further occurrence starts; a running attempt finishes and then the job is CANCELLED."""
@@ -195,32 +226,11 @@ class JobStore(StoreReads):
         payload["payload"] = {"S": payload_json}
         try:
             self._client.transact_write_items(
-                TransactItems=[{"Update": update}, self._put(payload, None)]  # type: ignore[list-item,typeddict-item]
+                TransactItems=[{"Update": update}, {"Put": {"TableName": self._table, "Item": payload}}]  # type: ignore[typeddict-item]
             )
         except ClientError as exc:
             raise Conflict(f"job '{job.id}' changed while being updated; try again") from exc
         return self.get(job.id)
-
-    def _put(self, item: dict[str, Any], condition: str | None, now_ms: int | None = None) -> dict[str, Any]:
-        put: dict[str, Any] = {"TableName": self._table, "Item": item}
-        if condition:
-            put["ConditionExpression"] = condition
-            put["ExpressionAttributeNames"] = {"#pk": c.PARTITION_KEY}
-            if now_ms is not None:
-                put["ExpressionAttributeNames"]["#expires"] = c.TTL_ATTRIBUTE
-                put["ExpressionAttributeValues"] = {":now": {"N": str(now_ms // SECOND_MS)}}
-        return {"Put": put}
-
-    def _replay(self, idempotency: IdempotencyRecord) -> Job:
-        response = self._client.get_item(
-            TableName=self._table, Key=items.idempotency_key(idempotency.key), ConsistentRead=True
-        )
-        first = items.deserialize(response.get("Item", {}))
-        if first.get("body_hash") != idempotency.body_hash:
-            raise Conflict(
-                f"Idempotency-Key '{idempotency.key}' was used with a different body", field="Idempotency-Key"
-            )
-        return self.get(str(first["job_id"]))
 
     def _now(self) -> int:
         return self._clock.now_ms()

@@ -170,3 +170,16 @@ def test_api_changes_are_conditional_on_the_version_read(engine: Engine) -> None
     assert paused.paused and _index_rows(engine) == []
     cancelled = engine.store.cancel(paused)
     assert cancelled.status is JobStatus.CANCELLED
+
+
+def test_a_create_that_stopped_after_its_reservation_is_finished_by_the_retry(engine: Engine) -> None:
+    template = engine.store.get(create(engine))
+    record = IdempotencyRecord("key-2", "hash-a", "first-id", engine.clock.now_ms() // 1000 + 60)
+    assert engine.store._reserve(record)  # the first attempt died here, before writing its job
+
+    job, created = engine.store.create(template.model_copy(update={"id": "retry-id"}), record)
+
+    assert (job.id, created) == ("first-id", True)
+    assert engine.store.get("first-id").id == "first-id"
+    with pytest.raises(Exception, match="not found"):
+        engine.store.get("retry-id")

@@ -1,0 +1,129 @@
+"""Faults injected at the boundary: botocore event hooks on real clients pointed at the emulator.
+
+Each injector counts what it did, so the ledger can bound re-executions by the crashes that
+happened after a side effect.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import EndpointConnectionError
+
+
+class Crash(BaseException):
+    """A process dying: not an Exception, so no handler in the code under test can swallow it."""
+
+
+class Faults:
+    """The dice and the tally of every fault one simulation injects."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def roll(self, kind: str, probability: float) -> bool:
+        with self._lock:
+            hit = self.rng.random() < probability
+            if hit:
+                self.counts[kind] += 1
+            return hit
+
+    def note(self, kind: str) -> None:
+        with self._lock:
+            self.counts[kind] += 1
+
+
+def _error_response(request: Any, code: str, status: int = 400) -> AWSResponse:
+    body = f'{{"__type": "com.amazonaws.dynamodb.v20120810#{code}", "message": "injected {code}"}}'
+    return AWSResponse(
+        request.url, status, {"Content-Type": "application/x-amz-json-1.0"}, _Raw(body.encode())
+    )
+
+
+class _Raw:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, **_: Any) -> Any:
+        yield self._data
+
+    def read(self, *_: Any) -> bytes:
+        return self._data
+
+
+def inject_dynamodb_errors(client: Any, faults: Faults, operations: dict[str, float], label: str) -> None:
+    """Throttles and transaction conflicts on the wire, below botocore's retries: most are absorbed
+    by the SDK's retry, some (several in a row) reach the code under test."""
+
+    def before_send(request: Any, **_: Any) -> AWSResponse | None:
+        target = request.headers.get("X-Amz-Target", b"")
+        operation = (target.decode() if isinstance(target, bytes) else target).rsplit(".", 1)[-1]
+        probability = operations.get(operation, 0.0)
+        if probability and faults.roll(f"{label} {operation} throttled", probability):
+            code = faults.rng.choice(["ThrottlingException", "ProvisionedThroughputExceededException"])
+            return _error_response(request, code)
+        writes = operation in ("UpdateItem", "PutItem", "TransactWriteItems")
+        if (
+            writes
+            and probability
+            and faults.roll(f"{label} {operation} transaction conflict", probability / 2)
+        ):
+            return _error_response(request, "TransactionConflictException")
+        return None
+
+    client.meta.events.register("before-send.dynamodb", before_send)
+
+
+def crash_on(client: Any, event: str, predicate: Callable[[dict[str, Any]], bool]) -> None:
+    """Raises Crash when a call's parameters match: the process dies at that boundary."""
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        if predicate(params):
+            raise Crash(event)
+
+    client.meta.events.register(f"provide-client-params.{event}", hook)
+
+
+class SqsOutage:
+    """While `down` is set, every SQS call of the client fails to connect."""
+
+    def __init__(self, client: Any, faults: Faults) -> None:
+        self.down = False
+        self._faults = faults
+
+        def before_send(request: Any, **_: Any) -> None:
+            if self.down:
+                self._faults.note("sqs connection refused")
+                raise EndpointConnectionError(endpoint_url=request.url)
+
+        client.meta.events.register("before-send.sqs", before_send)
+
+
+def partial_send_failures(client: Any, faults: Faults, probability: float) -> None:
+    """SendMessageBatch accepts only some entries and reports the rest as failed, as SQS may."""
+    dropped: dict[int, list[str]] = {}
+
+    def drop(params: dict[str, Any], **_: Any) -> None:
+        entries = params.get("Entries", [])
+        if len(entries) < 2 or faults.rng.random() >= probability:
+            return
+        failed = entries[-1]  # SQS answers a batch entry by entry; one of them fails
+        faults.note("sqs batch entry failed")
+        dropped[threading.get_ident()] = [failed["Id"]]
+        params["Entries"] = entries[:-1]
+
+    def report(parsed: dict[str, Any], **_: Any) -> None:
+        for entry_id in dropped.pop(threading.get_ident(), []):
+            parsed.setdefault("Failed", []).append(
+                {"Id": entry_id, "SenderFault": False, "Code": "InternalError", "Message": "injected"}
+            )
+
+    client.meta.events.register("provide-client-params.sqs.SendMessageBatch", drop)
+    client.meta.events.register("after-call.sqs.SendMessageBatch", report)
