@@ -1,0 +1,161 @@
+"""Counts what an in-process engine's AWS calls would cost, from the calls it actually makes.
+
+botocore hooks on the engine's own clients see every request and response. Each write's item is
+sized before and after (read through a second, unmetered client), so write units and index writes
+come from real item sizes and real key changes, not from a table of guesses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from bench import cost_model as m
+from shared import constants as c
+
+TABLE_KEYS = (c.PARTITION_KEY, c.SORT_KEY)
+INDEXES = (
+    m.Index(c.DUE_INDEX_NAME, (c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE)),
+    m.Index(c.LIST_INDEX_NAME, (c.LIST_PARTITION_ATTRIBUTE, c.LIST_SORT_ATTRIBUTE)),
+)
+ITEM_WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+SQS_SENDS = ("SendMessage", "SendMessageBatch")
+
+
+class Meter:
+    """Bills and call counts per Lambda function ("phase"), from hooks on the given clients."""
+
+    def __init__(self, dynamodb: Any, sqs: Any, raw_dynamodb: Any, table: str) -> None:
+        self._raw = raw_dynamodb
+        self._table = table
+        self._lock = threading.Lock()
+        self.phase = "none"
+        self.bills: dict[str, m.Bill] = {}
+        self.calls: dict[str, Counter[str]] = {}
+        self.item_sizes: Counter[str] = Counter()
+        dynamodb.meta.events.register("before-parameter-build.dynamodb", self._before)
+        dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
+        sqs.meta.events.register("before-parameter-build.sqs", self._before_sqs)
+        sqs.meta.events.register("after-call.sqs", self._after_sqs)
+
+    @contextlib.contextmanager
+    def acting_as(self, function: str) -> Iterator[None]:
+        """Attributes the calls made inside to one Lambda function (threads of a tick included)."""
+        previous, self.phase = self.phase, function
+        try:
+            yield
+        finally:
+            self.phase = previous
+
+    def bill(self, function: str) -> m.Bill:
+        with self._lock:
+            return self.bills.setdefault(function, m.Bill())
+
+    def call_count(self, function: str) -> int:
+        return sum(self.calls.get(function, Counter()).values())
+
+    # --- hooks ------------------------------------------------------------------------------------
+
+    def _before(self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        context["bench_params"] = params
+        if model.name in ITEM_WRITES:
+            context["bench_before"] = self._current(
+                params["Key"] if "Key" in params else _key(params["Item"])
+            )
+        elif model.name == "TransactWriteItems":
+            context["bench_before"] = [self._current(_transact_key(op)) for op in params["TransactItems"]]
+
+    def _after_dynamodb(self, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        params = context.get("bench_params", {})
+        failed = "Error" in parsed
+        units = 0.0
+        reads = 0.0
+        if model.name in ITEM_WRITES:
+            units = self._item_write(params, context.get("bench_before"), failed, model.name)
+        elif model.name == "TransactWriteItems":
+            units = self._transaction(params, context.get("bench_before", []), failed)
+        elif model.name == "GetItem":
+            size = m.item_size(parsed.get("Item"))
+            reads = m.read_units(size, bool(params.get("ConsistentRead")))
+        elif model.name == "Query":
+            size = sum(m.item_size(item) for item in parsed.get("Items", []))
+            reads = m.read_units(size, bool(params.get("ConsistentRead")))
+        elif model.name == "BatchGetItem":
+            for found in parsed.get("Responses", {}).values():
+                reads += sum(m.read_units(m.item_size(item), False) for item in found)
+        self._record(model.name, lambda bill: _add_units(bill, units, reads))
+
+    def _before_sqs(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        entries = params.get("Entries") or [params]
+        context["bench_sqs_bytes"] = sum(len(str(entry.get("MessageBody", "")).encode()) for entry in entries)
+
+    def _after_sqs(self, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        requests = 1.0
+        if model.name in SQS_SENDS:
+            # Billed per 64 KB chunk of payload; our messages are far smaller, so this stays 1.
+            requests = max(1.0, math.ceil(int(context.get("bench_sqs_bytes", 0)) / m.SQS_REQUEST_CHUNK_BYTES))
+        self._record(model.name, lambda bill: setattr(bill, "sqs_requests", bill.sqs_requests + requests))
+
+    # --- units ------------------------------------------------------------------------------------
+
+    def _item_write(self, params: dict[str, Any], before: Any, failed: bool, operation: str) -> float:
+        if failed:
+            # A failed condition still consumes the units of the item it was checked against.
+            return float(m.write_units(m.item_size(before)))
+        after = (
+            None if operation == "DeleteItem" else self._current(params.get("Key") or _key(params["Item"]))
+        )
+        units = m.write_units(max(m.item_size(before), m.item_size(after)))
+        self.item_sizes[f"{operation} {_kind(after or before)}"] = max(
+            self.item_sizes[f"{operation} {_kind(after or before)}"], m.item_size(after)
+        )
+        return float(units + sum(m.index_writes(before, after, index) for index in INDEXES))
+
+    def _transaction(self, params: dict[str, Any], befores: list[Any], failed: bool) -> float:
+        """Twice the units of each item, and (an upper bound: AWS does not say) twice its index writes."""
+        total = 0.0
+        for op, before in zip(params["TransactItems"], befores, strict=True):
+            key = _transact_key(op)
+            after = None if failed else self._current(key)
+            total += 2 * m.write_units(max(m.item_size(before), m.item_size(after)))
+            if not failed:
+                total += 2 * sum(m.index_writes(before, after, index) for index in INDEXES)
+                self.item_sizes[f"TransactWriteItems {_kind(after)}"] = m.item_size(after)
+        return total
+
+    def _current(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        item: dict[str, Any] | None = self._raw.get_item(
+            TableName=self._table, Key=key, ConsistentRead=True
+        ).get("Item")
+        return item
+
+    def _record(self, operation: str, apply: Any) -> None:
+        with self._lock:
+            function = self.phase
+            apply(self.bills.setdefault(function, m.Bill()))
+            self.calls.setdefault(function, Counter())[operation] += 1
+
+
+def _add_units(bill: m.Bill, writes: float, reads: float) -> None:
+    bill.write_units += writes
+    bill.read_units += reads
+
+
+def _key(item: dict[str, Any]) -> dict[str, Any]:
+    return {name: item[name] for name in TABLE_KEYS}
+
+
+def _transact_key(op: dict[str, Any]) -> dict[str, Any]:
+    (_, body), *_ = op.items()
+    return dict(body["Key"]) if "Key" in body else _key(body["Item"])
+
+
+def _kind(item: dict[str, Any] | None) -> str:
+    """The kind of item by its sort key: JOB, RUN#..., PAYLOAD, IDEM."""
+    if not item:
+        return "?"
+    return str(item[c.SORT_KEY]["S"]).split("#", 1)[0]

@@ -1,0 +1,89 @@
+"""The benchmark's cost arithmetic: item sizes, capacity units and index writes, by DynamoDB's rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import cost_model as m
+
+DUE = m.Index("due", ("due_shard", "due_key"))
+
+
+@pytest.mark.parametrize(
+    ("value", "size"),
+    [
+        ({"S": "abc"}, 3),
+        ({"S": "é"}, 2),  # UTF-8 bytes, not characters
+        ({"N": "1"}, 2),  # one byte per two significant digits, plus one
+        ({"N": "1767225600000"}, 5),  # trailing zeros do not count: 8 digits, 4 bytes, plus one
+        ({"N": "-12.50"}, 3),
+        ({"BOOL": True}, 1),
+        ({"NULL": True}, 1),
+        ({"L": [{"S": "ab"}, {"N": "7"}]}, 3 + (2 + 1) + (2 + 1)),
+        ({"M": {"k": {"S": "v"}}}, 3 + 1 + 1 + 1),
+    ],
+)
+def test_value_sizes_follow_dynamodb(value: dict[str, object], size: int) -> None:
+    assert m.value_size(value) == size
+
+
+def test_an_item_is_its_names_plus_its_values() -> None:
+    assert m.item_size({"pk": {"S": "JOB#1"}, "n": {"N": "10"}}) == (2 + 5) + (1 + 2)
+    assert m.item_size(None) == 0
+
+
+@pytest.mark.parametrize(("size", "units"), [(0, 1), (1, 1), (1024, 1), (1025, 2), (3000, 3)])
+def test_write_units_are_whole_kilobytes_at_least_one(size: int, units: int) -> None:
+    assert m.write_units(size) == units
+
+
+@pytest.mark.parametrize(
+    ("size", "consistent", "units"),
+    [(0, False, 0.5), (4096, False, 0.5), (4097, False, 1.0), (100, True, 1.0), (9000, True, 3.0)],
+)
+def test_read_units_are_4kb_halved_for_eventual(size: int, consistent: bool, units: float) -> None:
+    assert m.read_units(size, consistent) == units
+
+
+def test_index_writes_count_key_changes_only() -> None:
+    at_nine = {"due_shard": {"S": "high#1"}, "due_key": {"S": "9#run"}, "status": {"S": "pending"}}
+    at_ten = {**at_nine, "due_key": {"S": "10#lease"}}
+    renamed = {**at_nine, "status": {"S": "queued"}}
+    gone = {"status": {"S": "succeeded"}}
+
+    assert m.index_writes(at_nine, at_ten, DUE) == 2  # delete the old entry, put the new one
+    assert m.index_writes(at_nine, renamed, DUE) == 0  # keys only: nothing else is projected
+    assert m.index_writes(at_nine, gone, DUE) == 1
+    assert m.index_writes(None, at_nine, DUE) == 1
+    assert m.index_writes(gone, gone, DUE) == 0
+
+
+def test_a_bill_prices_each_service_at_list_price() -> None:
+    bill = m.Bill(write_units=5, read_units=2, sqs_requests=3, api_requests=1)
+    bill.add_lambda("worker", 1, 0.5)
+
+    per_million = {name: value * 1e6 for name, value in bill.dollars().items()}
+
+    assert per_million == pytest.approx(
+        {
+            "dynamodb": 5 * 0.625 + 2 * 0.125,
+            "sqs": 3 * 0.40,
+            "lambda_requests": 0.20,
+            "lambda_gb_seconds": 0.5 * 0.0000133334 * 1e6,
+            "api_gateway": 3.50,
+        }
+    )
+
+
+def test_bills_add_and_scale_per_function() -> None:
+    one = m.Bill(write_units=2)
+    one.add_lambda("worker", 1, 1.0)
+    two = m.Bill(read_units=1)
+    two.add_lambda("worker", 1, 0.5)
+    two.add_lambda("api", 1, 0.1)
+
+    total = one.plus(two).scaled(0.5)
+
+    assert (total.write_units, total.read_units) == (1.0, 0.5)
+    assert total.lambda_requests == {"worker": 1.0, "api": 0.5}
+    assert total.gb_seconds == {"worker": 0.75, "api": 0.05}
