@@ -58,7 +58,7 @@ class Scheduler:
         horizon_ms = now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
         with ThreadPoolExecutor(self._parallelism) as pool:
             for priority in c.PRIORITIES:
-                rows = self._due_rows(pool, priority, horizon_ms)
+                rows = self._due_rows(pool, priority, horizon_ms, report)
                 report.rows_read += len(rows)
                 report.oldest_lateness_ms = max([report.oldest_lateness_ms, *_lateness(rows, now_ms)])
                 if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
@@ -71,9 +71,16 @@ class Scheduler:
                 report.send_failures += len(failed)
         return report
 
-    def _due_rows(self, pool: ThreadPoolExecutor, priority: str, horizon_ms: int) -> list[DueRow]:
+    def _due_rows(
+        self, pool: ThreadPoolExecutor, priority: str, horizon_ms: int, report: TickReport
+    ) -> list[DueRow]:
         def read(shard: int) -> list[DueRow]:
-            return list(self._store.due_rows(priority, shard, horizon_ms))
+            try:
+                return list(self._store.due_rows(priority, shard, horizon_ms))
+            except (ClientError, BotoCoreError):
+                logger.warning("tick skipped shard %s#%s for the next tick", priority, shard, exc_info=True)
+                report.errors += 1
+                return []
 
         return [row for shard_rows in pool.map(read, range(c.DUE_SHARDS)) for row in shard_rows]
 
