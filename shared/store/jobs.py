@@ -6,9 +6,12 @@ is, from ReturnValuesOnConditionCheckFailure), Conflict or JobNotFound for the A
 
 from __future__ import annotations
 
+import random
 import secrets
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -21,6 +24,9 @@ from shared.store import items
 from shared.store.reads import DueRow, StoreReads
 
 SECOND_MS = 1000
+T = TypeVar("T")
+CONFLICT_RETRIES = 4
+CONFLICT_BACKOFF_SECONDS = 0.02
 # An idempotency record blocks a second create until it expires (TTL deletion can lag by days).
 IDEMPOTENCY_FREE = "attribute_not_exists(#pk) OR #expires < :now"
 _STATUS_VALUES = {f"{status.value}": status.value for status in JobStatus}
@@ -164,7 +170,7 @@ class JobStore(StoreReads):
         if values:
             request["ExpressionAttributeValues"] = values
         try:
-            self._client.put_item(**request)
+            _retry_conflicts(lambda: self._client.put_item(**request))
         except ClientError as exc:
             if _is_condition_failure(exc):
                 return False
@@ -283,12 +289,14 @@ class JobStore(StoreReads):
     def _write(self, job_id: str, change: x.Change, condition: str) -> Job:
         request = change.request(condition)
         try:
-            response = self._client.update_item(
-                TableName=self._table,
-                Key=items.job_key(job_id),
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                **request,
+            response = _retry_conflicts(
+                lambda: self._client.update_item(
+                    TableName=self._table,
+                    Key=items.job_key(job_id),
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **request,
+                )
             )
         except ClientError as exc:
             if not _is_condition_failure(exc):
@@ -300,6 +308,21 @@ class JobStore(StoreReads):
 
 def _statuses() -> dict[str, str]:
     return {f":{name}": value for name, value in _STATUS_VALUES.items()}
+
+
+def _retry_conflicts(call: Callable[[], T]) -> T:
+    """Runs a conditional write again after a TransactionConflict: the write did not apply, so it is
+    safe to repeat, and the SDK does not retry that code by itself."""
+    for attempt in range(CONFLICT_RETRIES):
+        try:
+            return call()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionConflictException":
+                raise
+            if attempt == CONFLICT_RETRIES - 1:
+                raise
+            time.sleep(CONFLICT_BACKOFF_SECONDS * 2**attempt * random.uniform(0.5, 1.5))
+    raise AssertionError("unreachable")
 
 
 def _is_condition_failure(exc: ClientError) -> bool:

@@ -183,3 +183,24 @@ def test_a_create_that_stopped_after_its_reservation_is_finished_by_the_retry(en
     assert engine.store.get("first-id").id == "first-id"
     with pytest.raises(Exception, match="not found"):
         engine.store.get("retry-id")
+
+
+def test_a_transaction_conflict_is_retried_because_the_write_did_not_apply(engine: Engine) -> None:
+    from tests.chaos.faults import error_response
+
+    job_id = create(engine)
+    token = engine.store.get(job_id).token
+    assert token is not None
+    conflicts = []
+
+    def conflict_twice(request: Any, **_: Any) -> Any:
+        if b"UpdateItem" in request.headers.get("X-Amz-Target", b"") and len(conflicts) < 2:
+            conflicts.append(request)
+            return error_response(request, "TransactionConflictException")
+        return None
+
+    engine.store._client.meta.events.register("before-send.dynamodb", conflict_twice)
+    running = engine.store.fence(job_id, token, "w", engine.clock.now_ms(), None)
+
+    assert len(conflicts) == 2
+    assert running.status is JobStatus.RUNNING and running.attempt == 1

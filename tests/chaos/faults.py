@@ -40,7 +40,7 @@ class Faults:
             self.counts[kind] += 1
 
 
-def _error_response(request: Any, code: str, status: int = 400) -> AWSResponse:
+def error_response(request: Any, code: str, status: int = 400) -> AWSResponse:
     body = f'{{"__type": "com.amazonaws.dynamodb.v20120810#{code}", "message": "injected {code}"}}'
     return AWSResponse(
         request.url, status, {"Content-Type": "application/x-amz-json-1.0"}, _Raw(body.encode())
@@ -68,14 +68,14 @@ def inject_dynamodb_errors(client: Any, faults: Faults, operations: dict[str, fl
         probability = operations.get(operation, 0.0)
         if probability and faults.roll(f"{label} {operation} throttled", probability):
             code = faults.rng.choice(["ThrottlingException", "ProvisionedThroughputExceededException"])
-            return _error_response(request, code)
+            return error_response(request, code)
         writes = operation in ("UpdateItem", "PutItem", "TransactWriteItems")
         if (
             writes
             and probability
             and faults.roll(f"{label} {operation} transaction conflict", probability / 2)
         ):
-            return _error_response(request, "TransactionConflictException")
+            return error_response(request, "TransactionConflictException")
         return None
 
     client.meta.events.register("before-send.dynamodb", before_send)

@@ -28,8 +28,8 @@ from shared.clock import FixedClock
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.scheduler import Scheduler
 from shared.engine.worker import AttemptResult, Outcome, Worker
-from shared.models import Job
-from shared.store import DueRow, JobStore
+from shared.models import Job, Run
+from shared.store import DueRow, JobStore, items
 from shared.targets import Delivery
 from tests.chaos.faults import (
     Crash,
@@ -307,6 +307,17 @@ class Simulation:
     def _effects_of(self, job_id: str) -> int:
         with self.ledger.lock:
             return self.ledger.effects_by_job[job_id]
+
+    def all_runs(self) -> list[Run]:
+        """Every history item, in one scan: the emulator answers a query by scanning anyway."""
+        ddb = self._client("dynamodb")
+        pages = ddb.get_paginator("scan").paginate(TableName=self.resources.table_name)
+        return [
+            items.item_to_run(item)
+            for page in pages
+            for item in page["Items"]
+            if item[c.SORT_KEY]["S"].startswith(items.RUN_PREFIX)
+        ]
 
     def dead_letters(self) -> list[dict[str, Any]]:
         sqs, url = self.worker_sqs, self.resources.dead_letter_queue_url
