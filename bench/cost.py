@@ -220,12 +220,14 @@ SCENARIOS = (
 class FixedTick:
     bill: m.Bill
     calls: int
+    operations: Counter[str]
 
 
 def empty_tick(aws: Aws, start_ms: int) -> FixedTick:
     engine = CostEngine(aws, start_ms)
     engine.tick()
-    return FixedTick(engine.meter.bill("scheduler"), engine.meter.call_count("scheduler"))
+    meter = engine.meter
+    return FixedTick(meter.bill("scheduler"), meter.call_count("scheduler"), meter.calls["scheduler"])
 
 
 def per_execution(engine: CostEngine, scenario: Scenario, fixed: FixedTick) -> tuple[m.Bill, dict[str, Any]]:
@@ -255,18 +257,27 @@ def per_execution(engine: CostEngine, scenario: Scenario, fixed: FixedTick) -> t
     fixed_share = fixed.bill.scaled(share)
     fixed_share.add_lambda("scheduler", share, MEMORY_GB["scheduler"] * tick_seconds * share)
     each = total.scaled(1 / runs).plus(fixed_share)
-    calls = {
-        function: {op: round(n / runs, 3) for op, n in sorted(meter.calls.get(function, Counter()).items())}
-        for function in functions
-    }
+    calls = {function: _calls_per_execution(engine, function, fixed, runs) for function in functions}
     detail = {
         "executions": engine.executions,
         "outcomes": dict(engine.outcomes),
         "calls_per_execution": calls,
         "worker_wait_seconds_per_execution": round(engine.waited_seconds / runs, 3),
+        # The part of the worker's GB-seconds spent waiting for the instant, priced on its own.
+        "worker_wait_dollars_per_million": round(
+            engine.waited_seconds / runs * MEMORY_GB["worker"] * m.PRICE_PER_GB_SECOND * 1e6, 3
+        ),
         "item_sizes_bytes": dict(meter.item_sizes),
     }
     return each, detail
+
+
+def _calls_per_execution(engine: CostEngine, function: str, fixed: FixedTick, runs: int) -> dict[str, float]:
+    """Calls per execution; for the scheduler, without this run's fixed tick reads (priced at scale)."""
+    counts = Counter(engine.meter.calls.get(function, Counter()))
+    if function == "scheduler":
+        counts.subtract({op: n * engine.invocations[function] for op, n in fixed.operations.items()})
+    return {op: round(n / runs, 3) for op, n in sorted(counts.items()) if n}
 
 
 def run_scenario(aws: Aws, scenario: Scenario, fixed: FixedTick, start_ms: int) -> Row:

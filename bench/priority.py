@@ -16,8 +16,8 @@ from bench.lateness import lateness_of, run_jobs, wait_for_calls
 from bench.stack import Listener, LocalStack
 from shared import constants as c
 
-HIGH_JOBS = 100
-WINDOW_SECONDS = 20.0
+HIGH_JOBS = 300
+WINDOW_SECONDS = 30.0
 LEAD_SECONDS = 8.0
 FLOOD_JOBS = 300
 FLOOD_TARGET_SECONDS = 2.0

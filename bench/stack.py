@@ -24,11 +24,15 @@ from typing import Any
 import boto3
 
 from local_stack.child import free_port
+from local_stack.environment import use_emulator
 
 STARTUP_SECONDS = 90.0
 STOP_SECONDS = 20.0
 BANNER = "Sundial is running locally."
-CREATE_THREADS = 4
+# One at a time: the local gateway runs the api handler in threads, and its router keeps per-request
+# state on a shared object (two concurrent requests can fail with a 500). Each Lambda instance
+# serves one request at a time, so this is a local-stack limit, not a deployed one.
+CREATE_THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,7 @@ class LocalStack:
     """`sundial local` with an emulator of its own, its output in a log file."""
 
     def __init__(self, log_dir: Path, workers: int, tick_seconds: float) -> None:
+        use_emulator()  # dummy credentials for this process's own look at the emulator's queues
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = log_dir / "sundial-local.log"
@@ -142,7 +147,7 @@ class LocalStack:
         return job
 
     def create_all(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Creates in order from a few threads (the API serves requests concurrently, as Lambda does)."""
+        """Creates in order, one at a time (see CREATE_THREADS)."""
         with ThreadPoolExecutor(CREATE_THREADS) as pool:
             return list(pool.map(self.create, bodies))
 
