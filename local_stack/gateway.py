@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -33,10 +34,12 @@ _TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded",
 class Gateway:
     """A WSGI application in front of one Lambda handler."""
 
-    def __init__(self, handler: Handler, stage: str = "local", function_name: str = "sundial-api") -> None:
+    def __init__(self, handler: Handler, stage: str = "local") -> None:
         self._handler = handler
         self._stage = stage
-        self._function_name = function_name
+        # A Lambda instance serves one request at a time, and the handler's router keeps the current
+        # event on a module-level object: concurrent requests in one process would see each other's.
+        self._one_at_a_time = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         body = _read_body(environ)
@@ -49,7 +52,8 @@ class Gateway:
             )
         event = self.event(environ, body)
         try:
-            result = self._handler(event, new_context("api", REGION))
+            with self._one_at_a_time:
+                result = self._handler(event, new_context("api", REGION))
         except Exception:
             logger.exception("the handler failed on %s %s", event["httpMethod"], event["path"])
             # What API Gateway answers when the function itself fails.
@@ -107,7 +111,9 @@ class Gateway:
                 "cognitoAuthenticationType": None,
                 "cognitoAuthenticationProvider": None,
             },
-            "path": f"/{self._stage}{path}",
+            # As behind a custom domain: the local URL has no stage segment, so neither does the path
+            # the client used (the API builds Location headers from it).
+            "path": path,
             "protocol": str(environ.get("SERVER_PROTOCOL", "HTTP/1.1")),
             "requestId": str(uuid.uuid4()),
             "requestTime": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),

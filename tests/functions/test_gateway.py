@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any
 
 from werkzeug.test import Client
@@ -47,7 +48,7 @@ def test_a_request_becomes_a_rest_proxy_event() -> None:
         "POST",
         "local",
     )
-    assert context["path"] == "/local/jobs/abc/runs"
+    assert context["path"] == "/jobs/abc/runs"
     assert context["identity"]["sourceIp"]
 
 
@@ -91,3 +92,22 @@ def test_a_handler_that_raises_is_a_502_like_api_gateway() -> None:
 
     assert response.status_code == 502
     assert response.get_json() == {"message": "Internal server error"}
+
+
+def test_concurrent_requests_each_see_their_own_event() -> None:
+    """The API router keeps the current event on a module-level object, so the gateway serves one
+    request at a time, as one Lambda instance does."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    current: dict[str, str] = {}  # like the router's module-level current event
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        current["path"] = event["path"]
+        time.sleep(0.01)  # a concurrent request would overwrite it here
+        return {"statusCode": 200, "body": current["path"]}
+
+    client = Client(Gateway(handler))
+    paths = [f"/jobs/{i}" for i in range(20)]
+    with ThreadPoolExecutor(8) as pool:
+        bodies = list(pool.map(lambda p: client.get(p).get_data(as_text=True), paths))
+    assert bodies == paths
