@@ -110,4 +110,10 @@ def store() -> JobStore:
 @lazy
 def dispatcher() -> Dispatcher:
     config = settings()
-    return Dispatcher(clients().sqs(), config.queue_urls, config.dead_letter_queue_url, SystemClock())
+    return Dispatcher(
+        clients().sqs(),
+        config.queue_urls,
+        config.dead_letter_queue_url,
+        SystemClock(),
+        config.extra_lead_seconds,
+    )

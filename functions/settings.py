@@ -23,6 +23,7 @@ class Settings(BaseSettings):
     endpoint_url: str | None = Field(default=None, validation_alias=c.ENV_ENDPOINT_URL)
     # Only the local stack may run http targets on loopback and private addresses.
     allow_private_targets: bool = Field(default=False, validation_alias=c.ENV_ALLOW_PRIVATE_TARGETS)
+    extra_lead_seconds: int = Field(default=0, ge=0, le=5, validation_alias=c.ENV_EXTRA_LEAD_SECONDS)
     # Lambda names the log stream after the execution environment: the worker's identity in run history.
     worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
 

@@ -45,4 +45,5 @@ def handler_settings(resources: Resources, endpoint_url: str, *, allow_private: 
         c.ENV_DEAD_LETTER_QUEUE_URL: resources.dead_letter_queue_url,
         c.ENV_ENDPOINT_URL: endpoint_url,
         c.ENV_ALLOW_PRIVATE_TARGETS: "true" if allow_private else "false",
+        c.ENV_EXTRA_LEAD_SECONDS: str(c.EMULATOR_EXTRA_LEAD_SECONDS),
     }

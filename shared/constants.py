@@ -61,8 +61,10 @@ LEASE_MARGIN_SECONDS: Final = 60
 # Longer jobs hold their lease in chunks renewed by heartbeats, so a crashed worker is noticed in minutes.
 LEASE_CHUNK_SECONDS: Final = 120
 HEARTBEAT_EVERY_SECONDS: Final = 30
-# Messages are sent to arrive up to this early; the worker waits out the rest (invariant 6).
-EARLY_ARRIVAL_SECONDS: Final = 1
+# Messages are sent to arrive up to a second early, and the worker waits out the rest (invariant 6).
+# The emulator hands a message over up to a second after it becomes visible, so the local stack
+# asks for this much more lead; in AWS the extra would be paid as worker time.
+EMULATOR_EXTRA_LEAD_SECONDS: Final = 1
 # An occurrence later than this is a misfire (downtime, pause), handled by the job's misfire policy.
 MISFIRE_GRACE_SECONDS: Final = 60
 
@@ -101,3 +103,4 @@ ENV_QUEUE_URL_LOW: Final = "SUNDIAL_QUEUE_URL_LOW"
 ENV_DEAD_LETTER_QUEUE_URL: Final = "SUNDIAL_DEAD_LETTER_QUEUE_URL"
 ENV_ENDPOINT_URL: Final = "SUNDIAL_ENDPOINT_URL"
 ENV_ALLOW_PRIVATE_TARGETS: Final = "SUNDIAL_ALLOW_PRIVATE_TARGETS"
+ENV_EXTRA_LEAD_SECONDS: Final = "SUNDIAL_EXTRA_LEAD_SECONDS"

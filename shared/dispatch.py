@@ -35,24 +35,31 @@ class JobMessage(BaseModel):
         return cls(job_id=job.id, token=job.token, due_at=job.due_at, priority=job.priority)
 
 
-def delay_seconds(due_at_ms: int, now_ms: int) -> int:
-    """Whole seconds that make the message visible up to EARLY_ARRIVAL_SECONDS + 1 s before due_at.
+def delay_seconds(due_at_ms: int, now_ms: int, extra_lead_seconds: int = 0) -> int:
+    """Whole seconds that make the message visible up to a second (plus any extra lead) before due_at.
 
-    SQS (and the emulator) may hand a message over a little after it becomes visible; arriving early
-    and letting the worker wait out the rest is how a job starts on its instant and never early.
+    SQS delays come in whole seconds: rounding down makes the message arrive early, never late, and
+    the worker waits out the rest, so a job starts on its instant and never before it.
     """
-    seconds = (due_at_ms - now_ms) // 1000 - c.EARLY_ARRIVAL_SECONDS
+    seconds = (due_at_ms - now_ms) // 1000 - extra_lead_seconds
     return max(0, min(c.MAX_DELAY_SECONDS, seconds))
 
 
 class Dispatcher:
     def __init__(
-        self, sqs: SQSClient, queue_urls: dict[c.Priority, str], dead_letter_url: str, clock: Clock
+        self,
+        sqs: SQSClient,
+        queue_urls: dict[c.Priority, str],
+        dead_letter_url: str,
+        clock: Clock,
+        extra_lead_seconds: int = 0,
     ) -> None:
         self._sqs = sqs
         self._queue_urls = queue_urls
         self._dead_letter_url = dead_letter_url
         self._clock = clock
+        self._extra_lead_seconds = extra_lead_seconds
+        self._extra_lead_seconds = extra_lead_seconds
 
     def send(self, messages: Sequence[JobMessage]) -> list[JobMessage]:
         """Sends in batches of ten to each message's queue, retrying partial failures.
@@ -97,7 +104,7 @@ class Dispatcher:
             {
                 "Id": entry_id,
                 "MessageBody": message.model_dump_json(),
-                "DelaySeconds": delay_seconds(message.due_at, now_ms),
+                "DelaySeconds": delay_seconds(message.due_at, now_ms, self._extra_lead_seconds),
             }
             for entry_id, message in entries
         ]

@@ -7,8 +7,9 @@ at once are harmless: the loser of every race gets a failed condition and moves 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -25,6 +26,9 @@ from shared.store import DueRow, JobStore, new_token
 
 logger = logging.getLogger(__name__)
 SECOND_MS = 1000
+# Rows claimed together before their messages go to the sender, which sends while the next are claimed.
+CLAIM_CHUNK = 4 * c.SEND_BATCH_SIZE
+_report_lock = threading.Lock()  # claims run in a pool: counting must not lose an update
 
 
 @dataclass
@@ -42,6 +46,10 @@ class TickReport:
     out_of_time: bool = False
     dead_jobs: list[str] = field(default_factory=list)
 
+    def count(self, name: str, n: int = 1) -> None:
+        with _report_lock:
+            setattr(self, name, getattr(self, name) + n)
+
 
 class Scheduler:
     def __init__(self, store: JobStore, dispatcher: Dispatcher, clock: Clock, parallelism: int = 8) -> None:
@@ -56,20 +64,28 @@ class Scheduler:
         report = TickReport()
         now_ms = self._clock.now_ms()
         horizon_ms = now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
-        with ThreadPoolExecutor(self._parallelism) as pool:
+        with ThreadPoolExecutor(self._parallelism) as pool, ThreadPoolExecutor(1) as sender:
+            sends: list[Future[None]] = []
             for priority in c.PRIORITIES:
                 rows = self._due_rows(pool, priority, horizon_ms, report)
                 report.rows_read += len(rows)
                 report.oldest_lateness_ms = max([report.oldest_lateness_ms, *_lateness(rows, now_ms)])
-                if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
-                    report.out_of_time = True
-                    break
-                taken = list(pool.map(lambda row: self._take(row, report, deadline_ms), rows))
-                messages = [m for m in taken if m is not None]
-                failed = self._dispatcher.send(messages)
-                report.dispatched += len(messages) - len(failed)
-                report.send_failures += len(failed)
+                for start in range(0, len(rows), CLAIM_CHUNK):
+                    if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
+                        report.out_of_time = True
+                        break
+                    chunk = rows[start : start + CLAIM_CHUNK]
+                    taken = pool.map(lambda row: self._take(row, report, deadline_ms), chunk)
+                    # One sender thread keeps the order: high's messages leave before medium's.
+                    sends.append(sender.submit(self._send, [m for m in taken if m is not None], report))
+            for send in sends:
+                send.result()
         return report
+
+    def _send(self, messages: list[JobMessage], report: TickReport) -> None:
+        failed = self._dispatcher.send(messages)
+        report.count("dispatched", len(messages) - len(failed))
+        report.count("send_failures", len(failed))
 
     def _due_rows(
         self, pool: ThreadPoolExecutor, priority: str, horizon_ms: int, report: TickReport
@@ -79,7 +95,7 @@ class Scheduler:
                 return list(self._store.due_rows(priority, shard, horizon_ms))
             except (ClientError, BotoCoreError):
                 logger.warning("tick skipped shard %s#%s for the next tick", priority, shard, exc_info=True)
-                report.errors += 1
+                report.count("errors")
                 return []
 
         return [row for shard_rows in pool.map(read, range(c.DUE_SHARDS)) for row in shard_rows]
@@ -94,22 +110,22 @@ class Scheduler:
                 return self._reclaim(row, now_ms, report) if row.due_at < now_ms else None
             return self._claim(row, now_ms, report)
         except StaleDelivery:
-            report.lost_races += 1
+            report.count("lost_races")
             return None
         except (ClientError, BotoCoreError):
             logger.warning("tick left job %s for the next tick", row.job_id, exc_info=True)
-            report.errors += 1
+            report.count("errors")
             return None
 
     def _claim(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
         job = self._store.claim(row, new_token(), now_ms)
-        report.claimed += 1
+        report.count("claimed")
         if lifecycle.is_skipped_misfire(job, now_ms):
             return self._skip_misfire(job, now_ms, report)
         return JobMessage.for_job(job)
 
     def _skip_misfire(self, job: Job, now_ms: int, report: TickReport) -> JobMessage | None:
-        report.skipped_misfires += 1
+        report.count("skipped_misfires")
         following = lifecycle.next_occurrence(job, now_ms, MisfirePolicy.SKIP)
         status = JobStatus.PENDING if following is not None else JobStatus.SUCCEEDED
         placement = lifecycle.Placement(status, following or job.scheduled_at, following, 0)
@@ -128,7 +144,7 @@ class Scheduler:
             self._kill_lost(job, now_ms, report)
             return None
         reclaimed = self._store.reclaim(job, row.due_key, new_token(), now_ms)
-        report.reclaimed += 1
+        report.count("reclaimed")
         return JobMessage.for_job(reclaimed)
 
     def _record_lost(self, job: Job, now_ms: int) -> None:
@@ -140,8 +156,9 @@ class Scheduler:
         run = _lost_run(job, now_ms).model_copy(update={"status": RunStatus.DEAD})
         settle(self._store.kill, job, job.token, placement, run, self._dispatcher, self._clock)
         self._dispatcher.send_dead(job, run.error)
-        report.dead += 1
-        report.dead_jobs.append(job.id)
+        report.count("dead")
+        with _report_lock:
+            report.dead_jobs.append(job.id)
 
 
 def _lost_run(job: Job, now_ms: int) -> RunSummary:

@@ -1,0 +1,26 @@
+"""SQS delays: whole seconds, rounded so that a message arrives early and never late."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.dispatch import delay_seconds
+
+NOW = 1_796_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("due_in_ms", "extra_lead", "delay"),
+    [
+        (0, 0, 0),  # due now
+        (-5_000, 0, 0),  # overdue: at once
+        (999, 0, 0),  # under a second: at once, the worker waits 0.999 s
+        (1_000, 0, 1),
+        (29_999, 0, 29),  # arrives 0.999 s early
+        (30_000, 0, 30),
+        (30_000, 1, 29),  # the emulator's extra second of lead
+        (2_000_000, 0, 900),  # SQS's longest delay; the worker sends it on again when it arrives
+    ],
+)
+def test_delay_rounds_down_to_whole_seconds(due_in_ms: int, extra_lead: int, delay: int) -> None:
+    assert delay_seconds(NOW + due_in_ms, NOW, extra_lead) == delay
