@@ -43,7 +43,7 @@ from shared.targets import Delivery
 MINUTE_MS = 60_000
 DAY_MS = 24 * 60 * MINUTE_MS
 AWS_CALL_MS = 10.0
-MEMORY_GB = {"api": 0.5, "scheduler": 1.0, "worker": 0.5}
+MEMORY_GB = {"api": 0.5, "scheduler": 1.0, "worker": 0.25}
 TICK_THREADS = 8
 EXECUTIONS_PER_MINUTE = 10_000
 ESM_REQUESTS_PER_MESSAGE = 2  # ReceiveMessage + DeleteMessage

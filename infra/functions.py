@@ -39,7 +39,9 @@ _SPECS: Mapping[str, _Spec] = {
     "Api": _Spec("functions.api.handler", API_TIMEOUT_SECONDS, 512),
     # Claiming and dispatching a minute's jobs is CPU-bound JSON work: more memory, more CPU.
     "Scheduler": _Spec("functions.scheduler.handler", SCHEDULER_TIMEOUT_SECONDS, 1024),
-    "Worker": _Spec("functions.worker.handler", c.WORKER_FUNCTION_TIMEOUT_SECONDS, 512),
+    # The worker mostly waits: on its target, and out the sub-second early arrival of its message.
+    # Billed by the GB-second, that wait is most of a job's cost, and 256 MB holds the runtime well.
+    "Worker": _Spec("functions.worker.handler", c.WORKER_FUNCTION_TIMEOUT_SECONDS, 256),
 }
 
 

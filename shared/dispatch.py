@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 SEND_ATTEMPTS = 3
+ROUNDING_SLACK_MS = 50
 
 
 class JobMessage(BaseModel):
@@ -38,10 +39,12 @@ class JobMessage(BaseModel):
 def delay_seconds(due_at_ms: int, now_ms: int, extra_lead_seconds: int = 0) -> int:
     """Whole seconds that make the message visible up to a second (plus any extra lead) before due_at.
 
-    SQS delays come in whole seconds: rounding down makes the message arrive early, never late, and
-    the worker waits out the rest, so a job starts on its instant and never before it.
+    SQS delays come in whole seconds: rounding down makes the message arrive early, and the worker
+    waits out the rest, so a job starts on its instant and never before it. A delay a hair short of
+    a whole second (a recurring job dispatching its next occurrence right after its own instant) is
+    rounded up instead: at most ROUNDING_SLACK_MS late, rather than a second of billed waiting.
     """
-    seconds = (due_at_ms - now_ms) // 1000 - extra_lead_seconds
+    seconds = (due_at_ms - now_ms + ROUNDING_SLACK_MS) // 1000 - extra_lead_seconds
     return max(0, min(c.MAX_DELAY_SECONDS, seconds))
 
 

@@ -1,4 +1,4 @@
-"""SQS delays: whole seconds, rounded so that a message arrives early and never late."""
+"""SQS delays: whole seconds, rounded so that a message arrives early, or a few tens of ms late."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ NOW = 1_796_000_000_000
     [
         (0, 0, 0),  # due now
         (-5_000, 0, 0),  # overdue: at once
-        (999, 0, 0),  # under a second: at once, the worker waits 0.999 s
+        (949, 0, 0),  # under a second: at once, the worker waits 0.949 s
         (1_000, 0, 1),
-        (29_999, 0, 29),  # arrives 0.999 s early
+        (29_949, 0, 29),  # arrives 0.949 s early
+        (29_951, 0, 30),  # arrives 49 ms late rather than 951 ms early: a second of worker time saved
         (30_000, 0, 30),
         (30_000, 1, 29),  # the emulator's extra second of lead
         (2_000_000, 0, 900),  # SQS's longest delay; the worker sends it on again when it arrives
