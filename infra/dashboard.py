@@ -26,6 +26,7 @@ THROUGHPUT = (
     c.Metric.FAILED,
     c.Metric.DEAD,
     c.Metric.DUPLICATES_DROPPED,
+    c.Metric.UNPARSABLE_MESSAGES,
 )
 
 
