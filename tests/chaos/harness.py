@@ -195,7 +195,7 @@ class Simulation:
             self.ledger.effects_by_job[job.id] += 1
         if self.faults.roll("worker crash after the side effect", 0.01):
             raise Crash("after side effect")
-        if self.faults.roll("worker paused past its lease (zombie)", 0.005):
+        if self.faults.roll("worker paused past its lease (zombie)", 0.002):
             self.base.advance(c.LEASE_CHUNK_SECONDS + c.LEASE_MARGIN_SECONDS + 5)
             self._tick_quietly(self.schedulers[1])
 

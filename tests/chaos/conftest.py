@@ -1,0 +1,30 @@
+"""The ledger's emulator runs in a process of its own: the simulation's threads and the emulator's
+request handling then use both cores instead of sharing one interpreter lock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+
+from local_stack.resources import Resources, ensure_resources
+from tests.e2e.processes import start_emulator
+
+
+@pytest.fixture
+def emulator_url(tmp_path: Path) -> Iterator[str]:
+    process, url = start_emulator(tmp_path)
+    try:
+        yield url
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def own_resources(emulator_url: str) -> Resources:
+    aws = {"endpoint_url": emulator_url, "region_name": "us-east-1"}
+    return ensure_resources(
+        boto3.client("dynamodb", **aws), boto3.client("sqs", **aws), visibility_timeout=30
+    )
