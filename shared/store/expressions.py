@@ -22,7 +22,6 @@ IS_RUNNING = "#status = :running"
 LEASE_EXPIRED = "#lease_until < :now"
 HOLDS_TOKEN = "#token = :token"
 AT_VERSION = "#version = :version"
-EXISTS = "attribute_exists(#pk)"
 
 _NAME = re.compile(r"#(\w+)")
 _VALUE = re.compile(r":(\w+)")

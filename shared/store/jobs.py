@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from shared import constants as c
 from shared.errors import Conflict, JobNotFound, StaleDelivery
 from shared.lifecycle import Placement, lease_seconds
-from shared.models import IN_FLIGHT, Job, JobStatus, Run, RunSummary
+from shared.models import Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
 from shared.store import items
 from shared.store.reads import DueRow, StoreReads
@@ -329,4 +329,4 @@ def _is_condition_failure(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
-__all__ = ["IN_FLIGHT", "DueRow", "IdempotencyRecord", "JobStore", "new_token"]
+__all__ = ["DueRow", "IdempotencyRecord", "JobStore", "new_token"]
