@@ -270,11 +270,6 @@ class JobService:
                 raise PayloadTooLarge(f"payload is {size} bytes; the limit is 256 KiB", field="payload")
             changes["payload"] = patch.payload
             changes["payload_stored_apart"] = size > c.INLINE_PAYLOAD_BYTES
-        if "timezone" in changes or "schedule" in changes:
-            parse_schedule(
-                changes.get("schedule") or job.schedule or "rate(1 day)",
-                changes.get("timezone", job.timezone),
-            )
         return changes
 
 
