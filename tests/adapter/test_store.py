@@ -204,3 +204,38 @@ def test_a_transaction_conflict_is_retried_because_the_write_did_not_apply(engin
 
     assert len(conflicts) == 2
     assert running.status is JobStatus.RUNNING and running.attempt == 1
+
+
+def test_skip_needs_the_queued_token(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(1 hour)")
+    row = _row(engine, job_id)
+    queued = engine.store.claim(row, new_token(), engine.clock.now_ms())
+    assert queued.token is not None and queued.scheduled_at is not None
+    nxt = queued.scheduled_at + 3600 * SECOND
+    placement = Placement(JobStatus.PENDING, nxt, nxt, 0)
+
+    with pytest.raises(StaleDelivery):
+        engine.store.skip(queued, "not-the-token", placement, None)
+    _unchanged(engine, job_id, queued)
+    skipped = engine.store.skip(queued, queued.token, placement, None)
+    assert (skipped.status, skipped.scheduled_at, skipped.token) == (JobStatus.PENDING, nxt, None)
+
+
+@pytest.mark.parametrize("change", ["resume", "revive", "trigger", "update"])
+def test_every_api_change_refuses_a_stale_version(engine: Engine, change: str) -> None:
+    job_id = create(engine, schedule="rate(1 hour)")
+    stale = engine.store.get(job_id)
+    engine.store.pause(stale)  # someone else's change: the version moves on
+    current = engine.store.get(job_id)
+    now = engine.clock.now_ms()
+    placement = Placement(JobStatus.PENDING, now, now + 3600 * SECOND, 0)
+    writes = {
+        "resume": lambda: engine.store.resume(stale, placement, None),
+        "revive": lambda: engine.store.revive(stale, placement, None),
+        "trigger": lambda: engine.store.trigger(stale, placement, None, None),
+        "update": lambda: engine.store.update(stale, {"name": "renamed"}, None, None),
+    }
+
+    with pytest.raises(Conflict):
+        writes[change]()
+    _unchanged(engine, job_id, current)
