@@ -31,6 +31,10 @@ MAX_EARLY_WAIT_MS = 3 * SECOND_MS
 Deliver = Callable[[Job, Delivery], None]
 
 
+class DeferralFailed(RuntimeError):
+    """An early message could not be sent on again; the delivery must fail so SQS keeps it."""
+
+
 class Outcome(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"  # a retry is scheduled
@@ -73,7 +77,9 @@ class Worker:
         then redelivered, and the fence makes the redelivery safe)."""
         early_ms = message.due_at - self._clock.now_ms()
         if early_ms > MAX_EARLY_WAIT_MS:
-            self._dispatcher.send([message])
+            if self._dispatcher.send([message]):
+                # Keep this copy: failing the delivery leaves it to SQS rather than to the lease.
+                raise DeferralFailed(f"could not send job '{message.job_id}' on with a delay")
             return AttemptResult(Outcome.DEFERRED, message.job_id)
         if early_ms > 0:
             self._sleep(early_ms / SECOND_MS)
