@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from shared.errors import InvalidInput
 from shared.targets import aws_delivery as aws
 from shared.targets.errors import TargetError, describe
 from shared.targets.http_delivery import deliver_http
@@ -17,6 +18,7 @@ from shared.targets.models import (
     SqsTarget,
     Target,
 )
+from shared.targets.queues import QUEUE_URL_FIELD, names_own_queue, own_queue_refusal
 from shared.targets.registry import check_handler, run_handler
 from shared.targets.validation import check_http_target
 
@@ -34,26 +36,43 @@ class AwsClients(Protocol):
     def client(self, service: AwsService) -> Any: ...
 
 
-def check_target(target: Target, *, allow_private: bool) -> None:
+def check_target(
+    target: Target, *, allow_private: bool, forbidden_queue_urls: frozenset[str] = frozenset()
+) -> None:
     """Create-time validation of what a job will run (API.md: a bad target is a 400).
+
+    `forbidden_queue_urls` are Sundial's own queues (priority and dead-letter), in any host form.
 
     Raises InvalidInput with field "target.url" (not https, or a literal link-local, metadata or,
     unless `allow_private`, non-public address), "target.headers" (a header a request cannot carry
-    or that Sundial sets) or "target.handler" (no python handler registered under that name).
+    or that Sundial sets), "target.handler" (no python handler registered under that name) or
+    "target.queue_url" (an sqs target naming one of `forbidden_queue_urls`).
     """
     if isinstance(target, HttpTarget):
         check_http_target(target, allow_private=allow_private)
     elif isinstance(target, PythonTarget):
         check_handler(target.handler)
+    elif isinstance(target, SqsTarget) and names_own_queue(target.queue_url, forbidden_queue_urls):
+        raise InvalidInput(own_queue_refusal(target.queue_url), field=QUEUE_URL_FIELD)
 
 
 def deliver(
-    target: Target, delivery: Delivery, *, timeout_seconds: float, clients: AwsClients, allow_private: bool
+    target: Target,
+    delivery: Delivery,
+    *,
+    timeout_seconds: float,
+    clients: AwsClients,
+    allow_private: bool,
+    forbidden_queue_urls: frozenset[str] = frozenset(),
 ) -> None:
     """Runs one attempt of an occurrence on its target; returning means the target accepted it.
 
-    Raises TargetError, and nothing else, when the attempt failed: its text says why.
+    Raises TargetError, and nothing else, when the attempt failed: its text says why. An sqs target
+    naming one of `forbidden_queue_urls` fails without sending: a job stored before that check
+    existed, or written around it, must still not reach Sundial's own queues.
     """
+    if isinstance(target, SqsTarget) and names_own_queue(target.queue_url, forbidden_queue_urls):
+        raise TargetError(own_queue_refusal(target.queue_url))
     try:
         _deliver(
             target, delivery, timeout_seconds=timeout_seconds, clients=clients, allow_private=allow_private

@@ -18,6 +18,7 @@ import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.config import Config
 
+from shared.errors import InvalidInput
 from shared.targets import (
     Delivery,
     EventBridgeTarget,
@@ -26,6 +27,7 @@ from shared.targets import (
     SqsTarget,
     Target,
     TargetError,
+    check_target,
     deliver,
 )
 
@@ -269,3 +271,51 @@ def test_an_unreachable_endpoint_is_a_target_error() -> None:
         TargetError, match=rf"^sqs SendMessage to {url} failed: Could not connect to the endpoint URL"
     ):
         run(SqsTarget(type="sqs", queue_url=url), unreachable)
+
+
+# --- Sundial's own queues -------------------------------------------------------------------------
+
+
+def test_an_sqs_target_naming_an_own_queue_is_refused_without_sending(
+    clients: EmulatorClients, sqs: Any
+) -> None:
+    url, _ = queue(sqs)
+    account, name = url.rsplit("/", 2)[1:]
+    # The same queue as the deployed settings would spell it: another host, same account and name.
+    own = frozenset({f"https://sqs.us-east-1.amazonaws.com/{account}/{name}"})
+    with pytest.raises(TargetError, match=r"one of Sundial's own queues"):
+        deliver(
+            SqsTarget(type="sqs", queue_url=url),
+            DELIVERY,
+            timeout_seconds=5,
+            clients=clients,
+            allow_private=False,
+            forbidden_queue_urls=own,
+        )
+    assert received(sqs, url) == []
+
+
+def test_an_own_queue_is_refused_at_create_in_the_emulator_form(sqs: Any) -> None:
+    url, _ = queue(sqs)
+    account, name = url.rsplit("/", 2)[1:]
+    with pytest.raises(InvalidInput) as caught:
+        check_target(
+            SqsTarget(type="sqs", queue_url=f"https://queue.amazonaws.com/{account}/{name}"),
+            allow_private=False,
+            forbidden_queue_urls=frozenset({url}),
+        )
+    assert caught.value.field == "target.queue_url"
+
+
+def test_other_queues_are_still_delivered_to_beside_own_ones(clients: EmulatorClients, sqs: Any) -> None:
+    own, _ = queue(sqs)
+    url, _ = queue(sqs)
+    deliver(
+        SqsTarget(type="sqs", queue_url=url),
+        DELIVERY,
+        timeout_seconds=5,
+        clients=clients,
+        allow_private=False,
+        forbidden_queue_urls=frozenset({own}),
+    )
+    assert len(received(sqs, url)) == 1

@@ -108,3 +108,63 @@ def test_python_handler_must_be_registered() -> None:
 )
 def test_aws_targets_need_nothing_beyond_their_model(raw: dict[str, Any]) -> None:
     check_target(TARGET.validate_python(raw), allow_private=False)
+
+
+# --- sqs targets that name Sundial's own queues ----------------------------------------------------
+
+OWN_QUEUES = frozenset(
+    {
+        "https://sqs.us-east-1.amazonaws.com/123456789012/sundial-high",
+        "https://sqs.us-east-1.amazonaws.com/123456789012/sundial-medium",
+        "https://sqs.us-east-1.amazonaws.com/123456789012/sundial-low",
+        "https://sqs.us-east-1.amazonaws.com/123456789012/sundial-dead-letters",
+    }
+)
+EMULATOR_QUEUES = frozenset({"http://127.0.0.1:4566/000000000000/sundial-high"})
+
+
+def sqs(queue_url: str) -> Target:
+    return TARGET.validate_python({"type": "sqs", "queue_url": queue_url})
+
+
+@pytest.mark.parametrize(
+    ("queue_url", "own"),
+    [
+        ("https://sqs.us-east-1.amazonaws.com/123456789012/sundial-high", OWN_QUEUES),
+        ("https://sqs.us-east-1.amazonaws.com/123456789012/sundial-dead-letters", OWN_QUEUES),
+        ("https://queue.amazonaws.com/123456789012/sundial-medium", OWN_QUEUES),
+        ("https://us-east-1.queue.amazonaws.com/123456789012/sundial-low", OWN_QUEUES),
+        ("http://127.0.0.1:4566/123456789012/sundial-high", OWN_QUEUES),
+        ("https://SQS.US-EAST-1.AMAZONAWS.COM/123456789012/sundial-high", OWN_QUEUES),
+        ("https://sqs.us-east-1.amazonaws.com/123456789012/sundial-high/", OWN_QUEUES),
+        ("https://sqs.us-east-1.amazonaws.com//123456789012//sundial-high", OWN_QUEUES),
+        ("https://sqs.us-east-1.amazonaws.com/123456789012/sundial%2Dhigh", OWN_QUEUES),
+        ("https://sqs.us-east-1.amazonaws.com/123456789012/sundial-high?x=1#f", OWN_QUEUES),
+        ("https://sqs.us-east-1.amazonaws.com:443/123456789012/sundial-high", OWN_QUEUES),
+        ("https://sqs.us-east-1.amazonaws.com/123456789012/Sundial-High", OWN_QUEUES),
+        ("https://sqs.us-east-1.amazonaws.com/000000000000/sundial-high", EMULATOR_QUEUES),
+        ("http://localhost:4566/000000000000/sundial-high", EMULATOR_QUEUES),
+    ],
+)
+def test_an_sqs_target_may_not_name_a_queue_of_sundial(queue_url: str, own: frozenset[str]) -> None:
+    with pytest.raises(InvalidInput, match="one of Sundial's own queues") as caught:
+        check_target(sqs(queue_url), allow_private=False, forbidden_queue_urls=own)
+    assert caught.value.field == "target.queue_url"
+
+
+@pytest.mark.parametrize(
+    "queue_url",
+    [
+        "https://sqs.us-east-1.amazonaws.com/123456789012/sundial-high-reports",
+        "https://sqs.us-east-1.amazonaws.com/123456789012/my-sundial-high",
+        "https://sqs.us-east-1.amazonaws.com/999999999999/sundial-high",
+        "https://sqs.us-east-1.amazonaws.com/123456789012/sundial-high.fifo",
+        "https://sqs.us-east-1.amazonaws.com/123456789012/reports",
+    ],
+)
+def test_other_queues_are_accepted(queue_url: str) -> None:
+    check_target(sqs(queue_url), allow_private=False, forbidden_queue_urls=OWN_QUEUES)
+
+
+def test_without_forbidden_queues_every_queue_is_accepted() -> None:
+    check_target(sqs("https://sqs.us-east-1.amazonaws.com/123456789012/sundial-high"), allow_private=False)
