@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from local_stack.emulator import DEFAULT_PORT as EMULATOR_PORT
-from local_stack.emulator import Emulator
+from local_stack.emulator import FAULT_SEED_ENV, FAULTS_ENV, Emulator, FaultSpec
 from local_stack.logs import configure_logging
 from local_stack.options import DEFAULT_PORT, DEFAULT_WORKERS, LocalOptions
 from shared import constants as c
@@ -21,14 +22,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     try:
         if args.command == "emulator":
-            return run_emulator(args.port)
+            return run_emulator(args.port, args.faults, args.fault_seed)
+        _hand_faults_to_child(args)
         return _run_local(_local_options(args))
     except OSError as exc:  # most often: the port is taken
         print(f"sundial {args.command}: {exc}", file=sys.stderr)
         return 1
 
 
-def run_emulator(port: int) -> int:
+def run_emulator(port: int, faults: FaultSpec | None = None, fault_seed: int | None = None) -> int:
     """The emulator in the foreground until SIGINT or SIGTERM."""
     stop = threading.Event()
 
@@ -37,11 +39,26 @@ def run_emulator(port: int) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    emulator = Emulator("127.0.0.1", port).start()
+    emulator = Emulator("127.0.0.1", port, faults, fault_seed).start()
     print(f"emulator listening on {emulator.endpoint_url}", flush=True)
+    if emulator.faults.spec:
+        spec, seed = emulator.faults.spec, emulator.faults.seed
+        print(f"emulator faults: {spec} (seed {seed}); counts at GET /_sundial/faults", flush=True)
     stop.wait()
     emulator.stop()
     return 0
+
+
+def _hand_faults_to_child(args: argparse.Namespace) -> None:
+    """`sundial local` starts its emulator as `sundial emulator`, which reads its faults from here."""
+    if args.faults is None and args.fault_seed is None:
+        return
+    if args.endpoint_url:
+        raise SystemExit("sundial local: --faults and --fault-seed need its own emulator, not --endpoint-url")
+    if args.faults is not None:
+        os.environ[FAULTS_ENV] = str(args.faults)
+    if args.fault_seed is not None:
+        os.environ[FAULT_SEED_ENV] = str(args.fault_seed)
 
 
 def _run_local(options: LocalOptions) -> int:
@@ -69,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
         "emulator", help="the AWS emulator (moto server) on 127.0.0.1", formatter_class=shown
     )
     emulator.add_argument("--port", type=int, default=EMULATOR_PORT, help="its port on 127.0.0.1")
+    _fault_options(emulator, from_environment=True)
     local = commands.add_parser(
         "local", help="the API, the tick and the workers, on an emulator", formatter_class=shown
     )
@@ -95,7 +113,37 @@ def _parser() -> argparse.ArgumentParser:
         default=True,
         help="let http targets reach loopback and private addresses",
     )
+    _fault_options(local, from_environment=False)
     return parser
+
+
+def _fault_options(parser: argparse.ArgumentParser, from_environment: bool) -> None:
+    # argparse runs a string default through `type`, so a bad variable is reported as a bad option.
+    faults = os.environ.get(FAULTS_ENV) or None if from_environment else None
+    seed = os.environ.get(FAULT_SEED_ENV) or None if from_environment else None
+    parser.add_argument(
+        "--faults",
+        type=_fault_spec,
+        default=faults,
+        metavar="SPEC",
+        help="make the emulator misbehave as AWS can, e.g. "
+        "'lost-answer=0.03,throttle=0.08,sqs-refuse=0.05,sqs-duplicate=0.03'; "
+        f"the emulator also reads ${FAULTS_ENV}",
+    )
+    parser.add_argument(
+        "--fault-seed",
+        type=int,
+        default=seed,
+        metavar="N",
+        help=f"seed of the faults' dice; also ${FAULT_SEED_ENV}; without either, a random one, printed",
+    )
+
+
+def _fault_spec(text: str) -> FaultSpec:
+    try:
+        return FaultSpec.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive(text: str) -> float:
