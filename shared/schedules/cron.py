@@ -26,7 +26,7 @@ class CronRule(Rule):
     """A cron expression in a time zone. Occurrences fall on whole seconds."""
 
     def __init__(self, plan: CronPlan, zone: ZoneInfo) -> None:
-        self.series = WallClockSeries(plan.croniter_fields, plan.years)
+        self.series = WallClockSeries(plan.croniter_fields, plan.years, plan.day_or, plan.day_filter)
         self.zone = zone
         self.every_hour = plan.every_hour
 

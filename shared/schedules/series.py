@@ -3,34 +3,50 @@
 croniter sees only naive datetimes here, so none of its own DST handling (which fires a fixed-hour
 time twice on a fall-back day) is involved: time zones are applied afterwards by dst.py. It also
 sees only five fields, since its sixth field means seconds and its seventh years: years are
-filtered here instead.
+filtered here instead, and so are the calendar-dependent days of monthdays.py.
 """
 
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta
+from datetime import datetime, time, timedelta
 
 from croniter import CroniterBadDateError, croniter
 
-# The longest wait between matches of an expression that fires at all: a fifth Sunday in February
-# comes every 28 years, a 29 February as rarely as every 8.
-MAX_YEARS_BETWEEN_MATCHES = 30
+from shared.schedules.monthdays import DayFilter
+
+# The longest wait between matches of an expression that fires at all: a 29 February that falls
+# on a given weekday (a fifth Monday in February, or day 29 of February on Mondays) comes back
+# after 28 years as a rule, but after 40 when a century year without a 29 February lies between.
+MAX_YEARS_BETWEEN_MATCHES = 40
 # datetime ends with year 9999; stop well before croniter would overflow it.
 _LAST_YEAR = 9990
 _MINUTE = timedelta(minutes=1)
+_END_OF_DAY = time(23, 59)
+_GIVE_UP_AFTER = timedelta(days=366 * MAX_YEARS_BETWEEN_MATCHES)
 
 
 class WallClockSeries:
-    """The naive local times a cron expression selects. Safe to share between threads."""
+    """The naive local times a cron expression selects. Safe to share between threads.
 
-    def __init__(self, croniter_fields: str, years: frozenset[int] | None) -> None:
+    `day_or` is croniter's: when both day fields are restricted, a day matching either runs (else
+    it must match both). `day_filter`, when given, must also accept the day.
+    """
+
+    def __init__(
+        self,
+        croniter_fields: str,
+        years: frozenset[int] | None,
+        day_or: bool = True,
+        day_filter: DayFilter | None = None,
+    ) -> None:
         self._years = years
         self._ordered_years = () if years is None else tuple(sorted(years))
+        self._day_filter = day_filter
         self._croniter = croniter(
             croniter_fields,
             datetime(1970, 1, 1),
-            day_or=True,
+            day_or=day_or,
             max_years_between_matches=MAX_YEARS_BETWEEN_MATCHES,
         )
         # A croniter keeps its position between calls; building one per call costs twice as much.
@@ -38,6 +54,18 @@ class WallClockSeries:
 
     def next_after(self, local: datetime) -> datetime | None:
         """The first matching local time strictly after `local`, or None when none is left."""
+        first_rejected: datetime | None = None
+        while (found := self._next_in_years(local)) is not None:
+            if self._day_filter is None or self._day_filter(found.date()):
+                return found
+            # A candidate day that is not the one: none of its times match either.
+            first_rejected = first_rejected or found
+            if found - first_rejected > _GIVE_UP_AFTER:
+                return None
+            local = datetime.combine(found.date(), _END_OF_DAY)
+        return None
+
+    def _next_in_years(self, local: datetime) -> datetime | None:
         while (found := self._croniter_next(local)) is not None:
             if self._years is None or found.year in self._years:
                 return found

@@ -19,7 +19,7 @@ SCHEDULE_ERRORS = [
     (
         "50-10 * * * *",
         "cron expression '50-10 * * * *': minute range '50-10' goes backwards; "
-        "write it as a list of two ranges",
+        "write it as a list of two ranges: 50-59,0-10",
     ),
     ("1,,2 * * * *", "cron expression '1,,2 * * * *': minute '' is not a number, name, range, step or list"),
     ("*-5 * * * *", "cron expression '*-5 * * * *': minute '*-5' is not a number, name, range, step or list"),
@@ -81,8 +81,9 @@ SCHEDULE_ERRORS = [
         "L and # must stand alone, as in 6L or 2#1",
     ),
     (
-        "cron(0 9 LW * ? *)",
-        "cron expression 'cron(0 9 LW * ? *)': day-of-month 'LW': L and W must stand alone, as in L or 15W",
+        "cron(0 9 L,15 * ? *)",
+        "cron expression 'cron(0 9 L,15 * ? *)': day-of-month 'L,15': "
+        "L, LW and W must stand alone, as in L, LW or 15W",
     ),
     ("cron(0 9 32W * ? *)", "cron expression 'cron(0 9 32W * ? *)': day-of-month must be 1-31"),
     ("cron(0 9 ? * * 1969)", "cron expression 'cron(0 9 ? * * 1969)': year must be 1970-2199"),
