@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -28,10 +29,19 @@ class Api:
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
 
-    def call(self, method: str, path: str, body: Any = None, timeout: float = 10) -> tuple[int, Any]:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        timeout: float = 10,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(f"{self.base_url}{path}", data=data, method=method)
         request.add_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return response.status, json.loads(response.read() or b"null")
@@ -42,6 +52,38 @@ class Api:
         status, job = self.call("POST", "/jobs", fields)
         assert status == 201, job
         return dict(job)
+
+    def create_idempotently(self, key: str, fields: Json, attempts: int = 6) -> tuple[int, Any, int]:
+        """POST /jobs with an Idempotency-Key, sent again with the same key after a 5xx, as a careful
+        client does. Returns the last (status, body) and how many 5xx answers came before it."""
+        for n in range(attempts):
+            status, body = self.call("POST", "/jobs", fields, headers={"Idempotency-Key": key})
+            if status < 500 or n == attempts - 1:
+                return status, body, n
+            time.sleep(0.2 * (n + 1))
+        raise AssertionError("unreachable")
+
+    def all_jobs(self) -> list[Json]:
+        """Every job, newest first, page by page; a page answered 5xx is asked for again."""
+        jobs: list[Json] = []
+        token: str | None = None
+        while True:
+            query = "/jobs?limit=100" + (f"&next_token={urllib.parse.quote(token)}" if token else "")
+            status, page = self.call_patiently("GET", query)
+            assert status == 200, page
+            jobs.extend(page["jobs"])
+            token = page.get("next_token")
+            if not token:
+                return jobs
+
+    def call_patiently(self, method: str, path: str, body: Any = None, attempts: int = 5) -> tuple[int, Any]:
+        """A call sent again after a 5xx: for reads and calls that may safely repeat, on a faulty stack."""
+        for n in range(attempts):
+            status, answer = self.call(method, path, body)
+            if status < 500 or n == attempts - 1:
+                return status, answer
+            time.sleep(0.2 * (n + 1))
+        raise AssertionError("unreachable")
 
     def job(self, job_id: str) -> Json:
         status, job = self.call("GET", f"/jobs/{job_id}")

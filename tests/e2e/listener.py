@@ -27,6 +27,11 @@ class Call:
     payload: Any
 
     @property
+    def succeeded(self) -> bool:
+        """Whether the listener answered this call 2xx (see the module's docstring)."""
+        return not self.path.strip("/").startswith("fail")
+
+    @property
     def lateness(self) -> float:
         """Seconds between the occurrence's instant and this call (for a first attempt)."""
         return self.received_at - self.scheduled_at

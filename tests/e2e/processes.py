@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -92,6 +93,13 @@ def wait_healthy(url: str, process: Process, timeout: float = STARTUP_SECONDS) -
             pass
         time.sleep(0.1)
     raise AssertionError(f"{process.name} did not answer /health within {timeout:.0f} s:\n{process.tail()}")
+
+
+def injected_faults(endpoint_url: str) -> dict[str, int]:
+    """What a faulty emulator has injected so far, by kind (GET /_sundial/faults)."""
+    with urllib.request.urlopen(f"{endpoint_url}/_sundial/faults", timeout=5) as answer:
+        counts: dict[str, int] = json.loads(answer.read())["injected"]
+        return counts
 
 
 def emulator_url_in_banner(output: str) -> str:
