@@ -40,11 +40,11 @@ tracer = Tracer(service=c.METRICS_SERVICE)
 copy_config_to_registered_loggers(source_logger=logger, include={"shared"})
 
 
-def _deliver(job: Job, delivery: Delivery) -> None:
+def _deliver(job: Job, delivery: Delivery, limit_seconds: float) -> None:
     deliver(
         job.target,
         delivery,
-        timeout_seconds=job.retry.timeout_seconds,
+        timeout_seconds=limit_seconds,
         clients=clients.aws_clients(),
         allow_private=clients.settings().allow_private_targets,
     )
@@ -56,9 +56,9 @@ def _worker() -> Worker:
     return Worker(clients.store(), clients.dispatcher(), SystemClock(), _deliver, config.worker_id)
 
 
-def record_handler(record: SQSRecord) -> None:
+def record_handler(record: SQSRecord, deadline_ms: int | None = None) -> None:
     """One job message. Raising reports the record failed, and SQS redelivers it; the fence makes
-    the redelivery harmless."""
+    the redelivery harmless. `deadline_ms` is when the invocation ends: attempts nest inside it."""
     try:
         message = JobMessage.model_validate_json(record.body)
     except ValidationError as exc:
@@ -66,7 +66,7 @@ def record_handler(record: SQSRecord) -> None:
         return
     logger.thread_safe_append_keys(job_id=message.job_id)
     try:
-        _record(_worker().process(message))
+        _record(_worker().process(message, deadline_ms))
     finally:
         logger.thread_safe_remove_keys(["job_id", "attempt"])
 
@@ -77,7 +77,10 @@ def record_handler(record: SQSRecord) -> None:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A processor per batch: it keeps per-batch state, and the local stack may run batches in threads.
     processor = BatchProcessor(EventType.SQS, raise_on_entire_batch_failure=False)
-    response = process_partial_response(event, record_handler, processor, context)
+    deadline_ms = SystemClock().now_ms() + context.get_remaining_time_in_millis()
+    response = process_partial_response(
+        event, lambda record: record_handler(record, deadline_ms), processor, context
+    )
     return dict(response)
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from shared import constants as c
 from shared.clock import Clock, format_rfc3339
-from shared.models import Job
+from shared.models import Job, RunSummary
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -62,27 +62,26 @@ class Dispatcher:
         self._dead_letter_url = dead_letter_url
         self._clock = clock
         self._extra_lead_seconds = extra_lead_seconds
-        self._extra_lead_seconds = extra_lead_seconds
 
     def send(self, messages: Sequence[JobMessage]) -> list[JobMessage]:
         """Sends in batches of ten to each message's queue, retrying partial failures.
 
-        Returns the messages that still failed: their jobs stay claimed and the next tick reclaims
-        them when the lease expires, so a failed send delays a job but never loses it.
+        Returns the messages that still failed: the caller releases their jobs to the next tick (see
+        shared.engine.settle.send), so a failed send delays a job but never loses it.
         """
         failed: list[JobMessage] = []
         for start in range(0, len(messages), c.SEND_BATCH_SIZE):
             failed += self._send_batch(list(messages[start : start + c.SEND_BATCH_SIZE]))
         return failed
 
-    def send_dead(self, job: Job, error: str | None) -> None:
-        """Tells the dead-letter queue (and whoever watches its alarm) that a job died."""
+    def send_dead(self, job: Job, run: RunSummary) -> None:
+        """Tells the dead-letter queue (and whoever watches its alarm) that an occurrence died."""
         body = {
             "job_id": job.id,
             "name": job.name,
-            "scheduled_at": format_rfc3339(job.scheduled_at) if job.scheduled_at is not None else None,
-            "attempts": job.attempt,
-            "error": error,
+            "scheduled_at": format_rfc3339(run.scheduled_at),
+            "attempts": run.attempt,
+            "error": run.error,
             "priority": job.priority.value,
         }
         self._sqs.send_message(QueueUrl=self._dead_letter_url, MessageBody=json.dumps(body))

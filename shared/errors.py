@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shared.models import Job
+
 
 class SundialError(Exception):
     """Base of every error a caller of shared/ is expected to handle."""
@@ -31,9 +36,10 @@ class Conflict(SundialError):
 class StaleDelivery(SundialError):
     """A condition on status and attempt token failed: a duplicate, stale or zombie actor lost the race.
 
-    `current` holds the item as DynamoDB returned it on the failed condition, when it exists.
+    `current` is the job as the failed write found it (None when there is no such job): the caller
+    tells a zombie from a user action by it, and decides again.
     """
 
-    def __init__(self, message: str, current: dict[str, object] | None = None) -> None:
+    def __init__(self, message: str, current: Job | None = None) -> None:
         super().__init__(message)
         self.current = current

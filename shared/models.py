@@ -28,8 +28,11 @@ IN_FLIGHT = frozenset({JobStatus.QUEUED, JobStatus.RUNNING})
 
 
 class OverlapPolicy(StrEnum):
-    SKIP = "skip"
-    ALLOW = "allow"
+    """What a recurring job does with an occurrence that falls due while the previous one runs."""
+
+    SKIP = "skip"  # drop it
+    BUFFER = "buffer"  # run it when the previous one has finished, never two at once
+    ALLOW = "allow"  # start it on time beside the previous one: refused by the API for now
 
 
 class RunStatus(StrEnum):
@@ -100,15 +103,13 @@ class Job(BaseModel):
     idempotency_key: str | None = None
     created_at: int
     updated_at: int
-    version: int = 0
+    version: int = 0  # bumped by every write: what the API's read-decide-write guards on
+    revision: int = 0  # bumped by user actions only: what an attempt's settle guards on
+    resent: int = 0  # how often the current queued message was sent again after its lease ran out
 
     @property
     def is_recurring(self) -> bool:
         return self.schedule is not None and not self.schedule.strip().startswith("at(")
-
-    @property
-    def idempotency_key_for_occurrence(self) -> str:
-        return f"{self.id}:{self.scheduled_at}"
 
 
 class Run(RunSummary):

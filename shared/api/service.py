@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ulid import ULID
@@ -24,11 +25,11 @@ from shared.api.models import (
 )
 from shared.clock import Clock, format_rfc3339, to_epoch_ms
 from shared.dispatch import Dispatcher, JobMessage
-from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge
+from shared.engine.settle import send
+from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge, StaleDelivery
 from shared.lifecycle import Placement
-from shared.models import Job, JobStatus, RetryPolicy
+from shared.models import Job, JobStatus, OverlapPolicy, RetryPolicy
 from shared.schedules import (
-    MisfirePolicy,
     check_window,
     first_occurrence,
     next_runs,
@@ -42,6 +43,8 @@ SECOND_MS = 1000
 _JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 RETRY_FIELDS = ("max_retries", "backoff", "timeout_seconds")
 TIMING_FIELDS = ("schedule", "timezone", "run_at", "start_at", "end_at")
+# A call that keeps meeting concurrent changes gives up with a 409 after this many rounds.
+ACTION_ROUNDS = 5
 # A PATCH may clear name, payload and the window; these have no "unset" state.
 NOT_NULLABLE = (
     *RETRY_FIELDS,
@@ -79,8 +82,10 @@ class JobService:
             expires = now_ms // SECOND_MS + c.IDEMPOTENCY_TTL_SECONDS
             record = IdempotencyRecord(idempotency_key, body_hash, job.id, expires)
         stored, created = self._store.create(job, record)
-        if created and stored.status is JobStatus.QUEUED:
-            self._dispatcher.send([JobMessage.for_job(stored)])
+        if stored.status is JobStatus.QUEUED:
+            # A replay sends again too: its first answer may have been lost before its send, and the
+            # fence drops a duplicate.
+            send(self._store, self._dispatcher, self._clock, [JobMessage.for_job(stored)])
         return self._view(stored), created
 
     def get(self, job_id: str) -> JobView:
@@ -110,73 +115,108 @@ class JobService:
         instants = next_runs(schedule, after, request.count)
         return PreviewResponse(next_runs=[format_rfc3339(instant) for instant in instants])
 
-    # --- changes to an existing job ---------------------------------------------------------------
+    # --- changes to an existing job: read, decide, write on the version read; again on a race ------
 
     def update(self, job_id: str, patch: JobUpdate) -> JobView:
-        """Changes take effect from the next occurrence. Raises JobNotFound, Conflict, InvalidInput."""
-        job = self._job(job_id)
-        if job.status is JobStatus.RUNNING:
-            raise Conflict(f"job '{job_id}' is running; change it after this attempt")
-        changes = self._changes(job, patch)
-        updated = job.model_copy(update=changes)
-        _check_window(updated)
-        placement = None
-        if any(name in patch.model_fields_set for name in (*TIMING_FIELDS, "priority")):
-            placement = self._replacement(updated)
-        return self._apply(placement, lambda p, t: self._store.update(updated, changes, p, t))
+        """Changes take effect from the next occurrence: never re-runs one that ran, never revives a
+        finished or cancelled job, never resets attempts. Raises JobNotFound, Conflict, InvalidInput."""
+
+        def decide(job: Job) -> tuple[Job, Placement | None]:
+            if job.status is JobStatus.RUNNING:
+                raise Conflict(f"job '{job_id}' is running; change it after this attempt")
+            changes = self._changes(job, patch)
+            updated = job.model_copy(update=changes)
+            _check_window(updated)
+            if not any(name in patch.model_fields_set for name in TIMING_FIELDS):
+                return self._store.update(job, changes, None, None), None
+            refusal = lifecycle.timing_change_refusal(job)
+            if refusal is not None:
+                raise Conflict(refusal, field=next(n for n in TIMING_FIELDS if n in patch.model_fields_set))
+            placement = self._replacement(updated) if lifecycle.replaces_occurrence(job) else None
+            if placement is not None and job.deferred_at is not None:
+                placement = replace(placement, clear_deferred=True)
+            return self._write(placement, lambda p, t: self._store.update(updated, changes, p, t)), placement
+
+        return self._act(job_id, decide)
 
     def cancel(self, job_id: str) -> JobView:
-        job = self._job(job_id)
-        if job.status is JobStatus.CANCELLED:
-            return self._view(job)
-        return self._view(self._store.cancel(job))
+        """No further attempt starts; a running one finishes, then the job is cancelled."""
+
+        def decide(job: Job) -> tuple[Job, Placement | None]:
+            if job.status is JobStatus.CANCELLED or job.cancel_requested:
+                return job, None
+            placement = lifecycle.on_cancel(job)
+            return self._store.cancel(job, placement), placement
+
+        return self._act(job_id, decide)
 
     def pause(self, job_id: str) -> JobView:
-        job = self._recurring(job_id)
-        return self._view(job if job.paused else self._store.pause(job))
+        def decide(job: Job) -> tuple[Job, Placement | None]:
+            _check_recurring(job)
+            if job.paused:
+                return job, None
+            placement = lifecycle.on_pause(job)
+            return self._store.pause(job, placement), placement
+
+        return self._act(job_id, decide)
 
     def resume(self, job_id: str) -> JobView:
-        job = self._recurring(job_id)
-        if not job.paused:
-            return self._view(job)
-        placement = None if job.status is JobStatus.RUNNING else self._resumed(job)
-        return self._apply(placement, lambda p, t: self._store.resume(job, p, t))
+        def decide(job: Job) -> tuple[Job, Placement | None]:
+            _check_recurring(job)
+            if not job.paused:
+                return job, None
+            placement = lifecycle.on_resume(job, self._clock.now_ms())
+            return self._write(placement, lambda p, t: self._store.resume(job, p, t)), placement
+
+        return self._act(job_id, decide)
 
     def trigger(self, job_id: str) -> JobView:
-        """One extra occurrence now. Raises Conflict when cancelled or already under way."""
-        job = self._job(job_id)
-        if job.status is JobStatus.CANCELLED:
-            raise Conflict(f"job '{job_id}' is cancelled")
-        if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):
-            raise Conflict(f"job '{job_id}' is already {job.status.value}; trigger it after this attempt")
-        now_ms = self._clock.now_ms()
-        if job.status is JobStatus.FAILED:
-            placement = Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt)
-            return self._apply(placement, lambda p, t: self._store.trigger(job, p, t, None))
-        deferred = job.scheduled_at if job.status is JobStatus.PENDING else None
-        placement = Placement(JobStatus.PENDING, now_ms, now_ms, 0)
-        return self._apply(placement, lambda p, t: self._store.trigger(job, p, t, deferred))
+        """One extra occurrence now. Raises Conflict when cancelled, or already queued or running."""
+
+        def decide(job: Job) -> tuple[Job, Placement | None]:
+            placement, deferred = lifecycle.on_trigger(job, self._clock.now_ms())
+            return self._write(
+                placement, lambda p, t: self._store.trigger(job, placement, t, deferred)
+            ), placement
+
+        return self._act(job_id, decide)
 
     def retry(self, job_id: str) -> JobView:
         """Revives a dead job: attempts reset, runs now. Raises Conflict unless dead."""
-        job = self._job(job_id)
-        if job.status is not JobStatus.DEAD:
-            raise Conflict(f"job '{job_id}' is {job.status.value}, not dead; only dead jobs can be retried")
-        placement = Placement(JobStatus.PENDING, job.scheduled_at, self._clock.now_ms(), 0)
-        return self._apply(placement, lambda p, t: self._store.revive(job, p, t))
+
+        def decide(job: Job) -> tuple[Job, Placement | None]:
+            placement = lifecycle.on_retry(job, self._clock.now_ms())
+            return self._write(placement, lambda p, t: self._store.revive(job, placement, t)), placement
+
+        return self._act(job_id, decide)
 
     # --- helpers ----------------------------------------------------------------------------------
 
-    def _apply(
+    def _act(self, job_id: str, decide: Callable[[Job], tuple[Job, Placement | None]]) -> JobView:
+        """Reads the job, decides and writes on the version read; when anything changed meanwhile (a
+        heartbeat, a settle, another call), decides again from the job as it now is."""
+        job = self._job(job_id)
+        for _ in range(ACTION_ROUNDS):
+            try:
+                written, _ = decide(job)
+            except StaleDelivery as exc:
+                if exc.current is None:
+                    raise JobNotFound(f"job '{job_id}' not found") from exc
+                job = exc.current
+                continue
+            if written.status is JobStatus.QUEUED and written.token != job.token:
+                send(self._store, self._dispatcher, self._clock, [JobMessage.for_job(written)])
+            return self._view(written)
+        raise Conflict(f"job '{job_id}' kept changing while being updated; try again")
+
+    def _write(
         self, placement: Placement | None, write: Callable[[Placement | None, str | None], Job]
-    ) -> JobView:
+    ) -> Job:
+        """A placement due before the next tick is claimed in the same write (sent by `_act`)."""
         next_token = None
         if placement is not None and placement.dispatches_now(self._clock.now_ms()):
             next_token = new_token()
-        job = write(placement, next_token)
-        if next_token is not None:
-            self._dispatcher.send([JobMessage.for_job(job)])
-        return self._view(job)
+        return write(placement, next_token)
 
     def _job(self, job_id: str) -> Job:
         # Ids are ULIDs: anything else cannot exist, and DynamoDB would refuse an oversized key.
@@ -187,28 +227,10 @@ class JobService:
     def _view(self, job: Job) -> JobView:
         return JobView.of(job, self._store.load_payload(job))
 
-    def _recurring(self, job_id: str) -> Job:
-        job = self._job(job_id)
-        if not job.is_recurring:
-            raise Conflict(f"job '{job_id}' is not recurring; only recurring jobs pause and resume")
-        if job.status is JobStatus.CANCELLED:
-            raise Conflict(f"job '{job_id}' is cancelled")
-        return job
-
-    def _resumed(self, job: Job) -> Placement:
-        now_ms = self._clock.now_ms()
-        if job.scheduled_at is not None and job.scheduled_at >= now_ms:
-            return Placement(JobStatus.PENDING, job.scheduled_at, job.scheduled_at, 0)
-        # Occurrences missed while paused follow the misfire policy; the paused one counts as missed.
-        missed_from = job.model_copy(update={"scheduled_at": (job.scheduled_at or now_ms) - 1})
-        following = lifecycle.next_occurrence(missed_from, now_ms, MisfirePolicy(job.misfire_policy))
-        if following is None:
-            return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
-        return Placement(JobStatus.PENDING, following, following, 0)
-
     def _new_job(self, spec: JobCreate, now_ms: int, payload_size: int) -> Job:
         if spec.run_at is not None and spec.schedule is not None:
             raise InvalidInput("run_at and schedule are exclusive: send one", field="run_at")
+        _refuse_allow(spec.overlap_policy)
         if payload_size > c.PAYLOAD_LIMIT_BYTES:
             raise PayloadTooLarge(f"payload is {payload_size} bytes; the limit is 256 KiB", field="payload")
         check_target(spec.target, allow_private=self._allow_private)
@@ -251,6 +273,7 @@ class JobService:
     def _changes(self, job: Job, patch: JobUpdate) -> dict[str, Any]:
         sent = patch.model_dump(include=patch.model_fields_set)
         _refuse_nulls(sent)
+        _refuse_allow(patch.overlap_policy)
         if patch.run_at is not None and patch.schedule is not None:
             raise InvalidInput("run_at and schedule are exclusive: send one", field="run_at")
         changes: dict[str, Any] = _timing({k: v for k, v in sent.items() if k in TIMING_FIELDS}, None)
@@ -276,9 +299,25 @@ class JobService:
 def _placed(job: Job, placement: Placement, now_ms: int) -> Job:
     fields: dict[str, Any] = {"scheduled_at": placement.scheduled_at, "due_at": placement.due_at}
     if placement.dispatches_now(now_ms) and placement.due_at is not None:
-        lease = max(placement.due_at, now_ms) + lifecycle.lease_seconds(job.retry.timeout_seconds) * SECOND_MS
+        lease = lifecycle.queued_lease(placement.due_at, now_ms)
         fields.update(status=JobStatus.QUEUED, token=new_token(), lease_until=lease)
     return job.model_copy(update=fields)
+
+
+def _check_recurring(job: Job) -> None:
+    if not job.is_recurring:
+        raise Conflict(f"job '{job.id}' is not recurring; only recurring jobs pause and resume")
+    if job.status is JobStatus.CANCELLED:
+        raise Conflict(f"job '{job.id}' is cancelled")
+
+
+def _refuse_allow(policy: OverlapPolicy | None) -> None:
+    if policy is OverlapPolicy.ALLOW:
+        raise InvalidInput(
+            "overlap_policy 'allow' (occurrences side by side) is not available; use 'buffer' to run "
+            "an occurrence that falls due during the previous one right after it, or 'skip' to drop it",
+            field="overlap_policy",
+        )
 
 
 def _timing(values: dict[str, Any], now_ms: int | None) -> dict[str, Any]:

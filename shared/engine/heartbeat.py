@@ -1,30 +1,31 @@
-"""Keeps a running job's lease ahead of the clock, and notices when the lease was lost."""
+"""Keeps a running job's lease ahead of the clock, and notices when the lease was really lost."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from types import TracebackType
 
-from shared import constants as c
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shared import lifecycle
 from shared.clock import Clock
 from shared.errors import StaleDelivery
-from shared.lifecycle import lease_seconds
 from shared.models import Job
 from shared.store import JobStore
 
-SECOND_MS = 1000
-
-
-def needs_extension(lease_until: int | None, now_ms: int, timeout_seconds: int) -> bool:
-    """True when less than a full lease minus one heartbeat period is left."""
-    if lease_until is None:
-        return True
-    wanted = (lease_seconds(timeout_seconds) - c.HEARTBEAT_EVERY_SECONDS) * SECOND_MS
-    return lease_until - now_ms < wanted
+logger = logging.getLogger(__name__)
+# After an AWS error the next beat comes this much sooner than a regular one.
+RETRY_AFTER_ERROR_SECONDS = 2.0
 
 
 class Heartbeat:
-    """A background thread renewing the lease while the target runs (invariant 5)."""
+    """A background thread renewing the lease while the target runs (invariant 5).
+
+    A throttle or any other AWS error is retried on the next, earlier beat; the lease counts as lost
+    only when a write says another token holds the job. Settling is conditional on the token, so a
+    lease that merely ran out on our clock is still ours to settle unless the tick took it.
+    """
 
     def __init__(self, store: JobStore, job: Job, token: str, clock: Clock, every_seconds: float) -> None:
         self._store = store
@@ -38,7 +39,6 @@ class Heartbeat:
         self.lost = False
 
     def __enter__(self) -> Heartbeat:
-        self.beat()  # a late delivery may have eaten the lease the claim set
         self._thread.start()
         return self
 
@@ -48,18 +48,25 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
 
-    def beat(self) -> None:
+    def beat(self) -> bool:
+        """Renews the lease when it runs short. Returns False after an AWS error (retry soon)."""
         now_ms = self._clock.now_ms()
-        if self.lost or not needs_extension(self._lease_until, now_ms, self._job.retry.timeout_seconds):
-            return
-        lease_until = now_ms + lease_seconds(self._job.retry.timeout_seconds) * SECOND_MS
+        timeout = self._job.retry.timeout_seconds
+        if self.lost or not lifecycle.needs_renewal(self._lease_until, now_ms, timeout):
+            return True
+        lease_until = lifecycle.running_lease(now_ms, timeout)
         try:
             self._store.heartbeat(self._job.id, self._token, lease_until, now_ms)
         except StaleDelivery:
             self.lost = True
-            return
+            return True
+        except (ClientError, BotoCoreError):
+            logger.warning("heartbeat of job %s failed; trying again", self._job.id, exc_info=True)
+            return False
         self._lease_until = lease_until
+        return True
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._every):
-            self.beat()
+        wait = self._every
+        while not self._stop.wait(wait):
+            wait = self._every if self.beat() else min(self._every, RETRY_AFTER_ERROR_SECONDS)

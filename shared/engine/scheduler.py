@@ -1,6 +1,7 @@
-"""The scheduler's tick: claim what is due before the next tick, reclaim expired leases, dispatch.
+"""The scheduler's tick: claim what is due before the next tick, act on expired leases, send owed
+alerts, dispatch.
 
-Index rows are hints (the index is eventually consistent); each claim's condition decides. Two ticks
+Index rows are hints (the index is eventually consistent); each write's condition decides. Two ticks
 at once are harmless: the loser of every race gets a failed condition and moves on.
 """
 
@@ -18,10 +19,9 @@ from shared import constants as c
 from shared import lifecycle
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.settle import settle
+from shared.engine.settle import send
 from shared.errors import StaleDelivery
-from shared.models import IN_FLIGHT, Job, JobStatus, Run, RunStatus, RunSummary
-from shared.schedules import MisfirePolicy
+from shared.models import Job, JobStatus, Run, RunStatus, RunSummary
 from shared.store import DueRow, JobStore, new_token
 
 logger = logging.getLogger(__name__)
@@ -35,13 +35,15 @@ _report_lock = threading.Lock()  # claims run in a pool: counting must not lose 
 class TickReport:
     rows_read: int = 0
     claimed: int = 0
-    reclaimed: int = 0
+    resent: int = 0  # queued jobs whose lease ran out: their message sent again, same token
+    reclaimed: int = 0  # running jobs whose worker vanished
     dispatched: int = 0
     send_failures: int = 0
     lost_races: int = 0
     errors: int = 0  # AWS errors after the SDK's own retries: the job stays due for the next tick
-    skipped_misfires: int = 0
+    caught_up: int = 0  # missed occurrences moved by their misfire policy
     dead: int = 0
+    alerts_sent: int = 0  # owed dead-job alerts the tick sent
     oldest_lateness_ms: int = 0
     out_of_time: bool = False
     dead_jobs: list[str] = field(default_factory=list)
@@ -78,14 +80,14 @@ class Scheduler:
                     taken = pool.map(lambda row: self._take(row, report, deadline_ms), chunk)
                     # One sender thread keeps the order: high's messages leave before medium's.
                     sends.append(sender.submit(self._send, [m for m in taken if m is not None], report))
-            for send in sends:
-                send.result()
+            for pending in sends:
+                pending.result()
         return report
 
     def _send(self, messages: list[JobMessage], report: TickReport) -> None:
-        failed = self._dispatcher.send(messages)
-        report.count("dispatched", len(messages) - len(failed))
-        report.count("send_failures", len(failed))
+        failed = send(self._store, self._dispatcher, self._clock, messages)
+        report.count("dispatched", len(messages) - failed)
+        report.count("send_failures", failed)
 
     def _due_rows(
         self, pool: ThreadPoolExecutor, priority: str, horizon_ms: int, report: TickReport
@@ -106,9 +108,9 @@ class Scheduler:
             report.out_of_time = True
             return None
         try:
-            if row.is_lease:
-                return self._reclaim(row, now_ms, report) if row.due_at < now_ms else None
-            return self._claim(row, now_ms, report)
+            if (row.is_lease or row.is_alert) and row.due_at >= now_ms:
+                return None
+            return self._act(row, now_ms, report)
         except StaleDelivery:
             report.count("lost_races")
             return None
@@ -117,55 +119,74 @@ class Scheduler:
             report.count("errors")
             return None
 
+    def _act(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
+        if row.is_alert:
+            self._send_owed_alert(row, report)
+            return None
+        if row.is_lease:
+            return self._lease_expired(row, now_ms, report)
+        return self._claim(row, now_ms, report)
+
     def _claim(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
         job = self._store.claim(row, new_token(), now_ms)
         report.count("claimed")
-        if lifecycle.is_skipped_misfire(job, now_ms):
-            return self._skip_misfire(job, now_ms, report)
-        return JobMessage.for_job(job)
-
-    def _skip_misfire(self, job: Job, now_ms: int, report: TickReport) -> JobMessage | None:
-        report.count("skipped_misfires")
-        following = lifecycle.next_occurrence(job, now_ms, MisfirePolicy.SKIP)
-        status = JobStatus.PENDING if following is not None else JobStatus.SUCCEEDED
-        placement = lifecycle.Placement(status, following or job.scheduled_at, following, 0)
+        placement = lifecycle.caught_up(job, now_ms)
+        if placement is None:
+            return JobMessage.for_job(job)
+        report.count("caught_up")
         next_token = new_token() if placement.dispatches_now(now_ms) else None
         assert job.token is not None
-        updated = self._store.skip(job, job.token, placement, next_token)
-        return JobMessage.for_job(updated) if next_token else None
+        moved = self._store.catch_up(job, job.token, placement, next_token)
+        return JobMessage.for_job(moved) if next_token else None
 
-    def _reclaim(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
+    def _lease_expired(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
         job = self._store.get(row.job_id)
-        if job.status not in IN_FLIGHT or job.lease_until is None or job.lease_until >= now_ms:
+        if job.lease_until is None or job.lease_until >= now_ms:
             raise StaleDelivery(f"job '{job.id}' is no longer waiting for a reclaim")
-        if job.status is JobStatus.RUNNING:
-            self._record_lost(job, now_ms)
-        if job.status is JobStatus.RUNNING and lifecycle.is_dead(job):
-            self._kill_lost(job, now_ms, report)
-            return None
-        reclaimed = self._store.reclaim(job, row.due_key, new_token(), now_ms)
+        if job.status is JobStatus.QUEUED:
+            report.count("resent")
+            return JobMessage.for_job(self._store.resend(job, row.due_key, now_ms))
+        if job.status is not JobStatus.RUNNING:
+            raise StaleDelivery(f"job '{job.id}' is no longer in flight")
+        return self._reclaim(job, row, now_ms, report)
+
+    def _reclaim(self, job: Job, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
+        """The worker is gone: its attempt counts as lost, written only after the write that makes
+        it true, and the job retries now or ends its occurrence as its policy says."""
+        placement = lifecycle.after_lost(job, now_ms)
+        run = _lost_run(job, now_ms, RunStatus.DEAD if placement.alert else RunStatus.LOST)
+        next_token = new_token() if placement.dispatches_now(now_ms) else None
+        reclaimed = self._store.reclaim(job, row.due_key, placement, run, next_token)
         report.count("reclaimed")
-        return JobMessage.for_job(reclaimed)
+        try:
+            self._store.put_run(Run.of(job.id, run))
+            if placement.alert:
+                self._alert(job, run, report)
+        except (ClientError, BotoCoreError):
+            # The job is settled; an alert left owed is sent by a later tick.
+            logger.warning("tick could not record job %s's lost attempt", job.id, exc_info=True)
+        return JobMessage.for_job(reclaimed) if next_token else None
 
-    def _record_lost(self, job: Job, now_ms: int) -> None:
-        self._store.put_run(Run.of(job.id, _lost_run(job, now_ms)))
+    def _send_owed_alert(self, row: DueRow, report: TickReport) -> None:
+        run = self._store.owed_alert(row.job_id, row.sort_key)
+        if run is None:
+            return
+        self._alert(self._store.get(row.job_id), run, report)
+        report.count("alerts_sent")
 
-    def _kill_lost(self, job: Job, now_ms: int, report: TickReport) -> None:
-        assert job.token is not None
-        placement = lifecycle.after_death(job, now_ms)
-        run = _lost_run(job, now_ms).model_copy(update={"status": RunStatus.DEAD})
-        settle(self._store.kill, job, job.token, placement, run, self._dispatcher, self._clock)
-        self._dispatcher.send_dead(job, run.error)
+    def _alert(self, job: Job, run: RunSummary, report: TickReport) -> None:
+        self._dispatcher.send_dead(job, run)
+        self._store.alert_sent(job.id, run)
         report.count("dead")
         with _report_lock:
             report.dead_jobs.append(job.id)
 
 
-def _lost_run(job: Job, now_ms: int) -> RunSummary:
+def _lost_run(job: Job, now_ms: int, status: RunStatus) -> RunSummary:
     return RunSummary(
         scheduled_at=job.scheduled_at or 0,
         attempt=job.attempt,
-        status=RunStatus.LOST,
+        status=status,
         started_at=job.started_at,
         finished_at=now_ms,
         error=f"lease expired: worker {job.worker or '?'} stopped answering",
@@ -174,4 +195,6 @@ def _lost_run(job: Job, now_ms: int) -> RunSummary:
 
 
 def _lateness(rows: Iterable[DueRow], now_ms: int) -> list[int]:
-    return [now_ms - row.due_at for row in rows if not row.is_lease and row.due_at <= now_ms]
+    return [
+        now_ms - row.due_at for row in rows if not (row.is_lease or row.is_alert) and row.due_at <= now_ms
+    ]

@@ -1,34 +1,42 @@
 """The worker's side of one delivery: wait for the instant, fence, run the target, settle.
 
 Nothing runs before the fence (QUEUED+token → RUNNING) succeeds, and nothing is recorded after the
-lease was lost: a duplicate, stale or zombie delivery can change nothing (invariants 4 and 5).
+lease was lost: a duplicate, stale or zombie delivery can change nothing (invariants 4 and 5). An
+attempt's time limit nests inside the invocation's: a target still running when the attempt gives up
+on it holds back its retry until the invocation (and with it the call) is over.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from shared import constants as c
 from shared import lifecycle
 from shared.clock import Clock, format_rfc3339
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.heartbeat import Heartbeat
-from shared.engine.settle import FinishWrite, settle
+from shared.engine.settle import settle
 from shared.errors import StaleDelivery
 from shared.lifecycle import Placement
 from shared.models import Job, JobStatus, Run, RunStatus, RunSummary
 from shared.store import JobStore
 from shared.targets import Delivery
 
+logger = logging.getLogger(__name__)
 SECOND_MS = 1000
 # A message this much earlier than its instant goes back to the queue instead of holding a worker.
 MAX_EARLY_WAIT_MS = 3 * SECOND_MS
+# Time an invocation keeps after an attempt's limit to settle it, send what follows and write history.
+SETTLE_HEADROOM_SECONDS = 30
 
-Deliver = Callable[[Job, Delivery], None]
+Deliver = Callable[[Job, Delivery, float], None]
 
 
 class DeferralFailed(RuntimeError):
@@ -37,7 +45,7 @@ class DeferralFailed(RuntimeError):
 
 class Outcome(StrEnum):
     SUCCEEDED = "succeeded"
-    FAILED = "failed"  # a retry is scheduled
+    FAILED = "failed"  # the attempt failed or timed out; a retry may follow
     DEAD = "dead"
     DROPPED = "dropped"  # duplicate or stale delivery: the fence refused it
     DEFERRED = "deferred"  # arrived too early: sent again with a delay
@@ -51,6 +59,16 @@ class AttemptResult:
     attempt: int = 0
     lateness_ms: int | None = None  # start instant minus due instant
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class AttemptEnd:
+    """How the target's call ended: `error` None is a success; `still_running` means the call
+    outlived the attempt's limit and may go on until the invocation ends."""
+
+    error: str | None
+    timed_out: bool = False
+    still_running: bool = False
 
 
 class Worker:
@@ -72,9 +90,9 @@ class Worker:
         self._sleep = sleep
         self._heartbeat_seconds = heartbeat_seconds
 
-    def process(self, message: JobMessage) -> AttemptResult:
-        """Handles one delivery end to end. Raises only for infrastructure errors (the message is
-        then redelivered, and the fence makes the redelivery safe)."""
+    def process(self, message: JobMessage, deadline_ms: int | None = None) -> AttemptResult:
+        """Handles one delivery end to end; `deadline_ms` is when the invocation ends. Raises only
+        for infrastructure errors (the message is then redelivered; the fence makes that safe)."""
         early_ms = message.due_at - self._clock.now_ms()
         if early_ms > MAX_EARLY_WAIT_MS:
             if self._dispatcher.send([message]):
@@ -84,27 +102,34 @@ class Worker:
         if early_ms > 0:
             self._sleep(early_ms / SECOND_MS)
         try:
-            job = self._store.fence(
-                message.job_id, message.token, self._worker_id, self._clock.now_ms(), None
-            )
+            job = self._store.fence(message.job_id, message.token, self._worker_id, self._clock.now_ms())
         except StaleDelivery:
             return AttemptResult(Outcome.DROPPED, message.job_id)
-        return self._run(job, message.token)
+        return self._run(job, message.token, deadline_ms)
 
-    def _run(self, job: Job, token: str) -> AttemptResult:
+    def _run(self, job: Job, token: str, deadline_ms: int | None) -> AttemptResult:
         started = job.started_at or self._clock.now_ms()
         lateness = started - (job.due_at or started)
-        delivery = self._delivery(job)
-        heartbeat = Heartbeat(self._store, job, token, self._clock, self._heartbeat_seconds)
-        with heartbeat:
-            error = self._attempt(job, delivery)
+        limit = self._limit_seconds(job, deadline_ms)
+        with Heartbeat(self._store, job, token, self._clock, self._heartbeat_seconds) as heartbeat:
+            end = self._attempt(job, self._delivery(job), limit)
         if heartbeat.lost:
-            return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, error)
+            return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
+        not_before = (
+            (deadline_ms or self._clock.now_ms() + round(limit * SECOND_MS)) if end.still_running else 0
+        )
         try:
-            outcome = self._finish(job, token, started, error)
+            outcome = self._finish(job, token, started, end, not_before)
         except StaleDelivery:
-            return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, error)
-        return AttemptResult(outcome, job.id, job.attempt, lateness, error)
+            return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
+        return AttemptResult(outcome, job.id, job.attempt, lateness, end.error)
+
+    def _limit_seconds(self, job: Job, deadline_ms: int | None) -> float:
+        """The job's timeout, cut to what the invocation has left after settling's headroom."""
+        if deadline_ms is None:
+            return float(job.retry.timeout_seconds)
+        left = (deadline_ms - self._clock.now_ms()) / SECOND_MS - SETTLE_HEADROOM_SECONDS
+        return max(1.0, min(float(job.retry.timeout_seconds), left))
 
     def _delivery(self, job: Job) -> Delivery:
         scheduled = format_rfc3339(job.scheduled_at if job.scheduled_at is not None else job.due_at or 0)
@@ -116,54 +141,60 @@ class Worker:
             payload=self._store.load_payload(job),
         )
 
-    def _attempt(self, job: Job, delivery: Delivery) -> str | None:
-        """Runs the target within the job's timeout; returns the error text, or None on success."""
-        outcome: list[str | None] = []
+    def _attempt(self, job: Job, delivery: Delivery, limit_seconds: float) -> AttemptEnd:
+        """Runs the target within `limit_seconds` (the targets enforce it; the join is the backstop)."""
+        ended: list[AttemptEnd] = []
         fatal: list[BaseException] = []
 
         def run() -> None:
             try:
-                self._deliver(job, delivery)
-                outcome.append(None)
+                self._deliver(job, delivery, limit_seconds)
+                ended.append(AttemptEnd(None))
+            except TimeoutError as exc:
+                ended.append(AttemptEnd(_text(exc) or f"timed out after {limit_seconds:g} s", timed_out=True))
             except Exception as exc:  # every failure of a target is the job's failure
-                outcome.append(str(exc)[: c.ERROR_TEXT_LIMIT] or type(exc).__name__)
+                ended.append(AttemptEnd(_text(exc) or type(exc).__name__))
             except BaseException as exc:  # an exit or interrupt ends the worker, not the job
                 fatal.append(exc)
 
         thread = threading.Thread(target=run, name=f"job-{job.id}", daemon=True)
         thread.start()
-        # The targets enforce the timeout themselves; this is the backstop for a python handler.
-        thread.join(job.retry.timeout_seconds + 1)
+        thread.join(limit_seconds + 1)
         if fatal:
             raise fatal[0]
-        if not outcome:
-            return f"timed out after {job.retry.timeout_seconds} s"
-        return outcome[0]
+        if not ended:
+            return AttemptEnd(f"timed out after {limit_seconds:g} s", timed_out=True, still_running=True)
+        return ended[0]
 
-    def _finish(self, job: Job, token: str, started: int, error: str | None) -> Outcome:
-        """Settles the job first, then writes the history item: a crash in between can leave an
-        attempt out of the history (the job's last_run still has it), but the history never shows
-        a success that the job did not keep."""
+    def _finish(self, job: Job, token: str, started: int, end: AttemptEnd, not_before: int) -> Outcome:
+        """Settles the job first, then writes the history item: the history never shows an attempt
+        whose result the job did not keep. A dead occurrence's alert is owed from the settle on."""
         now_ms = self._clock.now_ms()
-        if error is None:
-            run = self._summary(job, started, now_ms, RunStatus.SUCCEEDED, None)
-            self._settle(self._store.complete, job, token, lifecycle.after_success(job, now_ms), run)
-            return Outcome.SUCCEEDED
-        if lifecycle.is_dead(job):
-            run = self._summary(job, started, now_ms, RunStatus.DEAD, error)
-            self._settle(self._store.kill, job, token, lifecycle.after_death(job, now_ms), run)
-            self._dispatcher.send_dead(job, error)
-            return Outcome.DEAD
-        run = self._summary(job, started, now_ms, RunStatus.FAILED, error)
-        placement = lifecycle.after_failure(job, now_ms)
-        self._settle(self._store.fail, job, token, placement, run)
-        return Outcome.FAILED if placement.status is JobStatus.FAILED else Outcome.SUCCEEDED
 
-    def _settle(
-        self, write: FinishWrite, job: Job, token: str, placement: Placement, run: RunSummary
-    ) -> None:
-        settle(write, job, token, placement, run, self._dispatcher, self._clock)
+        def record(placement: Placement) -> RunSummary:
+            return self._summary(job, started, now_ms, _run_status(end, placement), end.error)
+
+        if end.error is None:
+            decide = lambda current: lifecycle.after_success(current, now_ms, started)  # noqa: E731
+            write = self._store.complete
+        else:
+            decide = lambda current: lifecycle.after_failure(current, now_ms, started, None, not_before)  # noqa: E731
+            write = self._store.fail
+        _, placement, run = settle(
+            write, job, token, decide, record, self._store, self._dispatcher, self._clock
+        )
         self._store.put_run(Run.of(job.id, run))
+        if placement.alert:
+            self._alert(job, run)
+            return Outcome.DEAD
+        return Outcome.SUCCEEDED if end.error is None else Outcome.FAILED
+
+    def _alert(self, job: Job, run: RunSummary) -> None:
+        try:
+            self._dispatcher.send_dead(job, run)
+            self._store.alert_sent(job.id, run)
+        except (ClientError, BotoCoreError):
+            logger.warning("dead job %s: its alert stays owed for the tick", job.id, exc_info=True)
 
     def _summary(
         self, job: Job, started: int, finished: int, status: RunStatus, error: str | None
@@ -177,3 +208,18 @@ class Worker:
             error=error,
             worker=self._worker_id,
         )
+
+
+def _run_status(end: AttemptEnd, placement: Placement) -> RunStatus:
+    if end.error is None:
+        return RunStatus.SUCCEEDED
+    if placement.alert:
+        return RunStatus.DEAD
+    return RunStatus.TIMED_OUT if end.timed_out else RunStatus.FAILED
+
+
+def _text(exc: BaseException) -> str:
+    return str(exc)[: c.ERROR_TEXT_LIMIT]
+
+
+__all__ = ["AttemptResult", "DeferralFailed", "JobStatus", "Outcome", "Worker"]

@@ -7,21 +7,27 @@ does, so each state change reads as the rule it enforces.
 from __future__ import annotations
 
 import re
+import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.lifecycle import Guard
+from shared.models import JobStatus
 from shared.store.items import serialize
 
-# Named condition fragments, combined by the store's state changes.
+# Named condition fragments: each guard of the transition table, and the fence's cheap variant.
 NOT_EXISTS = "attribute_not_exists(#pk)"
-DUE_UNCHANGED = "#due_key = :seen_due_key"
-IS_WAITING = "#status IN (:pending, :failed)"
-IS_IN_FLIGHT = "#status IN (:queued, :running)"
-IS_QUEUED = "#status = :queued"
-IS_RUNNING = "#status = :running"
-LEASE_EXPIRED = "#lease_until < :now"
-HOLDS_TOKEN = "#token = :token"
-AT_VERSION = "#version = :version"
+GUARDS = {
+    Guard.ABSENT: NOT_EXISTS,
+    Guard.DUE_UNCHANGED: "#due_key = :seen_due_key",
+    Guard.LEASE_EXPIRED: "#lease_until < :now",
+    Guard.TOKEN: "#token = :token",
+    Guard.REVISION: "#revision = :revision",
+    Guard.VERSION: "#version = :version",
+}
+# A fence that finds this much lease left leaves the lease (and the index row) as they are.
+LEASE_LASTS = "#lease_until >= :lease_needed"
 
 _NAME = re.compile(r"#(\w+)")
 _VALUE = re.compile(r":(\w+)")
@@ -31,14 +37,29 @@ def all_of(*fragments: str) -> str:
     return " AND ".join(f"({fragment})" for fragment in fragments)
 
 
+def status_in(statuses: Iterable[JobStatus]) -> tuple[str, dict[str, str]]:
+    """`#status IN (...)` over the given statuses, with the values it refers to."""
+    values = {f":is_{status.value}": status.value for status in sorted(statuses)}
+    return f"#status IN ({', '.join(values)})", values
+
+
+def new_write_id() -> str:
+    return secrets.token_hex(8)
+
+
 @dataclass
 class Change:
-    """The SET and REMOVE parts of one UpdateItem, plus the values its condition refers to."""
+    """The SET and REMOVE parts of one UpdateItem, plus the values its condition refers to.
+
+    Every write stamps its own `write_id`: when DynamoDB applied a write but its answer was lost, the
+    SDK's retry fails its condition, and the item that comes back shows whether the write is there.
+    """
 
     sets: dict[str, Any] = field(default_factory=dict)
     removes: set[str] = field(default_factory=set)
     increments: set[str] = field(default_factory=set)
     condition_values: dict[str, Any] = field(default_factory=dict)
+    write_id: str = field(default_factory=new_write_id)
 
     def set(self, **values: Any) -> Change:
         for name, value in values.items():
@@ -65,12 +86,14 @@ class Change:
         assignments = [f"#{name} = :set_{name}" for name in self.sets]
         assignments += [f"#{name} = #{name} + :one" for name in sorted(self.increments)]
         assignments.append("#version = if_not_exists(#version, :zero) + :one")
+        assignments.append("#write_id = :write_id")
         expression = "SET " + ", ".join(assignments)
         if self.removes:
             expression += " REMOVE " + ", ".join(f"#{name}" for name in sorted(self.removes))
         text = f"{expression} {condition}"
         values = {f"set_{name}": value for name, value in self.sets.items()}
         values.update({name.lstrip(":"): v for name, v in self.condition_values.items()}, zero=0, one=1)
+        values["write_id"] = self.write_id
         used_values = set(_VALUE.findall(text))
         return {
             "UpdateExpression": expression,

@@ -21,8 +21,10 @@ JOB_SK = "JOB"
 PAYLOAD_SK = "PAYLOAD"
 RUN_PREFIX = "RUN#"
 LIST_PK = "JOBS"
+ALERT_PREFIX = "ALERT#"
 RUN_KIND = "run"
 LEASE_KIND = "lease"
+ALERT_KIND = "alert"
 
 Item = dict[str, Any]
 _serializer = TypeSerializer()
@@ -44,6 +46,10 @@ def idempotency_key(client_key: str) -> dict[str, Any]:
 
 def run_sk(scheduled_at: int, attempt: int) -> str:
     return f"{RUN_PREFIX}{scheduled_at:013d}#{attempt:03d}"
+
+
+def alert_sk(scheduled_at: int, attempt: int) -> str:
+    return f"{ALERT_PREFIX}{scheduled_at:013d}#{attempt:03d}"
 
 
 def due_shard(priority: str, job_id: str) -> str:
@@ -71,9 +77,10 @@ def deserialize(item: dict[str, Any]) -> dict[str, Any]:
     return {name: _deserializer.deserialize(value) for name, value in item.items()}
 
 
-def job_to_item(job: Job) -> dict[str, Any]:
+def job_to_item(job: Job, write_id: str) -> dict[str, Any]:
     """A whole job item for its first write; later writes touch only what changes."""
     values: dict[str, Any] = {
+        "write_id": write_id,
         c.PARTITION_KEY: job_pk(job.id),
         c.SORT_KEY: JOB_SK,
         c.LIST_PARTITION_ATTRIBUTE: LIST_PK,
@@ -119,6 +126,22 @@ def run_to_item(run: Run, expires_at: int) -> dict[str, Any]:
 
 def item_to_run(item: dict[str, Any]) -> Run:
     return Run.model_validate(deserialize(item))
+
+
+def alert_item(job: Job, run: RunSummary, due_at: int) -> dict[str, Any]:
+    """An owed dead-job alert, in the due index so that the tick sends it if nobody else does."""
+    values = {
+        c.PARTITION_KEY: job_pk(job.id),
+        c.SORT_KEY: alert_sk(run.scheduled_at, run.attempt),
+        c.DUE_SHARD_ATTRIBUTE: due_shard(job.priority, job.id),
+        c.DUE_KEY_ATTRIBUTE: f"{due_at:013d}#{ALERT_KIND}",
+        "run": run.model_dump_json(exclude_none=True),
+    }
+    return serialize(values)
+
+
+def item_to_alert(item: dict[str, Any]) -> RunSummary:
+    return RunSummary.model_validate_json(deserialize(item)["run"])
 
 
 def _plain(value: Any) -> Any:

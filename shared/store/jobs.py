@@ -1,35 +1,32 @@
 """The job store: every DynamoDB write of Sundial, one named conditional write per state change.
 
-A failed condition becomes a domain error: StaleDelivery for the engine's races (with the item as it
-is, from ReturnValuesOnConditionCheckFailure), Conflict or JobNotFound for the API's calls.
+Each state change is a row of the transition table (shared.lifecycle.table): its condition is built
+from the row, and an end status the row does not list is refused. A failed condition raises
+StaleDelivery carrying the job as it now is, so the caller can tell a zombie from a user action and
+decide again; the API turns what it cannot resolve into Conflict or JobNotFound.
 """
 
 from __future__ import annotations
 
-import random
 import secrets
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from botocore.exceptions import ClientError
+from typing import Any
 
 from shared import constants as c
+from shared import lifecycle
 from shared.errors import Conflict, JobNotFound, StaleDelivery
-from shared.lifecycle import Placement, lease_seconds
+from shared.lifecycle import TRANSITIONS, Event, Placement
 from shared.models import Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
 from shared.store import items
-from shared.store.reads import DueRow, StoreReads
+from shared.store.reads import DueRow
+from shared.store.writes import Item, StoreWrites
 
 SECOND_MS = 1000
-T = TypeVar("T")
-CONFLICT_RETRIES = 4
-CONFLICT_BACKOFF_SECONDS = 0.02
+# An owed alert waits this long for the writer that owes it before the tick sends it instead.
+ALERT_GRACE_MS = 60 * SECOND_MS
 # An idempotency record blocks a second create until it expires (TTL deletion can lag by days).
 IDEMPOTENCY_FREE = "attribute_not_exists(#pk) OR #expires < :now"
-_STATUS_VALUES = {f"{status.value}": status.value for status in JobStatus}
 
 
 @dataclass(frozen=True)
@@ -44,94 +41,249 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-class JobStore(StoreReads):
-    """Reads (StoreReads) and every conditional write on jobs and their history."""
+class JobStore(StoreWrites):
+    """Reads (StoreReads) and every conditional write on jobs, their history and their alerts."""
 
-    # --- the engine's state changes -------------------------------------------------------------
+    # --- the tick ---------------------------------------------------------------------------------
 
     def claim(self, row: DueRow, token: str, now_ms: int) -> Job:
-        """PENDING/FAILED whose due key is still the one read → QUEUED with a fresh token and lease.
-
-        The index row carries no timeout, so a claim holds the longest lease chunk; the fence
-        shortens nothing and extends only when the delivery came late. Raises StaleDelivery.
-        """
-        lease_until = max(row.due_at, now_ms) + lease_seconds(c.LEASE_CHUNK_SECONDS) * SECOND_MS
-        change = x.Change(condition_values={":seen_due_key": row.due_key, **_statuses()})
+        """PENDING/FAILED whose due key is still the one read → QUEUED with a fresh token and lease."""
+        lease_until = lifecycle.queued_lease(row.due_at, now_ms)
+        change = x.Change(condition_values={":seen_due_key": row.due_key})
         change.set(status=JobStatus.QUEUED, token=token, lease_until=lease_until, updated_at=now_ms)
-        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.QUEUED, lease_until)})
-        return self._write(row.job_id, change, x.all_of(x.DUE_UNCHANGED, x.IS_WAITING))
+        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.QUEUED, lease_until)}).remove("resent")
+        return self._transition(Event.CLAIM, row.job_id, change)
 
-    def reclaim(self, job: Job, seen_due_key: str, token: str, now_ms: int) -> Job:
-        """QUEUED/RUNNING whose lease expired → QUEUED with a fresh token, due now. Raises StaleDelivery."""
-        lease_until = now_ms + lease_seconds(job.retry.timeout_seconds) * SECOND_MS
-        change = x.Change(condition_values={":seen_due_key": seen_due_key, ":now": now_ms, **_statuses()})
-        change.set(status=JobStatus.QUEUED, token=token, due_at=now_ms, lease_until=lease_until)
-        change.set(updated_at=now_ms, worker=None, started_at=None)
+    def catch_up(self, job: Job, token: str, placement: Placement, next_token: str | None) -> Job:
+        """A claimed occurrence that was missed → the one its misfire policy runs instead."""
+        change = self._placement_change(job, placement, next_token)
+        return self._transition(Event.CATCH_UP, job.id, change, token=token)
+
+    def resend(self, job: Job, seen_due_key: str, now_ms: int) -> Job:
+        """A queued job whose lease ran out keeps its token (its message may still be waiting in a
+        backlog, and either copy may start it) and gets a longer lease."""
+        lease_until = lifecycle.resend_lease(now_ms, job.resent)
+        change = x.Change(condition_values={":seen_due_key": seen_due_key, ":now": now_ms})
+        change.set(lease_until=lease_until, updated_at=now_ms, resent=job.resent + 1)
         change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until))
-        condition = x.all_of(x.DUE_UNCHANGED, x.IS_IN_FLIGHT, x.LEASE_EXPIRED)
-        return self._write(job.id, change, condition)
+        return self._transition(Event.RESEND, job.id, change, token=job.token)
 
-    def fence(self, job_id: str, token: str, worker: str, now_ms: int, lease_until: int | None) -> Job:
-        """QUEUED+token → RUNNING before anything runs; counts the attempt. Raises StaleDelivery."""
-        change = x.Change(condition_values={":token": token, **_statuses()}).increment("attempt")
-        change.set(status=JobStatus.RUNNING, worker=worker, started_at=now_ms, updated_at=now_ms)
-        if lease_until is not None:
-            change.set(lease_until=lease_until, due_key=items.due_key(JobStatus.RUNNING, lease_until))
-        return self._write(job_id, change, x.all_of(x.IS_QUEUED, x.HOLDS_TOKEN))
+    def release(self, job_id: str, token: str, now_ms: int) -> Job:
+        """A queued job whose message could not be sent: due for the next tick at once."""
+        change = x.Change().set(lease_until=now_ms - 1, updated_at=now_ms)
+        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.QUEUED, now_ms - 1)})
+        return self._transition(Event.RELEASE, job_id, change, token=token)
+
+    def reclaim(
+        self, job: Job, seen_due_key: str, placement: Placement, run: RunSummary, next_token: str | None
+    ) -> Job:
+        """A running job whose lease expired (its worker is gone) → `placement`, the lost attempt as
+        its last run. Conditional on the lease still being expired and the index row unchanged."""
+        now_ms = self._now()
+        change = self._placement_change(job, placement, next_token)
+        change.set(last_run=run.model_dump_json(exclude_none=True))
+        change.condition_values.update({":seen_due_key": seen_due_key, ":now": now_ms})
+        return self._settle(Event.RECLAIM, job, placement, run, change)
+
+    # --- the worker -------------------------------------------------------------------------------
+
+    def fence(self, job_id: str, token: str, worker: str, now_ms: int) -> Job:
+        """QUEUED+token → RUNNING before anything runs; counts the attempt. A late delivery whose
+        lease ran short gets a fresh one (and its index row moves), so no tick reclaims an attempt
+        that has just started. Raises StaleDelivery for a duplicate or stale delivery."""
+        needed = lifecycle.shortest_running_lease(now_ms, c.LEASE_CHUNK_SECONDS)
+        try:
+            return self._transition(
+                Event.FENCE, job_id, self._fence_change(worker, now_ms, needed), x.LEASE_LASTS, token=token
+            )
+        except StaleDelivery as exc:
+            current = exc.current
+            if current is None or current.status is not JobStatus.QUEUED or current.token != token:
+                raise
+        lease_until = lifecycle.running_lease(now_ms, current.retry.timeout_seconds)
+        change = self._fence_change(worker, now_ms, None).set(lease_until=lease_until)
+        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
+        return self._transition(Event.FENCE, job_id, change, token=token)
+
+    @staticmethod
+    def _fence_change(worker: str, now_ms: int, lease_needed: int | None) -> x.Change:
+        values = {":lease_needed": lease_needed} if lease_needed is not None else {}
+        change = x.Change(condition_values=values).increment("attempt").remove("resent")
+        return change.set(status=JobStatus.RUNNING, worker=worker, started_at=now_ms, updated_at=now_ms)
 
     def heartbeat(self, job_id: str, token: str, lease_until: int, now_ms: int) -> Job:
         """RUNNING+token → lease extended. Raises StaleDelivery when the lease was lost."""
-        change = x.Change(condition_values={":token": token, **_statuses()})
-        change.set(lease_until=lease_until, due_key=items.due_key(JobStatus.RUNNING, lease_until))
-        change.set(updated_at=now_ms)
-        return self._write(job_id, change, x.all_of(x.IS_RUNNING, x.HOLDS_TOKEN))
+        change = x.Change().set(lease_until=lease_until, updated_at=now_ms)
+        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
+        return self._transition(Event.HEARTBEAT, job_id, change, token=token)
 
     def complete(
         self, job: Job, token: str, placement: Placement, run: RunSummary, next_token: str | None
     ) -> Job:
-        """RUNNING+token → the placement after success. Raises StaleDelivery for a zombie."""
-        return self._finish(job, token, placement, run, next_token)
+        """RUNNING+token+revision → the placement after success. Raises StaleDelivery."""
+        return self._finish(Event.SUCCEED, job, token, placement, run, next_token)
 
     def fail(
         self, job: Job, token: str, placement: Placement, run: RunSummary, next_token: str | None
     ) -> Job:
-        """RUNNING+token → FAILED (a retry is scheduled). Raises StaleDelivery for a zombie."""
-        return self._finish(job, token, placement, run, next_token)
-
-    def kill(
-        self, job: Job, token: str, placement: Placement, run: RunSummary, next_token: str | None
-    ) -> Job:
-        """RUNNING (or an expired lease) +token → DEAD for this occurrence. Raises StaleDelivery."""
-        condition = x.all_of(x.IS_IN_FLIGHT, x.HOLDS_TOKEN)
-        return self._finish(job, token, placement, run, next_token, condition)
-
-    def skip(self, job: Job, token: str, placement: Placement, next_token: str | None) -> Job:
-        """QUEUED+token → the next occurrence, without running: a misfire under the skip policy."""
-        change = self._placement_change(job, placement, next_token, self._clock.now_ms())
-        change.condition_values.update({":token": token, **_statuses()})
-        return self._write(job.id, change, x.all_of(x.IS_QUEUED, x.HOLDS_TOKEN))
+        """RUNNING+token+revision → a retry, or the end of the occurrence. Raises StaleDelivery."""
+        return self._finish(Event.FAIL, job, token, placement, run, next_token)
 
     def put_run(self, run: Run) -> bool:
-        """Writes one history item once; False when it was already there (a repeated finish)."""
+        """Writes one history item once; False when another write holds it (a repeated finish)."""
         expires = run.scheduled_at // SECOND_MS + c.RUN_HISTORY_TTL_SECONDS
-        return self._put_if(items.run_to_item(run, expires), x.NOT_EXISTS, None)
+        item = items.run_to_item(run, expires)
+        return self._put_if(item, x.NOT_EXISTS, None, lambda found: found == item)
 
-    # --- the API's state changes: read, decide, write conditional on the version read ----------
+    def alert_sent(self, job_id: str, run: RunSummary) -> None:
+        """Clears an owed alert once its dead-letter message is out."""
+        key = {c.PARTITION_KEY: {"S": items.job_pk(job_id)}}
+        key[c.SORT_KEY] = {"S": items.alert_sk(run.scheduled_at, run.attempt)}
+        self._client.delete_item(TableName=self._table, Key=key)
+
+    # --- the API: read, decide, write conditional on the version read ------------------------------
 
     def create(self, job: Job, idempotency: IdempotencyRecord | None) -> tuple[Job, bool]:
         """Writes a new job, its payload apart when large, after reserving its Idempotency-Key.
 
         Returns (job, True), or (the first job, False) for a repeated key with the same body. Raises
         Conflict for a repeated key with a different body. No transaction: the reservation names
-        the job's id, so a retry after a crash between the writes finishes the same job (and plain
-        writes cost half a transaction's write units)."""
+        the job's id, so a retry after a crash between the writes finishes the same job."""
         if idempotency is not None and not self._reserve(idempotency):
             return self._replay(idempotency, job)
         return self._put_new(job, idempotency)
 
+    def cancel(self, job: Job, placement: Placement | None) -> Job:
+        if placement is None:
+            return self._user_change(Event.CANCEL, job, None, None, cancel_requested=True)
+        return self._user_change(Event.CANCEL, job, placement, None)
+
+    def pause(self, job: Job, placement: Placement | None) -> Job:
+        return self._user_change(Event.PAUSE, job, placement, None, paused=True)
+
+    def resume(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
+        return self._user_change(Event.RESUME, job, placement, next_token, paused=False)
+
+    def trigger(self, job: Job, placement: Placement, next_token: str | None, deferred_at: int | None) -> Job:
+        return self._user_change(Event.TRIGGER, job, placement, next_token, deferred_at=deferred_at)
+
+    def revive(self, job: Job, placement: Placement, next_token: str | None) -> Job:
+        return self._user_change(Event.RETRY, job, placement, next_token)
+
+    def update(
+        self, job: Job, changes: dict[str, Any], placement: Placement | None, next_token: str | None
+    ) -> Job:
+        """Writes changed fields, a new placement when timing moved an occurrence not yet run, and
+        the index row's shard when the priority changed."""
+        fields = items.plain_fields(changes)
+        if placement is None and "priority" in changes and job.due_at is not None:
+            fields[c.DUE_SHARD_ATTRIBUTE] = items.due_shard(changes["priority"], job.id)
+        if fields.get("payload_stored_apart"):
+            # A large payload lives in its own item: it and the job change together or not at all.
+            put = items.payload_item(job.id, changes["payload"])
+            fields.pop("payload")
+            return self._user_change(Event.UPDATE, job, placement, next_token, put=put, **fields)
+        return self._user_change(Event.UPDATE, job, placement, next_token, **fields)
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def _finish(
+        self,
+        event: Event,
+        job: Job,
+        token: str,
+        placement: Placement,
+        run: RunSummary,
+        next_token: str | None,
+    ) -> Job:
+        change = self._placement_change(job, placement, next_token)
+        change.set(last_run=run.model_dump_json(exclude_none=True))
+        change.condition_values[":token"] = token
+        return self._settle(event, job, placement, run, change)
+
+    def _settle(self, event: Event, job: Job, placement: Placement, run: RunSummary, change: x.Change) -> Job:
+        change.condition_values.setdefault(":token", job.token)
+        change.condition_values[":revision"] = job.revision
+        if placement.status is JobStatus.CANCELLED:
+            change.remove("cancel_requested")
+        if not placement.alert:
+            return self._transition(event, job.id, change)
+        alert = items.alert_item(job, run, self._now() + ALERT_GRACE_MS)
+        return self._transition(event, job.id, change, put=alert)
+
+    def _user_change(
+        self,
+        event: Event,
+        job: Job,
+        placement: Placement | None,
+        next_token: str | None,
+        put: Item | None = None,
+        **fields: Any,
+    ) -> Job:
+        change = x.Change() if placement is None else self._placement_change(job, placement, next_token)
+        change.set(updated_at=self._now(), **fields).increment("revision")
+        change.condition_values[":version"] = job.version
+        return self._transition(event, job.id, change, put=put)
+
+    def _transition(
+        self,
+        event: Event,
+        job_id: str,
+        change: x.Change,
+        *extra: str,
+        token: str | None = None,
+        put: Item | None = None,
+    ) -> Job:
+        """One write of the table's row for `event`: its sources and guards as the condition."""
+        row = TRANSITIONS[event]
+        status = change.sets.get("status")
+        if status is not None and JobStatus(status) not in row.targets:
+            raise AssertionError(f"{event.value} cannot end in {status}")
+        sources, values = x.status_in(row.sources)
+        change.condition_values.update(values)
+        if token is not None:
+            change.condition_values[":token"] = token
+        condition = x.all_of(sources, *(x.GUARDS[guard] for guard in row.guards), *extra)
+        if put is None:
+            return self._write(job_id, change, condition)
+        return self._write_with(job_id, change, condition, put)
+
+    def _placement_change(self, job: Job, placement: Placement, next_token: str | None) -> x.Change:
+        """The fields of a placement. Dispatched in the same write (`next_token`), it is QUEUED under
+        that token with a queued lease; otherwise it waits in the index at its due time, or leaves it."""
+        now_ms = self._now()
+        change = x.Change().set(
+            status=placement.status,
+            attempt=placement.attempt,
+            scheduled_at=placement.scheduled_at,
+            due_at=placement.due_at,
+            updated_at=now_ms,
+            worker=None,
+            started_at=None,
+        )
+        change.remove("resent")
+        if placement.clear_deferred:
+            change.remove("deferred_at")
+        if next_token is not None:
+            assert placement.due_at is not None and placement.dispatches_now(now_ms)
+            lease_until = lifecycle.queued_lease(placement.due_at, now_ms)
+            change.set(status=JobStatus.QUEUED, token=next_token, lease_until=lease_until)
+            change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until))
+        elif placement.due_at is not None:
+            change.set(token=None, lease_until=None)
+            change.set(**items.due_attributes(job.priority, job.id, placement.status, placement.due_at))
+        else:
+            change.remove("token", "lease_until", c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE)
+        return change
+
+    def _now(self) -> int:
+        return self._clock.now_ms()
+
     def _reserve(self, idempotency: IdempotencyRecord) -> bool:
         item = items.idempotency_item(idempotency)
-        return self._put_if(item, IDEMPOTENCY_FREE, {":now": {"N": str(self._now() // SECOND_MS)}})
+        values = {":now": {"N": str(self._now() // SECOND_MS)}}
+        job_id = idempotency.job_id
+        return self._put_if(item, IDEMPOTENCY_FREE, values, lambda found: _names_job(found, job_id))
 
     def _replay(self, idempotency: IdempotencyRecord, job: Job) -> tuple[Job, bool]:
         response = self._client.get_item(
@@ -150,183 +302,17 @@ class JobStore(StoreReads):
     def _put_new(self, job: Job, idempotency: IdempotencyRecord | None) -> tuple[Job, bool]:
         if job.payload_stored_apart:
             self._client.put_item(TableName=self._table, Item=items.payload_item(job.id, job.payload))
-        if self._put_if(items.job_to_item(job), x.NOT_EXISTS, None):
+        write_id = x.new_write_id()
+        item = items.job_to_item(job, write_id)
+        if self._put_if(item, x.NOT_EXISTS, None, lambda found: found.get("write_id") == item["write_id"]):
             return job, True
         if idempotency is None:
             raise Conflict(f"job '{job.id}' exists already")
         return self.get(job.id), False  # a concurrent retry with the same key finished it first
 
-    def _put_if(self, item: dict[str, Any], condition: str, values: dict[str, Any] | None) -> bool:
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "Item": item,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": {
-                name: attr
-                for name, attr in (("#pk", c.PARTITION_KEY), ("#expires", c.TTL_ATTRIBUTE))
-                if name in condition
-            },
-        }
-        if values:
-            request["ExpressionAttributeValues"] = values
-        try:
-            _retry_conflicts(lambda: self._client.put_item(**request))
-        except ClientError as exc:
-            if _is_condition_failure(exc):
-                return False
-            raise
-        return True
 
-    def cancel(self, job: Job) -> Job:
-        """No further occurrence starts; a running attempt finishes and then the job is CANCELLED."""
-        if job.status is JobStatus.RUNNING:
-            return self._replace(job, None, None, cancel_requested=True)
-        placement = Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True)
-        return self._replace(job, placement, None)
-
-    def pause(self, job: Job) -> Job:
-        """Out of the due index; a queued delivery is dropped at its fence, a running one finishes."""
-        if job.status is JobStatus.RUNNING:
-            return self._replace(job, None, None, paused=True)
-        return self._replace(job, Placement(JobStatus.PENDING, job.scheduled_at, None, 0), None, paused=True)
-
-    def resume(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
-        """Back into the due index at `placement` (None while an attempt still runs)."""
-        return self._replace(job, placement, next_token, paused=False)
-
-    def revive(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
-        """A dead job's attempts reset; it runs at `placement`."""
-        return self._replace(job, placement, next_token)
-
-    def trigger(
-        self, job: Job, placement: Placement | None, next_token: str | None, deferred_at: int | None
-    ) -> Job:
-        """One extra occurrence now; the schedule resumes at `deferred_at` afterwards."""
-        return self._replace(job, placement, next_token, deferred_at=deferred_at)
-
-    def update(
-        self, job: Job, changes: dict[str, Any], placement: Placement | None, next_token: str | None
-    ) -> Job:
-        """Writes changed fields (and a new placement when the due time moved)."""
-        return self._replace(job, placement, next_token, **items.plain_fields(changes))
-
-    def _replace(self, job: Job, placement: Placement | None, next_token: str | None, **fields: Any) -> Job:
-        now_ms = self._now()
-        change = (
-            x.Change() if placement is None else self._placement_change(job, placement, next_token, now_ms)
-        )
-        change.set(updated_at=now_ms, **fields)
-        change.condition_values[":version"] = job.version
-        if "payload" in fields and fields.get("payload_stored_apart"):
-            # A large payload lives in its own item: it and the job change together or not at all.
-            change.remove("payload")
-            return self._write_with_payload(job, change, fields["payload"])
-        try:
-            return self._write(job.id, change, x.AT_VERSION)
-        except StaleDelivery as exc:
-            raise Conflict(f"job '{job.id}' changed while being updated; try again") from exc
-
-    def _write_with_payload(self, job: Job, change: x.Change, payload_json: str) -> Job:
-        update = {"TableName": self._table, "Key": items.job_key(job.id), **change.request(x.AT_VERSION)}
-        payload = items.serialize({c.PARTITION_KEY: items.job_pk(job.id), c.SORT_KEY: items.PAYLOAD_SK})
-        payload["payload"] = {"S": payload_json}
-        try:
-            self._client.transact_write_items(
-                TransactItems=[{"Update": update}, {"Put": {"TableName": self._table, "Item": payload}}]  # type: ignore[typeddict-item]
-            )
-        except ClientError as exc:
-            raise Conflict(f"job '{job.id}' changed while being updated; try again") from exc
-        return self.get(job.id)
-
-    def _now(self) -> int:
-        return self._clock.now_ms()
-
-    # --- helpers --------------------------------------------------------------------------------
-
-    def _finish(
-        self,
-        job: Job,
-        token: str,
-        placement: Placement,
-        run: RunSummary,
-        next_token: str | None,
-        condition: str = x.all_of(x.IS_RUNNING, x.HOLDS_TOKEN),
-    ) -> Job:
-        now_ms = self._clock.now_ms()
-        change = self._placement_change(job, placement, next_token, now_ms)
-        change.set(last_run=run.model_dump_json(exclude_none=True), cancel_requested=None)
-        change.condition_values.update({":token": token, **_statuses()})
-        return self._write(job.id, change, condition)
-
-    def _placement_change(
-        self, job: Job, placement: Placement, next_token: str | None, now_ms: int
-    ) -> x.Change:
-        change = x.Change().set(
-            status=placement.status,
-            attempt=placement.attempt,
-            scheduled_at=placement.scheduled_at,
-            due_at=placement.due_at,
-            updated_at=now_ms,
-            worker=None,
-            started_at=None,
-        )
-        if placement.clear_deferred:
-            change.remove("deferred_at")
-        if next_token is not None and placement.due_at is not None:
-            lease_until = self._lease_until(job, placement.due_at, now_ms)
-            change.set(status=JobStatus.QUEUED, token=next_token, lease_until=lease_until)
-            change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until))
-        elif placement.due_at is not None:
-            change.set(token=None, lease_until=None)
-            change.set(**items.due_attributes(job.priority, job.id, placement.status, placement.due_at))
-        else:
-            change.remove("token", "lease_until", c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE)
-        return change
-
-    def _lease_until(self, job: Job, due_at: int, now_ms: int) -> int:
-        return max(due_at, now_ms) + lease_seconds(job.retry.timeout_seconds) * SECOND_MS
-
-    def _write(self, job_id: str, change: x.Change, condition: str) -> Job:
-        request = change.request(condition)
-        try:
-            response = _retry_conflicts(
-                lambda: self._client.update_item(
-                    TableName=self._table,
-                    Key=items.job_key(job_id),
-                    ReturnValues="ALL_NEW",
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                    **request,
-                )
-            )
-        except ClientError as exc:
-            if not _is_condition_failure(exc):
-                raise
-            current: Any = exc.response.get("Item")
-            raise StaleDelivery(f"job '{job_id}' changed under us", current=current) from exc
-        return items.item_to_job(response["Attributes"])
-
-
-def _statuses() -> dict[str, str]:
-    return {f":{name}": value for name, value in _STATUS_VALUES.items()}
-
-
-def _retry_conflicts(call: Callable[[], T]) -> T:
-    """Runs a conditional write again after a TransactionConflict: the write did not apply, so it is
-    safe to repeat, and the SDK does not retry that code by itself."""
-    for attempt in range(CONFLICT_RETRIES):
-        try:
-            return call()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "TransactionConflictException":
-                raise
-            if attempt == CONFLICT_RETRIES - 1:
-                raise
-            time.sleep(CONFLICT_BACKOFF_SECONDS * 2**attempt * random.uniform(0.5, 1.5))
-    raise AssertionError("unreachable")
-
-
-def _is_condition_failure(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+def _names_job(found: Item, job_id: str) -> bool:
+    return bool(found.get("job_id", {}).get("S") == job_id)
 
 
 __all__ = ["DueRow", "IdempotencyRecord", "JobStore", "new_token"]

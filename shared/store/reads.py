@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from shared import constants as c
 from shared.clock import Clock
 from shared.errors import InvalidInput, JobNotFound
-from shared.models import Job, Run
+from shared.models import Job, Run, RunSummary
 from shared.store import items
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ class DueRow:
 
     job_id: str
     due_key: str
+    sort_key: str = items.JOB_SK  # the job itself, or an owed alert of one of its occurrences
 
     @property
     def due_at(self) -> int:
@@ -34,6 +35,10 @@ class DueRow:
     @property
     def is_lease(self) -> bool:
         return items.parse_due_key(self.due_key)[1] == items.LEASE_KIND
+
+    @property
+    def is_alert(self) -> bool:
+        return items.parse_due_key(self.due_key)[1] == items.ALERT_KIND
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,12 @@ class StoreReads:
             raise JobNotFound(f"job '{job_id}' not found")
         return items.item_to_job(response["Item"])
 
+    def owed_alert(self, job_id: str, sort_key: str) -> RunSummary | None:
+        """The dead run whose alert is still owed, or None when it was sent meanwhile."""
+        key = {c.PARTITION_KEY: {"S": items.job_pk(job_id)}, c.SORT_KEY: {"S": sort_key}}
+        item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+        return items.item_to_alert(item) if item else None
+
     def load_payload(self, job: Job) -> Any:
         """The payload, from its own item when it was too large to keep on the job."""
         if not job.payload_stored_apart:
@@ -79,7 +90,7 @@ class StoreReads:
         for page in pages:
             for item in page["Items"]:
                 job_id = item[c.PARTITION_KEY]["S"].removeprefix("JOB#")
-                yield DueRow(job_id, item[c.DUE_KEY_ATTRIBUTE]["S"])
+                yield DueRow(job_id, item[c.DUE_KEY_ATTRIBUTE]["S"], item[c.SORT_KEY]["S"])
 
     def list_jobs(self, limit: int, next_token: str | None, keep: Any = None, max_reads: int = 1000) -> Page:
         """Newest first, filtered by `keep(job)`; reads at most `max_reads` index rows per call, so

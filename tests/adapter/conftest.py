@@ -28,7 +28,7 @@ class TargetLog:
     calls: list[Delivery] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)
 
-    def __call__(self, job: Job, delivery: Delivery) -> None:
+    def __call__(self, job: Job, delivery: Delivery, limit_seconds: float = 0.0) -> None:
         self.calls.append(delivery)
         if self.failures.get(job.id, 0) > 0:
             self.failures[job.id] -= 1

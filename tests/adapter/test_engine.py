@@ -128,7 +128,7 @@ def test_an_occurrence_before_the_next_tick_is_dispatched_by_the_completion(engi
 def test_a_worker_that_vanished_loses_its_lease_and_the_tick_reclaims(engine: Engine) -> None:
     job_id = create(engine, max_retries=1)
     [message] = engine.receive()
-    engine.store.fence(message.job_id, message.token, "crashed-worker", engine.clock.now_ms(), None)
+    engine.store.fence(message.job_id, message.token, "crashed-worker", engine.clock.now_ms())
 
     engine.clock.advance(c.LEASE_CHUNK_SECONDS + c.LEASE_MARGIN_SECONDS + 1)
     report = engine.scheduler.tick()

@@ -9,7 +9,7 @@ import pytest
 
 from shared import constants as c
 from shared.errors import Conflict, StaleDelivery
-from shared.lifecycle import Placement
+from shared.lifecycle import Placement, on_cancel, on_pause
 from shared.models import JobStatus, Run, RunStatus, RunSummary
 from shared.store import DueRow, IdempotencyRecord, new_token
 from tests.adapter.conftest import Engine
@@ -76,20 +76,20 @@ def test_fence_runs_only_the_current_token(engine: Engine) -> None:
     assert token is not None
     before = engine.store.get(job_id)
     with pytest.raises(StaleDelivery):
-        engine.store.fence(job_id, "not-the-token", "w", engine.clock.now_ms(), None)
+        engine.store.fence(job_id, "not-the-token", "w", engine.clock.now_ms())
     _unchanged(engine, job_id, before)
 
-    running = engine.store.fence(job_id, token, "w", engine.clock.now_ms(), None)
+    running = engine.store.fence(job_id, token, "w", engine.clock.now_ms())
     assert (running.status, running.attempt, running.worker) == (JobStatus.RUNNING, 1, "w")
     with pytest.raises(StaleDelivery):
-        engine.store.fence(job_id, token, "w2", engine.clock.now_ms(), None)
+        engine.store.fence(job_id, token, "w2", engine.clock.now_ms())
 
 
 def test_heartbeat_extends_only_a_lease_still_held(engine: Engine) -> None:
     job_id = create(engine)
     token = engine.store.get(job_id).token
     assert token is not None
-    engine.store.fence(job_id, token, "w", engine.clock.now_ms(), None)
+    engine.store.fence(job_id, token, "w", engine.clock.now_ms())
     later = engine.clock.now_ms() + 999 * SECOND
 
     assert engine.store.heartbeat(job_id, token, later, engine.clock.now_ms()).lease_until == later
@@ -104,11 +104,11 @@ def test_complete_and_fail_refuse_a_zombie(engine: Engine) -> None:
     job_id = create(engine)
     job = engine.store.get(job_id)
     assert job.token is not None
-    running = engine.store.fence(job_id, job.token, "w", engine.clock.now_ms(), None)
+    running = engine.store.fence(job_id, job.token, "w", engine.clock.now_ms())
     run = RunSummary(scheduled_at=0, attempt=1, status=RunStatus.SUCCEEDED)
     done = Placement(JobStatus.SUCCEEDED, running.scheduled_at, None, 1)
 
-    for write in (engine.store.complete, engine.store.fail, engine.store.kill):
+    for write in (engine.store.complete, engine.store.fail):
         with pytest.raises(StaleDelivery):
             write(running, "zombie", done, run, None)
     _unchanged(engine, job_id, running)
@@ -120,16 +120,28 @@ def test_complete_and_fail_refuse_a_zombie(engine: Engine) -> None:
         engine.store.complete(running, job.token, done, run, None)
 
 
-def test_reclaim_needs_an_expired_lease(engine: Engine) -> None:
+def test_reclaim_needs_an_expired_lease_and_the_index_row_it_read(engine: Engine) -> None:
     job_id = create(engine)
-    job = engine.store.get(job_id)
+    queued = engine.store.get(job_id)
+    assert queued.token is not None
+    job = engine.store.fence(job_id, queued.token, "w", engine.clock.now_ms())
     row = _row(engine, job_id)
+    run = RunSummary(scheduled_at=0, attempt=1, status=RunStatus.LOST)
+    retry = Placement(JobStatus.FAILED, job.scheduled_at, engine.clock.now_ms(), 1)
     with pytest.raises(StaleDelivery):
-        engine.store.reclaim(job, row.due_key, new_token(), engine.clock.now_ms())
+        engine.store.reclaim(job, row.due_key, retry, run, new_token())
     _unchanged(engine, job_id, job)
 
-    after_lease = row.due_at + 1
-    reclaimed = engine.store.reclaim(job, row.due_key, new_token(), after_lease)
+    engine.clock.set(row.due_at + 1)
+    beaten = engine.store.heartbeat(job_id, queued.token, row.due_at + 10**6, row.due_at)
+    with pytest.raises(StaleDelivery):  # a heartbeat landed after the tick read the row
+        engine.store.reclaim(job, row.due_key, retry, run, new_token())
+    _unchanged(engine, job_id, beaten)
+
+    row = _row(engine, job_id)
+    engine.clock.set(row.due_at + 1)
+    retry = Placement(JobStatus.FAILED, job.scheduled_at, engine.clock.now_ms(), 1)
+    reclaimed = engine.store.reclaim(beaten, row.due_key, retry, run, new_token())
     assert reclaimed.status is JobStatus.QUEUED and reclaimed.token != job.token
 
 
@@ -162,13 +174,13 @@ def test_create_with_an_idempotency_key_creates_one_job(engine: Engine) -> None:
 def test_api_changes_are_conditional_on_the_version_read(engine: Engine) -> None:
     job_id = create(engine, schedule="rate(1 hour)")
     job = engine.store.get(job_id)
-    engine.store.pause(job)
+    engine.store.pause(job, on_pause(job))
 
-    with pytest.raises(Conflict):
-        engine.store.cancel(job)  # read before the pause: its version is stale
+    with pytest.raises(StaleDelivery):
+        engine.store.cancel(job, on_cancel(job))  # read before the pause: its version is stale
     paused = engine.store.get(job_id)
     assert paused.paused and _index_rows(engine) == []
-    cancelled = engine.store.cancel(paused)
+    cancelled = engine.store.cancel(paused, on_cancel(paused))
     assert cancelled.status is JobStatus.CANCELLED
 
 
@@ -177,7 +189,8 @@ def test_a_create_that_stopped_after_its_reservation_is_finished_by_the_retry(en
     record = IdempotencyRecord("key-2", "hash-a", "first-id", engine.clock.now_ms() // 1000 + 60)
     assert engine.store._reserve(record)  # the first attempt died here, before writing its job
 
-    job, created = engine.store.create(template.model_copy(update={"id": "retry-id"}), record)
+    retry = IdempotencyRecord("key-2", "hash-a", "retry-id", record.expires_at)
+    job, created = engine.store.create(template.model_copy(update={"id": "retry-id"}), retry)
 
     assert (job.id, created) == ("first-id", True)
     assert engine.store.get("first-id").id == "first-id"
@@ -200,13 +213,13 @@ def test_a_transaction_conflict_is_retried_because_the_write_did_not_apply(engin
         return None
 
     engine.store._client.meta.events.register("before-send.dynamodb", conflict_twice)
-    running = engine.store.fence(job_id, token, "w", engine.clock.now_ms(), None)
+    running = engine.store.fence(job_id, token, "w", engine.clock.now_ms())
 
     assert len(conflicts) == 2
     assert running.status is JobStatus.RUNNING and running.attempt == 1
 
 
-def test_skip_needs_the_queued_token(engine: Engine) -> None:
+def test_catch_up_needs_the_queued_token(engine: Engine) -> None:
     job_id = create(engine, schedule="rate(1 hour)")
     row = _row(engine, job_id)
     queued = engine.store.claim(row, new_token(), engine.clock.now_ms())
@@ -215,9 +228,9 @@ def test_skip_needs_the_queued_token(engine: Engine) -> None:
     placement = Placement(JobStatus.PENDING, nxt, nxt, 0)
 
     with pytest.raises(StaleDelivery):
-        engine.store.skip(queued, "not-the-token", placement, None)
+        engine.store.catch_up(queued, "not-the-token", placement, None)
     _unchanged(engine, job_id, queued)
-    skipped = engine.store.skip(queued, queued.token, placement, None)
+    skipped = engine.store.catch_up(queued, queued.token, placement, None)
     assert (skipped.status, skipped.scheduled_at, skipped.token) == (JobStatus.PENDING, nxt, None)
 
 
@@ -225,7 +238,7 @@ def test_skip_needs_the_queued_token(engine: Engine) -> None:
 def test_every_api_change_refuses_a_stale_version(engine: Engine, change: str) -> None:
     job_id = create(engine, schedule="rate(1 hour)")
     stale = engine.store.get(job_id)
-    engine.store.pause(stale)  # someone else's change: the version moves on
+    engine.store.pause(stale, on_pause(stale))  # someone else's change: the version moves on
     current = engine.store.get(job_id)
     now = engine.clock.now_ms()
     placement = Placement(JobStatus.PENDING, now, now + 3600 * SECOND, 0)
@@ -236,6 +249,6 @@ def test_every_api_change_refuses_a_stale_version(engine: Engine, change: str) -
         "update": lambda: engine.store.update(stale, {"name": "renamed"}, None, None),
     }
 
-    with pytest.raises(Conflict):
+    with pytest.raises(StaleDelivery):
         writes[change]()
     _unchanged(engine, job_id, current)

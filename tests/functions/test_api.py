@@ -300,7 +300,7 @@ def test_patch_while_running_is_a_conflict(env: Resources, api: Api, dynamodb: A
     store = JobStore(dynamodb, env.table_name, SystemClock())
     token = store.get(job["id"]).token
     assert token is not None
-    store.fence(job["id"], token, "worker-1", SystemClock().now_ms(), None)
+    store.fence(job["id"], token, "worker-1", SystemClock().now_ms())
     before = stored()
 
     answer = api("PATCH", f"/jobs/{job['id']}", {"name": "later"})
@@ -369,7 +369,7 @@ def test_trigger_runs_now_unless_cancelled(api: Api, stored: Any) -> None:
 
     assert (triggered.status, triggered.body["status"]) == (200, "queued")
     assert refused.status == 409
-    assert refused.body["message"] == f"job '{other['id']}' is cancelled"
+    assert refused.body["message"] == f"job '{other['id']}' is cancelled; create a new job to run it again"
     assert stored() == before
 
 

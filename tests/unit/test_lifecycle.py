@@ -11,11 +11,13 @@ from shared import constants as c
 from shared.lifecycle import (
     Placement,
     after_failure,
-    after_lease_expired,
+    after_lost,
     after_success,
-    is_skipped_misfire,
+    catch_up,
+    caught_up,
+    next_occurrence,
 )
-from shared.models import Job, JobStatus, RetryPolicy
+from shared.models import Job, JobStatus, OverlapPolicy, RetryPolicy
 from shared.schedules import MisfirePolicy
 from shared.targets.models import PythonTarget
 
@@ -38,70 +40,115 @@ def job(**fields: Any) -> Job:
 
 
 def test_a_one_off_success_is_terminal() -> None:
-    assert after_success(job(), T0 + 5) == Placement(JobStatus.SUCCEEDED, T0, None, 1)
+    assert after_success(job(), T0 + 5, T0) == Placement(JobStatus.SUCCEEDED, T0, None, 1)
 
 
 def test_a_recurring_success_moves_to_the_next_occurrence() -> None:
-    placement = after_success(job(schedule="rate(5 minutes)"), T0 + 5)
+    placement = after_success(job(schedule="rate(5 minutes)"), T0 + 5, T0)
     assert placement == Placement(JobStatus.PENDING, T0 + 5 * MINUTE, T0 + 5 * MINUTE, 0)
 
 
-def test_overlapping_occurrences_are_skipped_by_default() -> None:
-    # The 1-minute job ran for 3.5 minutes. The occurrences at +1 and +2 min are overlaps, dropped;
-    # +3 min is 30 s ago, inside the 60 s misfire grace, so it still runs (late) rather than vanish.
-    placement = after_success(job(schedule="rate(1 minute)"), T0 + 3 * MINUTE + 30_000)
-    assert placement.scheduled_at == T0 + 3 * MINUTE
+# Misfire and overlap, one row per case of docs/design.md: a rate(1 minute) job whose occurrence at
+# T0 started at `started` and ended at `ended`; the next occurrence it runs.
+@pytest.mark.parametrize(
+    ("overlap", "misfire", "started", "ended", "expected"),
+    [
+        # on time and quick: the next instant, whatever the policies
+        (OverlapPolicy.SKIP, MisfirePolicy.RUN_ONCE, T0, T0 + 5_000, T0 + MINUTE),
+        (OverlapPolicy.BUFFER, MisfirePolicy.RUN_ALL, T0, T0 + 5_000, T0 + MINUTE),
+        # ran 3.5 minutes: skip drops the three that fell due meanwhile
+        (OverlapPolicy.SKIP, MisfirePolicy.RUN_ONCE, T0, T0 + 210_000, T0 + 4 * MINUTE),
+        (OverlapPolicy.SKIP, MisfirePolicy.RUN_ALL, T0, T0 + 210_000, T0 + 4 * MINUTE),
+        # ...buffer keeps them, under the misfire policy (missed: more than 60 s late at the end)
+        (OverlapPolicy.BUFFER, MisfirePolicy.RUN_ALL, T0, T0 + 210_000, T0 + MINUTE),
+        (OverlapPolicy.BUFFER, MisfirePolicy.RUN_ONCE, T0, T0 + 210_000, T0 + 2 * MINUTE),
+        (OverlapPolicy.BUFFER, MisfirePolicy.SKIP, T0, T0 + 210_000, T0 + 3 * MINUTE),
+        # started 10.5 minutes late (downtime): the ten missed before it started are misfires
+        (OverlapPolicy.SKIP, MisfirePolicy.RUN_ALL, T0 + 630_000, T0 + 631_000, T0 + MINUTE),
+        (OverlapPolicy.SKIP, MisfirePolicy.RUN_ONCE, T0 + 630_000, T0 + 631_000, T0 + 9 * MINUTE),
+        (OverlapPolicy.SKIP, MisfirePolicy.SKIP, T0 + 630_000, T0 + 631_000, T0 + 10 * MINUTE),
+    ],
+)
+def test_the_next_occurrence_follows_overlap_then_misfire(
+    overlap: OverlapPolicy, misfire: MisfirePolicy, started: int, ended: int, expected: int
+) -> None:
+    recurring = job(schedule="rate(1 minute)", overlap_policy=overlap, misfire_policy=misfire)
+    assert next_occurrence(recurring, started, ended) == expected
+
+
+# A claimed occurrence missed by more than the grace (rate(5 minutes), claimed 12 minutes late).
+@pytest.mark.parametrize(
+    ("misfire", "expected"),
+    [
+        (MisfirePolicy.RUN_ALL, T0),  # each missed one runs, oldest first
+        (MisfirePolicy.RUN_ONCE, T0 + 10 * MINUTE),  # the latest one due by now, once
+        (MisfirePolicy.SKIP, T0 + 15 * MINUTE),  # none of them: the first not missed, ahead
+    ],
+)
+def test_a_missed_occurrence_is_caught_up_by_its_misfire_policy(
+    misfire: MisfirePolicy, expected: int
+) -> None:
+    waiting = job(status=JobStatus.QUEUED, attempt=0, schedule="rate(5 minutes)", misfire_policy=misfire)
+    assert catch_up(waiting, T0 + 12 * MINUTE) == expected
+
+
+def test_an_occurrence_within_the_grace_is_not_missed() -> None:
+    waiting = job(
+        status=JobStatus.QUEUED, attempt=0, schedule="rate(5 minutes)", misfire_policy=MisfirePolicy.SKIP
+    )
+    assert catch_up(waiting, T0 + c.MISFIRE_GRACE_SECONDS * 1000) == T0
+    assert caught_up(waiting, T0 + c.MISFIRE_GRACE_SECONDS * 1000) is None
 
 
 def test_a_failure_with_retries_left_waits_its_backoff() -> None:
-    placement = after_failure(job(retry=RetryPolicy(backoff=(5, 30))), T0, random.Random(1))
+    placement = after_failure(job(retry=RetryPolicy(backoff=(5, 30))), T0, T0, random.Random(1))
     assert placement.status is JobStatus.FAILED
     assert placement.due_at is not None and T0 + 4_500 <= placement.due_at <= T0 + 5_500
 
 
-def test_the_last_failure_kills_a_one_off() -> None:
-    dead = after_failure(job(attempt=3, retry=RetryPolicy(max_retries=2)), T0)
-    assert dead == Placement(JobStatus.DEAD, T0, None, 3)
+def test_a_retry_never_starts_before_the_call_it_replaces_can_have_ended() -> None:
+    placement = after_failure(job(retry=RetryPolicy(backoff=(5,))), T0, T0, None, not_before=T0 + 900_000)
+    assert placement.due_at == T0 + 900_000
+
+
+def test_the_last_failure_kills_a_one_off_and_owes_an_alert() -> None:
+    dead = after_failure(job(attempt=3, retry=RetryPolicy(max_retries=2)), T0, T0)
+    assert dead == Placement(JobStatus.DEAD, T0, None, 3, alert=True)
 
 
 def test_a_dead_recurring_occurrence_still_moves_on() -> None:
-    placement = after_failure(job(attempt=6, schedule="rate(1 hour)"), T0 + 1)
-    assert (placement.status, placement.scheduled_at) == (JobStatus.PENDING, T0 + 60 * MINUTE)
+    placement = after_failure(job(attempt=6, schedule="rate(1 hour)"), T0 + 1, T0)
+    assert (placement.status, placement.scheduled_at, placement.alert) == (
+        JobStatus.PENDING,
+        T0 + 60 * MINUTE,
+        True,
+    )
 
 
-def test_a_cancel_requested_while_running_lands_on_completion() -> None:
-    placement = after_success(job(schedule="rate(1 hour)", cancel_requested=True), T0)
-    assert (placement.status, placement.due_at) == (JobStatus.CANCELLED, None)
+def test_a_cancel_requested_while_running_lands_on_completion_or_failure() -> None:
+    for end in (after_success(job(schedule="rate(1 hour)", cancel_requested=True), T0, T0),
+                after_failure(job(cancel_requested=True), T0, T0)):  # fmt: skip
+        assert (end.status, end.due_at, end.alert) == (JobStatus.CANCELLED, None, False)
 
 
 def test_a_paused_job_leaves_the_index_after_its_attempt() -> None:
-    placement = after_success(job(schedule="rate(1 hour)", paused=True), T0)
+    placement = after_success(job(schedule="rate(1 hour)", paused=True), T0, T0)
     assert (placement.status, placement.due_at) == (JobStatus.PENDING, None)
 
 
+def test_a_pause_holds_a_retry_without_spending_it() -> None:
+    placement = after_failure(job(schedule="rate(1 hour)", paused=True), T0, T0)
+    assert (placement.status, placement.due_at, placement.attempt) == (JobStatus.FAILED, None, 1)
+
+
 def test_a_triggered_run_resumes_the_schedule_where_it_was() -> None:
-    placement = after_success(job(schedule="rate(1 hour)", deferred_at=T0 + 30 * MINUTE), T0)
+    placement = after_success(job(schedule="rate(1 hour)", deferred_at=T0 + 30 * MINUTE), T0, T0)
     assert placement == Placement(JobStatus.PENDING, T0 + 30 * MINUTE, T0 + 30 * MINUTE, 0, True)
 
 
-def test_a_lost_attempt_is_counted_and_the_last_one_dies() -> None:
-    assert after_lease_expired(job(attempt=1), T0).status is JobStatus.PENDING
-    assert after_lease_expired(job(attempt=6), T0).status is JobStatus.DEAD
-    assert after_lease_expired(job(status=JobStatus.QUEUED, attempt=6), T0).status is JobStatus.PENDING
-
-
-@pytest.mark.parametrize(
-    ("late_by_ms", "policy", "skipped"),
-    [
-        (c.MISFIRE_GRACE_SECONDS * 1000 + 1, MisfirePolicy.SKIP, True),
-        (c.MISFIRE_GRACE_SECONDS * 1000 - 1, MisfirePolicy.SKIP, False),
-        (10 * MINUTE, MisfirePolicy.RUN_ONCE, False),
-        (10 * MINUTE, MisfirePolicy.RUN_ALL, False),
-    ],
-)
-def test_misfires_follow_the_policy(late_by_ms: int, policy: MisfirePolicy, skipped: bool) -> None:
-    waiting = job(status=JobStatus.QUEUED, attempt=0, schedule="rate(1 hour)", misfire_policy=policy)
-    assert is_skipped_misfire(waiting, T0 + late_by_ms) is skipped
+def test_a_lost_attempt_retries_at_once_and_the_last_one_dies() -> None:
+    assert after_lost(job(attempt=1), T0) == Placement(JobStatus.FAILED, T0, T0, 1)
+    assert after_lost(job(attempt=6), T0).status is JobStatus.DEAD
 
 
 def test_dispatch_happens_only_inside_the_horizon() -> None:

@@ -1,0 +1,229 @@
+"""Where a job goes after each event: pure functions of the job as read and `now`.
+
+The store applies a Placement with one conditional write (its row in the table says which); when
+that write finds the job changed by a user action, the caller decides again from the job as it now is.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from shared import constants as c
+from shared.backoff import retry_delay_seconds
+from shared.errors import Conflict
+from shared.models import IN_FLIGHT, Job, JobStatus, OverlapPolicy
+from shared.schedules import MisfirePolicy, following_occurrence, parse_schedule
+
+SECOND_MS = 1000
+GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND_MS
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A job's next state. `due_at` None keeps it out of the due index (terminal, paused).
+
+    `alert` marks the end of an occurrence as DEAD: the write that applies it records an owed alert.
+    """
+
+    status: JobStatus
+    scheduled_at: int | None
+    due_at: int | None
+    attempt: int
+    clear_deferred: bool = False
+    alert: bool = False
+
+    def dispatches_now(self, now_ms: int) -> bool:
+        """True when the due time falls before the next tick: the writer dispatches it itself."""
+        return (
+            self.status in (JobStatus.PENDING, JobStatus.FAILED)
+            and self.due_at is not None
+            and self.due_at <= now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
+        )
+
+
+# --- an attempt ends -----------------------------------------------------------------------------
+
+
+def after_success(job: Job, now_ms: int, started_ms: int) -> Placement:
+    """The next occurrence, SUCCEEDED for a one-off, CANCELLED when a cancel was asked meanwhile."""
+    return _move_on(job, now_ms, started_ms, JobStatus.SUCCEEDED)
+
+
+def after_failure(
+    job: Job, now_ms: int, started_ms: int, rng: random.Random | None = None, not_before: int = 0
+) -> Placement:
+    """A retry after the backoff (never before `not_before`) while attempts remain; else the
+    occurrence ends DEAD. A cancel asked meanwhile ends it CANCELLED; a pause holds the retry."""
+    if job.cancel_requested or is_dead(job):
+        return _move_on(job, now_ms, started_ms, JobStatus.DEAD)
+    due = max(
+        now_ms + round(retry_delay_seconds(job.retry.backoff, job.attempt, rng) * SECOND_MS), not_before
+    )
+    return Placement(JobStatus.FAILED, job.scheduled_at, None if job.paused else due, job.attempt)
+
+
+def after_lost(job: Job, now_ms: int) -> Placement:
+    """A running attempt whose worker vanished: retried at once (the attempt was counted at its fence)."""
+    started = job.started_at or now_ms
+    if job.cancel_requested or is_dead(job):
+        return _move_on(job, now_ms, started, JobStatus.DEAD)
+    return Placement(JobStatus.FAILED, job.scheduled_at, None if job.paused else now_ms, job.attempt)
+
+
+def is_dead(job: Job) -> bool:
+    """True when the attempts of the current occurrence are used up."""
+    return job.attempt > job.retry.max_retries
+
+
+def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
+    alert = outcome is JobStatus.DEAD and not job.cancel_requested
+    if job.cancel_requested:
+        return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, clear_deferred=True)
+    if job.deferred_at is not None:
+        # A triggered extra run is over: the schedule resumes where it was.
+        due = _unless_paused(job, job.deferred_at)
+        return Placement(JobStatus.PENDING, job.deferred_at, due, 0, clear_deferred=True, alert=alert)
+    following = next_occurrence(job, started_ms, now_ms)
+    if following is None:
+        return Placement(outcome, job.scheduled_at, None, job.attempt, alert=alert)
+    return Placement(JobStatus.PENDING, following, _unless_paused(job, following), 0, alert=alert)
+
+
+def _unless_paused(job: Job, due_at: int) -> int | None:
+    return None if job.paused else due_at
+
+
+# --- occurrences: misfire and overlap ------------------------------------------------------------
+
+
+def next_occurrence(job: Job, started_ms: int, now_ms: int) -> int | None:
+    """The occurrence after the current one, which started at `started_ms` and ended at `now_ms`.
+
+    Occurrences that fell due while it ran are overlaps: `skip` drops them, `buffer` keeps them
+    under the misfire policy. Those already due before it started are misfires (it started late):
+    the misfire policy alone decides them. None when the schedule has no more.
+    """
+    if not job.is_recurring or job.schedule is None or job.scheduled_at is None:
+        return None
+    policy = MisfirePolicy(job.misfire_policy)
+    if job.overlap_policy is OverlapPolicy.BUFFER:
+        return _following(job, now_ms, policy, GRACE_MS)
+    before_start = _following(job, started_ms, policy, GRACE_MS)
+    if before_start is not None and before_start <= started_ms:
+        return before_start
+    return _following(job, now_ms, MisfirePolicy.SKIP, 0)
+
+
+def catch_up(job: Job, now_ms: int) -> int | None:
+    """The occurrence to run instead of the current one when it is missed (more than the grace late):
+    run_all keeps it, run_once takes the latest one due by now, skip the first one not missed (which
+    may lie ahead). None when skip finds the schedule ended. A retry or a triggered run is kept."""
+    scheduled = job.scheduled_at
+    policy = MisfirePolicy(job.misfire_policy)
+    if not job.is_recurring or scheduled is None or job.attempt or job.deferred_at is not None:
+        return scheduled
+    if scheduled >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
+        return scheduled
+    if policy is MisfirePolicy.SKIP:
+        return _following(job, now_ms, MisfirePolicy.SKIP, GRACE_MS)
+    latest = _following(job, now_ms, MisfirePolicy.RUN_ONCE, 0)
+    return latest if latest is not None and latest <= now_ms else scheduled
+
+
+def caught_up(job: Job, now_ms: int) -> Placement | None:
+    """Where a just-claimed job goes when its occurrence was missed; None to run it as it is."""
+    target = catch_up(job, now_ms)
+    if target == job.scheduled_at:
+        return None
+    if target is None:
+        return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
+    return Placement(JobStatus.PENDING, target, max(target, now_ms), 0)
+
+
+def _following(job: Job, now_ms: int, policy: MisfirePolicy, grace_ms: int) -> int | None:
+    assert job.schedule is not None and job.scheduled_at is not None
+    schedule = parse_schedule(job.schedule, job.timezone)
+    return following_occurrence(
+        schedule, job.scheduled_at, now_ms, policy, job.start_at, job.end_at, grace_ms
+    )
+
+
+# --- what the user asks --------------------------------------------------------------------------
+
+
+def on_cancel(job: Job) -> Placement | None:
+    """CANCELLED at once; None while an attempt runs: the flag ends it when the attempt settles."""
+    if job.status is JobStatus.RUNNING:
+        return None
+    return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, clear_deferred=True)
+
+
+def on_pause(job: Job) -> Placement | None:
+    """Out of the due index; a queued message is dropped at its fence (a triggered extra run with
+    it). None when only the flag changes: a running attempt finishes, a finished job stays so."""
+    if job.status in (JobStatus.PENDING, JobStatus.FAILED):
+        return Placement(job.status, job.scheduled_at, None, job.attempt)
+    if job.status is JobStatus.QUEUED:
+        if job.deferred_at is not None:
+            return Placement(JobStatus.PENDING, job.deferred_at, None, 0, clear_deferred=True)
+        return Placement(_waiting_status(job), job.scheduled_at, None, job.attempt)
+    return None
+
+
+def on_resume(job: Job, now_ms: int) -> Placement | None:
+    """Back into the due index: a held retry runs now, a missed occurrence as its misfire policy
+    says. None when only the flag changes (queued, running or finished)."""
+    if job.status is JobStatus.FAILED:
+        return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt)
+    if job.status is not JobStatus.PENDING:
+        return None
+    target = catch_up(job, now_ms)
+    if target is None:
+        return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
+    return Placement(JobStatus.PENDING, target, max(target, now_ms), job.attempt)
+
+
+def on_trigger(job: Job, now_ms: int) -> tuple[Placement, int | None]:
+    """One extra occurrence now, and where the schedule resumes after it. A pending retry runs now
+    instead. Raises Conflict when cancelled, or already queued or running."""
+    if job.status is JobStatus.CANCELLED:
+        raise Conflict(f"job '{job.id}' is cancelled; create a new job to run it again")
+    if job.status in IN_FLIGHT:
+        raise Conflict(f"job '{job.id}' is already {job.status.value}; trigger it after this attempt")
+    if job.status is JobStatus.FAILED:
+        return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt), None
+    deferred = job.scheduled_at if job.status is JobStatus.PENDING else None
+    return Placement(JobStatus.PENDING, now_ms, now_ms, 0), deferred
+
+
+def on_retry(job: Job, now_ms: int) -> Placement:
+    """A dead job's occurrence again, attempts reset, now. Raises Conflict unless dead."""
+    if job.status is not JobStatus.DEAD:
+        raise Conflict(f"job '{job.id}' is {job.status.value}, not dead; only dead jobs can be retried")
+    return Placement(JobStatus.PENDING, job.scheduled_at, now_ms, 0, clear_deferred=True)
+
+
+def timing_change_refusal(job: Job) -> str | None:
+    """Why a change of schedule or run time cannot apply to this job now, or None when it can.
+
+    A change takes effect from the next occurrence: a finished one-off or a cancelled job has none,
+    and a one-off retrying its only occurrence keeps it."""
+    if job.status is JobStatus.CANCELLED:
+        return f"job '{job.id}' is cancelled; create a new job instead"
+    if job.status is JobStatus.DEAD:
+        return f"job '{job.id}' is dead; retry it (POST /jobs/{job.id}/retry) or create a new job"
+    if job.status is JobStatus.SUCCEEDED:
+        return f"job '{job.id}' has finished; create a new job to run it again"
+    if job.attempt > 0 and not job.is_recurring:
+        return f"job '{job.id}' is retrying its run; change its timing after the retries end, or cancel it"
+    return None
+
+
+def replaces_occurrence(job: Job) -> bool:
+    """True when new timing moves the current occurrence: it has not run an attempt yet."""
+    return job.status in (JobStatus.PENDING, JobStatus.QUEUED) and job.attempt == 0
+
+
+def _waiting_status(job: Job) -> JobStatus:
+    return JobStatus.FAILED if job.attempt > 0 else JobStatus.PENDING
