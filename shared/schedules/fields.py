@@ -40,6 +40,7 @@ class FieldSpec:
 
     @property
     def last(self) -> int:
+        """The value after which a wrapping range continues at `low`."""
         return self.high if self.cycle_end is None else self.cycle_end
 
     @property
@@ -113,7 +114,7 @@ def _backwards(item: str, spec: FieldSpec, wrap: bool, parts: tuple[str, str, st
     if not spec.cyclic:
         advice = f"write the smaller {spec.name} first, as in {end}-{start}" + (f"/{step}" if step else "")
     elif step is None:
-        advice = f"write it as a list of two ranges: {_split(start, end, spec)}"
+        advice = f"write it as {_split(start, end, spec)}"
     else:
         # Where a step lands after the wrap is a guess either way, so the values are left to the user.
         advice = "write it as a list of two ranges, each with its own step"
@@ -136,7 +137,9 @@ def _split(start: str, end: str, spec: FieldSpec) -> str:
     def piece(first: int, last: int) -> str:
         return token(first) if first == last else f"{token(first)}-{token(last)}"
 
-    return f"{piece(low, max(low, spec.last))},{piece(spec.low, high)}"
+    if low > spec.last:  # plain cron's 7, Sunday again: the range starts over at 0
+        return piece(spec.low, high)
+    return f"{piece(low, spec.last)},{piece(spec.low, high)}"
 
 
 def value(token: str, spec: FieldSpec) -> int:

@@ -23,7 +23,6 @@ MAX_YEARS_BETWEEN_MATCHES = 40
 _LAST_YEAR = 9990
 _MINUTE = timedelta(minutes=1)
 _END_OF_DAY = time(23, 59)
-_GIVE_UP_AFTER = timedelta(days=366 * MAX_YEARS_BETWEEN_MATCHES)
 
 
 class WallClockSeries:
@@ -54,14 +53,16 @@ class WallClockSeries:
 
     def next_after(self, local: datetime) -> datetime | None:
         """The first matching local time strictly after `local`, or None when none is left."""
-        first_rejected: datetime | None = None
+        # Counted in years that had candidate days, not in elapsed time: a year field may skip
+        # a century between two years that both run.
+        years_without_a_match: set[int] = set()
         while (found := self._next_in_years(local)) is not None:
             if self._day_filter is None or self._day_filter(found.date()):
                 return found
-            # A candidate day that is not the one: none of its times match either.
-            first_rejected = first_rejected or found
-            if found - first_rejected > _GIVE_UP_AFTER:
+            years_without_a_match.add(found.year)
+            if len(years_without_a_match) > MAX_YEARS_BETWEEN_MATCHES:
                 return None
+            # A candidate day that is not the one: none of its times match either.
             local = datetime.combine(found.date(), _END_OF_DAY)
         return None
 

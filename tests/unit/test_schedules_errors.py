@@ -18,8 +18,7 @@ SCHEDULE_ERRORS = [
     ("*/0 * * * *", "cron expression '*/0 * * * *': minute step must be at least 1"),
     (
         "50-10 * * * *",
-        "cron expression '50-10 * * * *': minute range '50-10' goes backwards; "
-        "write it as a list of two ranges: 50-59,0-10",
+        "cron expression '50-10 * * * *': minute range '50-10' goes backwards; write it as 50-59,0-10",
     ),
     ("1,,2 * * * *", "cron expression '1,,2 * * * *': minute '' is not a number, name, range, step or list"),
     ("*-5 * * * *", "cron expression '*-5 * * * *': minute '*-5' is not a number, name, range, step or list"),

@@ -160,6 +160,8 @@ CALENDAR_DAYS = [
         "cron(0 9 29W 2 ? *)",
         ["2028-02-29T09:00:00Z", "2032-02-27T09:00:00Z", "2036-02-29T09:00:00Z", "2040-02-29T09:00:00Z"],
     ),
+    # Years a century apart: the search for the weekday nearest the 31st goes on to the next one.
+    ("cron(0 9 31W 1 ? */102)", ["2072-01-29T09:00:00Z", "2174-01-31T09:00:00Z"]),
     # A fifth Monday in February comes back after 28 years, or 40 across 2100 (not a leap year).
     (
         "cron(0 0 ? 2 2#5 *)",
@@ -215,17 +217,18 @@ REFUSED = [
     # crontab(5) has no wrapping ranges: the message spells out the list to write instead.
     (
         "0 9 * * SAT-SUN",
-        "day-of-week range 'SAT-SUN' goes backwards; write it as a list of two ranges: SAT,SUN",
+        "day-of-week range 'SAT-SUN' goes backwards; write it as SAT,SUN",
     ),
     (
         "0 9 * * fri-mon",
-        "day-of-week range 'fri-mon' goes backwards; write it as a list of two ranges: fri-sat,sun-mon",
+        "day-of-week range 'fri-mon' goes backwards; write it as fri-sat,sun-mon",
     ),
-    ("0 9 * * 5-0", "day-of-week range '5-0' goes backwards; write it as a list of two ranges: 5-6,0"),
-    ("0 22-2 * * *", "hour range '22-2' goes backwards; write it as a list of two ranges: 22-23,0-2"),
+    ("0 9 * * 5-0", "day-of-week range '5-0' goes backwards; write it as 5-6,0"),
+    ("0 9 * * 7-Mon", "day-of-week range '7-Mon' goes backwards; write it as 0-Mon"),
+    ("0 22-2 * * *", "hour range '22-2' goes backwards; write it as 22-23,0-2"),
     (
         "0 0 1 Nov-Feb *",
-        "month range 'Nov-Feb' goes backwards; write it as a list of two ranges: Nov-Dec,Jan-Feb",
+        "month range 'Nov-Feb' goes backwards; write it as Nov-Dec,Jan-Feb",
     ),
     (
         "0 22-2/2 * * *",
@@ -260,6 +263,7 @@ REFUSED = [
     ),
     ("cron(0 9 ? * WEDS *)", "day-of-week must be 1-7 or SUN-SAT"),
     ("cron(0 9 30W 2 ? *)", "never fires"),
+    ("cron(0 9 29W 2 ? 2025-2027)", "never fires"),
 ]
 
 
