@@ -1,8 +1,8 @@
 """Schedule expressions, time zones and the instants they produce.
 
-Every instant is UTC epoch milliseconds. Forms (API.md "schedule"): EventBridge
+Every instant is UTC epoch milliseconds. Forms (docs/schedules.md): EventBridge
 cron(m h dom mon dow year), plain five-field cron and @macros, rate(N unit) and
-at(YYYY-MM-DDThh:mm:ss), each read in an IANA time zone under the DST rule of API.md.
+at(YYYY-MM-DDThh:mm:ss), each read in an IANA time zone under the DST rule of docs/schedules.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The next UTC instant of a local-time series under the DST rule of API.md.
+"""The next UTC instant of a local-time series under the DST rule of docs/schedules.md.
 
 Every matching local time runs at its first placement (zones.place): itself, the first instant
 after a spring-forward gap (so several times in one gap run once), or the earlier instant of a

@@ -80,7 +80,7 @@ def following_occurrence(
 ) -> int | None:
     """The occurrence to run after the one scheduled at `previous_scheduled_ms`, given it is `now_ms`.
 
-    Computed from the previous scheduled time, not from when it ran (DESIGN.md invariant 9). An
+    Computed from the previous scheduled time, not from when it ran (docs/schedules.md). An
     occurrence is missed when earlier than now_ms - grace_ms. run_all: the next one even if
     missed; run_once: the latest missed one when any are missed, else the next; skip: the first
     one not missed. None when the schedule has no more within the window (at(), end_at passed).

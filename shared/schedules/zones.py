@@ -1,8 +1,8 @@
 """IANA time zones, and where a local wall-clock time falls in UTC.
 
-A local time is placed by the DST rule of API.md: a time that exists once is itself; a time in a
-spring-forward gap runs at the first instant after the gap; a time that a fall-back repeats has two
-instants, and the caller decides whether the second one counts.
+A local time is placed by the DST rule of docs/schedules.md: a time that exists once is itself; a
+time in a spring-forward gap runs at the first instant after the gap; a time that a fall-back
+repeats has two instants, and the caller decides whether the second one counts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The DST rule of API.md, zone by zone, with the expected UTC instants written out.
+"""The DST rule of docs/schedules.md, zone by zone, with the expected UTC instants written out.
 
 2026 transitions (UTC):
 - America/New_York: 8 Mar 07:00 (02:00 EST -> 03:00 EDT); 1 Nov 06:00 (02:00 EDT -> 01:00 EST).

@@ -257,7 +257,7 @@ def test_eventbridge_cron(expression: str, after: str, expected: list[str]) -> N
 
 
 def test_eventbridge_cron_is_read_in_its_time_zone() -> None:
-    # The example of API.md.
+    # The example of the API reference.
     assert runs("cron(0 9 * * ? *)", "2026-11-30T12:00:00Z", 1, "Europe/Berlin") == ["2026-12-01T08:00:00Z"]
     assert runs("0 9 * * *", "2026-06-30T12:00:00Z", 1, "Europe/Berlin") == ["2026-07-01T07:00:00Z"]
     assert runs("0 9 * * *", "2026-06-30T12:00:00Z", 1, "Asia/Kolkata") == ["2026-07-01T03:30:00Z"]

@@ -1,4 +1,4 @@
-"""Properties of next_runs and following_occurrence, checked against a brute-force reading of API.md.
+"""Properties of next_runs and following_occurrence, against a brute-force reading of docs/schedules.md.
 
 The reference walks UTC minute by minute and decides each one from the rule as written: a minute
 runs when its local time matches (the second pass of a repeated hour only when the hour field is
@@ -219,7 +219,7 @@ def test_rate_runs_are_evenly_spaced_in_elapsed_time(
 def reference_following(
     expression: str, timezone: str, previous: int, now: int, policy: MisfirePolicy, grace: int
 ) -> int | None:
-    """Walk every occurrence after `previous` one by one, then apply the policy as API.md words it."""
+    """Walk every occurrence after `previous` one by one, then apply the policy as the docs word it."""
     schedule = parse_schedule(expression, timezone)
     upcoming = schedule.next_after(previous)
     missed: list[int] = []
