@@ -7,6 +7,7 @@ call `reset()` to start over with new settings.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -14,11 +15,10 @@ import boto3
 from botocore.config import Config
 
 from functions.settings import Settings
-from shared import constants as c
 from shared.clock import SystemClock
 from shared.dispatch import Dispatcher
 from shared.store import JobStore
-from shared.targets import AwsClients
+from shared.targets import AwsClients, aws_client_config
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -31,11 +31,9 @@ T = TypeVar("T")
 _lock = threading.RLock()
 _caches: dict[Callable[[], Any], list[Any]] = {}
 
-# A synchronous Invoke lasts as long as the function runs, and botocore would retry a timed-out Invoke
-# by invoking the function again: a long read timeout and no retries (see shared.targets.AwsClients).
-_LAMBDA_CONFIG = Config(
-    read_timeout=c.WORKER_FUNCTION_TIMEOUT_SECONDS + 60, connect_timeout=10, retries={"total_max_attempts": 1}
-)
+# Targets' clients are keyed by service and limit; the limits users pick are few, and this bounds
+# the rest (a limit derived from a worker's remaining time) in a long-lived execution environment.
+_TARGET_CLIENTS_KEPT = 32
 _DEFAULT_CONFIG = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard"})
 
 
@@ -76,12 +74,7 @@ class Clients:
     def client(self, service: str) -> Any:
         with _lock:
             if service not in self._built:
-                config = _LAMBDA_CONFIG if service == "lambda" else _DEFAULT_CONFIG
-                self._built[service] = boto3.client(
-                    service,  # type: ignore[call-overload]
-                    endpoint_url=self._endpoint_url,
-                    config=config,
-                )
+                self._built[service] = _build(service, self._endpoint_url, _DEFAULT_CONFIG)
             return self._built[service]
 
     def dynamodb(self) -> DynamoDBClient:
@@ -93,13 +86,40 @@ class Clients:
         return client
 
 
+class TargetClients:
+    """What shared.targets.deliver calls for AWS targets: one client per service and limit, each
+    with timeouts and retries that fit its limit (shared.targets.aws_client_config)."""
+
+    def __init__(self, endpoint_url: str | None, kept: int = _TARGET_CLIENTS_KEPT) -> None:
+        self._endpoint_url = endpoint_url
+        self._kept = kept
+        self._built: OrderedDict[tuple[str, float], Any] = OrderedDict()
+
+    def client(self, service: str, timeout_seconds: float) -> Any:
+        key = (service, timeout_seconds)
+        with _lock:
+            if key in self._built:
+                self._built.move_to_end(key)
+            else:
+                config = aws_client_config(service, timeout_seconds)
+                self._built[key] = _build(service, self._endpoint_url, config)
+                while len(self._built) > self._kept:
+                    self._built.popitem(last=False)
+            return self._built[key]
+
+
+def _build(service: str, endpoint_url: str | None, config: Config) -> Any:
+    return boto3.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
+
+
 @lazy
 def clients() -> Clients:
     return Clients(settings())
 
 
+@lazy
 def aws_clients() -> AwsClients:
-    return clients()
+    return TargetClients(settings().endpoint_url)
 
 
 def own_queue_urls() -> frozenset[str]:

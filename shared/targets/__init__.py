@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from shared.targets import builtin_handlers as builtin_handlers  # registers noop and fail
 from shared.targets.dispatch import AwsClients, check_target, deliver
-from shared.targets.errors import TargetError
+from shared.targets.errors import TargetError, TargetTimedOut
 from shared.targets.models import (
     Delivery,
     EventBridgeTarget,
@@ -19,6 +19,7 @@ from shared.targets.models import (
     Target,
 )
 from shared.targets.registry import python_handler
+from shared.targets.timeouts import aws_client_config
 
 __all__ = [
     "AwsClients",
@@ -31,6 +32,8 @@ __all__ = [
     "SqsTarget",
     "Target",
     "TargetError",
+    "TargetTimedOut",
+    "aws_client_config",
     "check_target",
     "deliver",
     "python_handler",

@@ -8,9 +8,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
 
-from shared.targets.errors import TargetError
+from shared.targets.errors import TargetError, TargetTimedOut
 from shared.targets.models import Delivery, EventBridgeTarget, LambdaTarget, SnsTarget, SqsTarget
 
 # Enough of a function's error answer to explain it; the rest would be cut from the history anyway.
@@ -107,9 +107,12 @@ def _code_and_message(code: str | None, message: str | None) -> str:
 
 @contextlib.contextmanager
 def _aws_errors(call: str) -> Iterator[None]:
-    """Turns what boto3 raises into TargetError naming the call, the AWS error code and message."""
+    """Turns what boto3 raises into TargetError naming the call, the AWS error code and message;
+    into TargetTimedOut when the client's timeouts, set to fit the attempt's limit, ran out."""
     try:
         yield
+    except (ReadTimeoutError, ConnectTimeoutError) as exc:
+        raise TargetTimedOut(f"{call} timed out: {exc}") from exc
     except ClientError as exc:
         error = exc.response.get("Error", {})
         reason = _code_and_message(error.get("Code"), error.get("Message"))

@@ -20,20 +20,23 @@ from shared.targets.models import (
 )
 from shared.targets.queues import QUEUE_URL_FIELD, names_own_queue, own_queue_refusal
 from shared.targets.registry import check_handler, run_handler
+from shared.targets.timeouts import timeout_bucket
 from shared.targets.validation import check_http_target
 
 AwsService = Literal["lambda", "sqs", "sns", "events"]
 
 
 class AwsClients(Protocol):
-    """Lazily built boto3 clients, given by the caller so that shared/ never builds its own.
+    """Lazily built boto3 clients, given by the caller so that shared/ never builds its own."""
 
-    A synchronous Invoke lasts as long as the function runs: the lambda client needs a read timeout
-    above the longest job timeout, and no retries, since botocore retries a timed-out Invoke by
-    invoking the function again.
-    """
+    def client(self, service: AwsService, timeout_seconds: float) -> Any:
+        """A client for `service` whose calls, retries included, end within `timeout_seconds`:
+        build it with `aws_client_config(service, timeout_seconds)`.
 
-    def client(self, service: AwsService) -> Any: ...
+        deliver asks only for limits on a coarse grid (whole seconds), so keeping one client per
+        (service, timeout_seconds) keeps few of them.
+        """
+        ...
 
 
 def check_target(
@@ -67,9 +70,11 @@ def deliver(
 ) -> None:
     """Runs one attempt of an occurrence on its target; returning means the target accepted it.
 
-    Raises TargetError, and nothing else, when the attempt failed: its text says why. An sqs target
-    naming one of `forbidden_queue_urls` fails without sending: a job stored before that check
-    existed, or written around it, must still not reach Sundial's own queues.
+    Raises TargetError, and nothing else, when the attempt failed: its text says why. Raises its
+    subclass TargetTimedOut when the attempt ran out of `timeout_seconds`, which every target type
+    honours (a python handler only once it ends: it cannot be stopped). An sqs target naming one of
+    `forbidden_queue_urls` fails without sending: a job stored before that check existed, or
+    written around it, must still not reach Sundial's own queues.
     """
     if isinstance(target, SqsTarget) and names_own_queue(target.queue_url, forbidden_queue_urls):
         raise TargetError(own_queue_refusal(target.queue_url))
@@ -90,12 +95,16 @@ def _deliver(
     if isinstance(target, HttpTarget):
         deliver_http(target, delivery, timeout_seconds=timeout_seconds, allow_private=allow_private)
     elif isinstance(target, LambdaTarget):
-        aws.invoke_lambda(target, delivery, clients.client("lambda"))
+        aws.invoke_lambda(target, delivery, _client(clients, "lambda", timeout_seconds))
     elif isinstance(target, SqsTarget):
-        aws.send_sqs(target, delivery, clients.client("sqs"))
+        aws.send_sqs(target, delivery, _client(clients, "sqs", timeout_seconds))
     elif isinstance(target, SnsTarget):
-        aws.publish_sns(target, delivery, clients.client("sns"))
+        aws.publish_sns(target, delivery, _client(clients, "sns", timeout_seconds))
     elif isinstance(target, EventBridgeTarget):
-        aws.put_event(target, delivery, clients.client("events"))
+        aws.put_event(target, delivery, _client(clients, "events", timeout_seconds))
     else:
-        run_handler(target.handler, delivery)
+        run_handler(target.handler, delivery, timeout_seconds=timeout_seconds)
+
+
+def _client(clients: AwsClients, service: AwsService, timeout_seconds: float) -> Any:
+    return clients.client(service, timeout_bucket(timeout_seconds))

@@ -27,3 +27,10 @@ class TargetError(Exception):
     def __init__(self, reason: str) -> None:
         self.reason = bounded(reason)
         super().__init__(self.reason)
+
+
+class TargetTimedOut(TargetError):
+    """The attempt ran out of its time limit before the target answered (the run is `timed_out`).
+
+    The target may still be working on it: a timed-out call is not known to have had no effect.
+    """

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from shared.targets.errors import TargetError, describe
+from shared.targets.errors import TargetError, TargetTimedOut, describe
 from shared.targets.guard import IPAddress, Resolver, checked_addresses, system_resolver
 from shared.targets.models import Delivery, HttpTarget
 
@@ -245,7 +245,7 @@ def _judge(answer: _Answer, endpoint: Endpoint) -> None:
 def _network_failure(exc: Exception, endpoint: Endpoint, deadline: _Deadline) -> TargetError:
     where = f"{endpoint.host}:{endpoint.port}"
     if isinstance(exc, TimeoutError) or deadline.expired():
-        return TargetError(f"timed out after {deadline.seconds:g} s")
+        return TargetTimedOut(f"timed out after {deadline.seconds:g} s")
     if isinstance(exc, ssl.SSLCertVerificationError):
         return TargetError(f"TLS certificate of {endpoint.host} not accepted: {exc.verify_message}")
     if isinstance(exc, ssl.SSLError):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from shared.errors import InvalidInput
-from shared.targets.errors import TargetError, describe
+from shared.targets.errors import TargetError, TargetTimedOut, describe
 from shared.targets.models import Delivery
 
 Handler = Callable[[Delivery], None]
@@ -45,15 +46,30 @@ def check_handler(name: str) -> None:
         raise InvalidInput(f"python handler {name!r} is not registered (registered: {known})", HANDLER_FIELD)
 
 
-def run_handler(name: str, delivery: Delivery) -> None:
-    """Calls the handler; raises TargetError (`TypeName: message`) when it raises or is not registered."""
+def run_handler(name: str, delivery: Delivery, *, timeout_seconds: float) -> None:
+    """Calls the handler.
+
+    Raises TargetError (`TypeName: message`) when it raises or is not registered, and TargetTimedOut
+    when it returned or raised after `timeout_seconds`: a handler runs in the worker's own thread
+    and cannot be stopped, so its overrun is known only once it ends.
+    """
     handler = _handlers.get(name)
     if handler is None:
         raise TargetError(f"python handler {name!r} is not registered")
+    started = time.monotonic()
     try:
         handler(delivery)
     except Exception as exc:
+        _check_overrun(name, time.monotonic() - started, timeout_seconds, exc)
         raise TargetError(describe(exc)) from exc
+    _check_overrun(name, time.monotonic() - started, timeout_seconds, None)
+
+
+def _check_overrun(name: str, elapsed: float, limit: float, cause: Exception | None) -> None:
+    if elapsed > limit:
+        raise TargetTimedOut(
+            f"python handler {name!r} ran {elapsed:.1f} s, over its {limit:g} s limit"
+        ) from cause
 
 
 def _identity(function: Handler) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
-from botocore.config import Config
+from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
 
 from shared.errors import InvalidInput
 from shared.targets import (
@@ -27,6 +27,8 @@ from shared.targets import (
     SqsTarget,
     Target,
     TargetError,
+    TargetTimedOut,
+    aws_client_config,
     check_target,
     deliver,
 )
@@ -41,18 +43,23 @@ DELIVERY = Delivery(
 FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:report"
 
 
+LIMIT = 5
+
+
 class EmulatorClients:
-    """The AwsClients a worker would pass: one lazily built client per service."""
+    """The AwsClients a worker would pass: one lazily built client per service and limit, configured
+    as the worker's are."""
 
     def __init__(self, aws: dict[str, Any]) -> None:
         self._aws = aws
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[tuple[str, float], Any] = {}
 
-    def client(self, service: str) -> Any:
-        if service not in self._clients:
-            config = Config(retries={"max_attempts": 1}, connect_timeout=2, read_timeout=5)
-            self._clients[service] = boto3.client(service, config=config, **self._aws)  # type: ignore[call-overload]
-        return self._clients[service]
+    def client(self, service: str, timeout_seconds: float = LIMIT) -> Any:
+        key = (service, timeout_seconds)
+        if key not in self._clients:
+            config = aws_client_config(service, timeout_seconds)
+            self._clients[key] = boto3.client(service, config=config, **self._aws)  # type: ignore[call-overload]
+        return self._clients[key]
 
 
 @pytest.fixture
@@ -65,7 +72,7 @@ def unique(prefix: str) -> str:
 
 
 def run(target: Target, clients: EmulatorClients) -> None:
-    deliver(target, DELIVERY, timeout_seconds=5, clients=clients, allow_private=False)
+    deliver(target, DELIVERY, timeout_seconds=LIMIT, clients=clients, allow_private=False)
 
 
 def queue(sqs: Any, fifo: bool = False) -> tuple[str, str]:
@@ -319,3 +326,58 @@ def test_other_queues_are_still_delivered_to_beside_own_ones(clients: EmulatorCl
         forbidden_queue_urls=frozenset({own}),
     )
     assert len(received(sqs, url)) == 1
+
+
+# --- timeouts -------------------------------------------------------------------------------------
+
+TIMEOUT_TARGETS: list[tuple[Target, str, str]] = [
+    (LambdaTarget(type="lambda", function_arn=FUNCTION_ARN), "lambda", "Invoke"),
+    (
+        SqsTarget(type="sqs", queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/q"),
+        "sqs",
+        "SendMessage",
+    ),
+    (SnsTarget(type="sns", topic_arn="arn:aws:sns:us-east-1:123456789012:t"), "sns", "Publish"),
+    (EventBridgeTarget(type="eventbridge", detail_type="d", source="s"), "events", "PutEvents"),
+]
+
+
+def stall_with(clients: EmulatorClients, service: str, operation: str, error: Exception) -> list[object]:
+    """Makes every attempt of `operation` end in `error`, as botocore raises it; returns the attempts."""
+    attempts: list[object] = []
+
+    def stall(request: AWSPreparedRequest, **_: Any) -> None:
+        attempts.append(request)
+        raise error
+
+    clients.client(service).meta.events.register(f"before-send.{service}.{operation}", stall)
+    return attempts
+
+
+@pytest.mark.parametrize(("target", "service", "operation"), TIMEOUT_TARGETS)
+def test_a_read_timeout_is_told_apart_as_timed_out(
+    clients: EmulatorClients, target: Target, service: str, operation: str
+) -> None:
+    attempts = stall_with(clients, service, operation, ReadTimeoutError(endpoint_url="https://aws.example"))
+    with pytest.raises(TargetTimedOut, match=r"timed out: Read timeout on endpoint URL"):
+        run(target, clients)
+    # Invoke runs the function again when retried; sends may be retried within the limit.
+    assert len(attempts) == (
+        1 if service == "lambda" else aws_client_config(service, LIMIT).retries["total_max_attempts"]
+    )
+
+
+@pytest.mark.parametrize(("target", "service", "operation"), TIMEOUT_TARGETS)
+def test_a_connect_timeout_is_told_apart_as_timed_out(
+    clients: EmulatorClients, target: Target, service: str, operation: str
+) -> None:
+    stall_with(clients, service, operation, ConnectTimeoutError(endpoint_url="https://aws.example"))
+    with pytest.raises(TargetTimedOut, match=r"timed out: Connect timeout on endpoint URL"):
+        run(target, clients)
+
+
+def test_an_aws_error_is_not_a_timeout(clients: EmulatorClients, aws: dict[str, Any]) -> None:
+    url = f"{aws['endpoint_url']}/123456789012/{unique('absent')}"
+    with pytest.raises(TargetError) as caught:
+        run(SqsTarget(type="sqs", queue_url=url), clients)
+    assert not isinstance(caught.value, TargetTimedOut)

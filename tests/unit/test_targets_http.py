@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from shared.constants import ERROR_TEXT_LIMIT
-from shared.targets import AwsClients, Delivery, HttpTarget, TargetError, deliver
+from shared.targets import AwsClients, Delivery, HttpTarget, TargetError, TargetTimedOut, deliver
 from shared.targets.http_delivery import deliver_http, request_headers
 
 DELIVERY = Delivery(
@@ -118,7 +118,7 @@ def url(server: _Server, path: str, host: str = "127.0.0.1") -> str:
 
 
 class NoAws:
-    def client(self, service: str) -> Any:
+    def client(self, service: str, timeout_seconds: float) -> Any:
         raise AssertionError(f"an http delivery asked for an AWS {service} client")
 
 
@@ -322,3 +322,26 @@ def test_https_checks_the_certificate_against_the_name_in_the_url(
             tls_context=trusting,
         )
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("path", ["/slow", "/trickle"])
+def test_an_exchange_over_its_limit_is_told_apart_as_timed_out(server: _Server, path: str) -> None:
+    with pytest.raises(TargetTimedOut, match=r"^timed out after 0.3 s$"):
+        deliver(
+            HttpTarget(type="http", url=url(server, path)),
+            DELIVERY,
+            timeout_seconds=0.3,
+            clients=NoAws(),
+            allow_private=True,
+        )
+
+
+def test_a_refused_answer_is_not_a_timeout(server: _Server) -> None:
+    with pytest.raises(TargetError) as caught:
+        deliver_http(
+            HttpTarget(type="http", url=url(server, "/status/503")),
+            DELIVERY,
+            timeout_seconds=5,
+            allow_private=True,
+        )
+    assert not isinstance(caught.value, TargetTimedOut)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from shared.constants import ERROR_TEXT_LIMIT
-from shared.targets import Delivery, PythonTarget, TargetError, deliver, python_handler
+from shared.targets import Delivery, PythonTarget, TargetError, TargetTimedOut, deliver, python_handler
 from shared.targets.errors import bounded
 from shared.targets.registry import registered_handlers
 
@@ -22,21 +23,32 @@ def record(delivery: Delivery) -> None:
     received.append(delivery)
 
 
+@python_handler("tests.slow")
+def slow(delivery: Delivery) -> None:
+    time.sleep(0.3)
+
+
+@python_handler("tests.slow-failure")
+def slow_failure(delivery: Delivery) -> None:
+    time.sleep(0.3)
+    raise TimeoutError("gave up waiting for the warehouse")
+
+
 @python_handler("tests.long-failure")
 def long_failure(delivery: Delivery) -> None:
     raise ValueError("x" * 5000)
 
 
 class NoAws:
-    def client(self, service: str) -> Any:
+    def client(self, service: str, timeout_seconds: float) -> Any:
         raise AssertionError(f"a python delivery asked for an AWS {service} client")
 
 
-def run(handler: str) -> None:
+def run(handler: str, timeout_seconds: float = 1) -> None:
     deliver(
         PythonTarget(type="python", handler=handler),
         DELIVERY,
-        timeout_seconds=1,
+        timeout_seconds=timeout_seconds,
         clients=NoAws(),
         allow_private=False,
     )
@@ -89,3 +101,23 @@ def test_re_registering_the_same_function_is_allowed() -> None:
 )
 def test_bounded(text: str, limit: int, expected: str) -> None:
     assert bounded(text, limit) == expected
+
+
+def test_a_handler_that_returns_after_its_limit_timed_out() -> None:
+    with pytest.raises(
+        TargetTimedOut, match=r"^python handler 'tests\.slow' ran 0\.3 s, over its 0\.1 s limit$"
+    ):
+        run("tests.slow", timeout_seconds=0.1)
+
+
+def test_a_handler_that_fails_after_its_limit_timed_out() -> None:
+    with pytest.raises(TargetTimedOut, match=r"over its 0\.1 s limit") as caught:
+        run("tests.slow-failure", timeout_seconds=0.1)
+    assert isinstance(caught.value.__cause__, TimeoutError)
+
+
+def test_a_handler_within_its_limit_is_judged_by_what_it_does() -> None:
+    run("tests.slow", timeout_seconds=5)
+    with pytest.raises(TargetError, match=r"^TimeoutError: gave up waiting") as caught:
+        run("tests.slow-failure", timeout_seconds=5)
+    assert not isinstance(caught.value, TargetTimedOut)
