@@ -130,6 +130,11 @@ class Scheduler:
     def _claim(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
         job = self._store.claim(row, new_token(), now_ms)
         report.count("claimed")
+        return self._caught_up(job, now_ms, report)
+
+    def _caught_up(self, job: Job, now_ms: int, report: TickReport) -> JobMessage | None:
+        """A queued occurrence missed by more than the grace is replaced by the one its misfire
+        policy runs; anything else goes as it is."""
         placement = lifecycle.caught_up(job, now_ms)
         if placement is None:
             return JobMessage.for_job(job)
@@ -145,7 +150,7 @@ class Scheduler:
             raise StaleDelivery(f"job '{job.id}' is no longer waiting for a reclaim")
         if job.status is JobStatus.QUEUED:
             report.count("resent")
-            return JobMessage.for_job(self._store.resend(job, row.due_key, now_ms))
+            return self._caught_up(self._store.resend(job, row.due_key, now_ms), now_ms, report)
         if job.status is not JobStatus.RUNNING:
             raise StaleDelivery(f"job '{job.id}' is no longer in flight")
         return self._reclaim(job, row, now_ms, report)

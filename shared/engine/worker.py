@@ -119,7 +119,7 @@ class Worker:
             (deadline_ms or self._clock.now_ms() + round(limit * SECOND_MS)) if end.still_running else 0
         )
         try:
-            outcome = self._finish(job, token, started, end, not_before)
+            outcome = self.finish(job, token, started, end, not_before)
         except StaleDelivery:
             return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
         return AttemptResult(outcome, job.id, job.attempt, lateness, end.error)
@@ -166,9 +166,11 @@ class Worker:
             return AttemptEnd(f"timed out after {limit_seconds:g} s", timed_out=True, still_running=True)
         return ended[0]
 
-    def _finish(self, job: Job, token: str, started: int, end: AttemptEnd, not_before: int) -> Outcome:
-        """Settles the job first, then writes the history item: the history never shows an attempt
-        whose result the job did not keep. A dead occurrence's alert is owed from the settle on."""
+    def finish(self, job: Job, token: str, started: int, end: AttemptEnd, not_before: int = 0) -> Outcome:
+        """Settles a fenced attempt that ended as `end`: the job first, then the history item (the
+        history never shows an attempt whose result the job did not keep); a dead occurrence's alert
+        is owed from the settle on, and sent after it. Raises StaleDelivery when the token is no
+        longer ours; `not_before` holds a retry back while the call may still run."""
         now_ms = self._clock.now_ms()
 
         def record(placement: Placement) -> RunSummary:
@@ -222,4 +224,4 @@ def _text(exc: BaseException) -> str:
     return str(exc)[: c.ERROR_TEXT_LIMIT]
 
 
-__all__ = ["AttemptResult", "DeferralFailed", "JobStatus", "Outcome", "Worker"]
+__all__ = ["AttemptEnd", "AttemptResult", "DeferralFailed", "Outcome", "Worker"]

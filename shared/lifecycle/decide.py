@@ -107,6 +107,8 @@ def next_occurrence(job: Job, started_ms: int, now_ms: int) -> int | None:
     if not job.is_recurring or job.schedule is None or job.scheduled_at is None:
         return None
     policy = MisfirePolicy(job.misfire_policy)
+    if policy is MisfirePolicy.RUN_ONCE and job.scheduled_at < started_ms - GRACE_MS:
+        policy = MisfirePolicy.SKIP  # this late run was the one run of what was missed
     if job.overlap_policy is OverlapPolicy.BUFFER:
         return _following(job, now_ms, policy, GRACE_MS)
     before_start = _following(job, started_ms, policy, GRACE_MS)

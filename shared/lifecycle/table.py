@@ -161,10 +161,10 @@ TRANSITIONS: dict[Event, Transition] = {
         _row(
             Event.CANCEL,
             "api",
-            ANY_BUT_CANCELLED - {R},
+            ANY_BUT_CANCELLED,
             (G.VERSION,),
             {X},
-            "removed",
+            "removed; a running attempt only gets the cancel flag and keeps its lease row",
             "nothing; a queued message is dropped at its fence",
         ),
         _row(

@@ -23,13 +23,20 @@ from shared.targets import Delivery
 
 @dataclass
 class TargetLog:
-    """What the job targets saw; `failures` makes the next N calls of a job fail."""
+    """What the job targets saw; `failures` makes the next N calls of a job fail; `during` runs once
+    inside the next call of a job (a user acting while the attempt runs); `limits` keeps the time
+    limit each call was given."""
 
     calls: list[Delivery] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)
+    during: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    limits: list[float] = field(default_factory=list)
 
     def __call__(self, job: Job, delivery: Delivery, limit_seconds: float = 0.0) -> None:
         self.calls.append(delivery)
+        self.limits.append(limit_seconds)
+        if job.id in self.during:
+            self.during.pop(job.id)()
         if self.failures.get(job.id, 0) > 0:
             self.failures[job.id] -= 1
             raise RuntimeError("target said no")

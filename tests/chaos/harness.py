@@ -181,7 +181,7 @@ class Simulation:
 
     # --- the job target -------------------------------------------------------------------------
 
-    def _target(self, job: Job, delivery: Delivery) -> None:
+    def _target(self, job: Job, delivery: Delivery, limit_seconds: float = 0.0) -> None:
         if job.name == "poison":
             raise RuntimeError("poison job fails every attempt")
         if job.name == "slow" and delivery.attempt == 1:

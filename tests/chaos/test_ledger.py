@@ -92,7 +92,7 @@ def _create_jobs(sim: Simulation, count: int) -> dict[str, list[str]]:
             "target": python,
             "end_at": end,
             "misfire_policy": "run_all",
-            "overlap_policy": "allow",
+            "overlap_policy": "buffer",
             "priority": rng.choice(["high", "low"]),
         }
         jobs["recurring"].append(sim.create(body, _key()))

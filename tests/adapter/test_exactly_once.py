@@ -1,0 +1,312 @@
+"""Exactly once when users act and deliveries run late: each case a reproduction of a way the promise
+broke, on the real store, scheduler, worker and service over the emulator."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from shared import constants as c
+from shared.api.models import JobCreate, JobUpdate
+from shared.engine.heartbeat import Heartbeat
+from shared.engine.worker import Outcome
+from shared.errors import Conflict
+from shared.models import JobStatus
+from tests.adapter.conftest import Engine, python_target
+from tests.chaos.faults import error_response
+
+SECOND = 1000
+LEASE = (c.LEASE_CHUNK_SECONDS + c.LEASE_MARGIN_SECONDS) * SECOND
+
+
+def create(engine: Engine, **fields: Any) -> str:
+    view, created = engine.service.create(JobCreate.model_validate({"target": python_target(), **fields}))
+    assert created
+    return view.id
+
+
+def run_due(engine: Engine, rounds: int = 50) -> int:
+    """Ticks and delivers until nothing is left that is due by now; returns the deliveries made."""
+    delivered = 0
+    for _ in range(rounds):
+        engine.scheduler.tick()
+        messages = [m for m in engine.receive() if m.due_at <= engine.clock.now_ms() + 1000]
+        if not messages:
+            return delivered
+        for message in messages:
+            engine.worker.process(message)
+            delivered += 1
+    return delivered
+
+
+def in_index(engine: Engine, job_id: str) -> bool:
+    far = engine.clock.now_ms() + 10**11
+    rows = [r for p in c.PRIORITIES for s in range(c.DUE_SHARDS) for r in engine.store.due_rows(p, s, far)]
+    return any(row.job_id == job_id for row in rows)
+
+
+# 1. A cancel during a running attempt holds: the attempt finishes, the job is then cancelled.
+def test_a_cancel_during_a_running_attempt_ends_the_job(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(10 seconds)")
+    engine.clock.set(engine.store.get(job_id).due_at or 0)
+    engine.targets.during[job_id] = lambda: engine.service.cancel(job_id)
+
+    [result] = engine.run_all()
+
+    assert result.outcome is Outcome.SUCCEEDED
+    job = engine.store.get(job_id)
+    assert (job.status, job.token) == (JobStatus.CANCELLED, None)
+    engine.clock.advance(60)
+    assert run_due(engine) == 0
+    assert engine.targets.count(job_id) == 1
+
+
+# 2. A pause during a running attempt holds at once: no next occurrence while paused.
+def test_a_pause_during_a_running_attempt_starts_no_next_occurrence(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(10 seconds)")
+    engine.clock.set(engine.store.get(job_id).due_at or 0)
+    engine.targets.during[job_id] = lambda: engine.service.pause(job_id)
+
+    engine.run_all()
+    engine.clock.advance(120)
+    run_due(engine)
+
+    assert engine.targets.count(job_id) == 1
+    job = engine.store.get(job_id)
+    assert job.paused and not in_index(engine, job_id)
+
+
+# 3. pause → trigger → resume during the triggered attempt: the schedule goes on afterwards.
+def test_a_resume_during_a_triggered_run_of_a_paused_job_leaves_no_orphan(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(10 seconds)")
+    engine.service.pause(job_id)
+    engine.service.trigger(job_id)
+    engine.targets.during[job_id] = lambda: engine.service.resume(job_id)
+
+    engine.run_all()
+
+    job = engine.store.get(job_id)
+    assert not job.paused and job.due_at is not None and in_index(engine, job_id)
+    engine.clock.advance(30)
+    run_due(engine)
+    assert engine.targets.count(job_id) >= 2
+
+
+# 4. PATCH never re-runs an occurrence, never revives, never resets attempts.
+def test_a_patch_of_a_finished_one_off_does_not_run_it_again(engine: Engine) -> None:
+    job_id = create(engine)
+    engine.run_all()
+
+    view = engine.service.update(job_id, JobUpdate.model_validate({"priority": "high"}))
+
+    assert view.status is JobStatus.SUCCEEDED
+    engine.clock.advance(120)
+    assert run_due(engine) == 0 and engine.targets.count(job_id) == 1
+    with pytest.raises(Conflict, match="create a new job"):
+        engine.service.update(job_id, JobUpdate.model_validate({"run_at": "2030-01-01T00:00:00Z"}))
+
+
+def test_a_patch_of_a_cancelled_job_does_not_bring_it_back(engine: Engine) -> None:
+    job_id = create(engine, run_at=_iso(engine.clock.now_ms() + 600 * SECOND))
+    engine.service.cancel(job_id)
+
+    view = engine.service.update(job_id, JobUpdate.model_validate({"priority": "high", "name": "x"}))
+
+    assert view.status is JobStatus.CANCELLED
+    engine.clock.advance(900)
+    assert run_due(engine) == 0 and engine.targets.count(job_id) == 0
+    with pytest.raises(Conflict):
+        engine.service.update(job_id, JobUpdate.model_validate({"run_at": _iso(engine.clock.now_ms())}))
+
+
+def test_a_patch_keeps_a_failed_jobs_attempts(engine: Engine) -> None:
+    job_id = create(engine, max_retries=3, backoff=[600])
+    engine.targets.failures[job_id] = 1
+    engine.run_all()
+
+    view = engine.service.update(job_id, JobUpdate.model_validate({"priority": "high"}))
+
+    assert (view.status, view.attempt) == (JobStatus.FAILED, 1)
+
+
+# 5. A delivery that arrives after its lease ran out runs once, even with a tick during its run.
+def test_a_late_delivery_gets_a_fresh_lease_and_runs_once(engine: Engine) -> None:
+    job_id = create(engine)
+    [message] = engine.receive()
+    engine.clock.advance(LEASE / SECOND + 20)  # a backlog: the lease ran out while it waited
+    ticked: list[bool] = []
+
+    def tick_right_after_the_fence(**_: Any) -> None:
+        if not ticked:  # before any heartbeat could renew the lease
+            ticked.append(True)
+            engine.scheduler.tick()
+
+    engine.store._client.meta.events.register("after-call.dynamodb.UpdateItem", tick_right_after_the_fence)
+    result = engine.worker.process(message)
+    engine.store._client.meta.events.unregister("after-call.dynamodb.UpdateItem", tick_right_after_the_fence)
+    engine.clock.advance(1)
+    run_due(engine)
+
+    assert result.outcome is Outcome.SUCCEEDED
+    assert engine.targets.count(job_id) == 1
+    runs, _ = engine.store.runs(job_id, 10, None)
+    assert [r.status for r in runs] == ["succeeded"]
+
+
+# 6. A heartbeat lives through throttling; only another token holding the job ends it.
+def test_a_throttled_heartbeat_keeps_beating(engine: Engine) -> None:
+    job_id = create(engine, timeout_seconds=900)
+    [message] = engine.receive()
+    job = engine.store.fence(job_id, message.token, "w", engine.clock.now_ms())
+    throttled = _throttle(engine.store._client, "UpdateItem", times=100)
+    heartbeat = Heartbeat(engine.store, job, message.token, engine.clock, 3600)
+    engine.clock.advance(60)
+
+    heartbeat.beat()  # every SDK retry throttled: the beat fails, the heartbeat does not
+    assert throttled and not heartbeat.lost
+    throttled.extend(["done"] * 100)
+    heartbeat.beat()
+    assert (engine.store.get(job_id).lease_until or 0) > job.lease_until  # type: ignore[operator]
+
+
+# 7. The tick's kill of an expired lease is conditional on the lease still being expired.
+def test_a_heartbeat_between_the_ticks_read_and_its_kill_saves_the_attempt(engine: Engine) -> None:
+    job_id = create(engine, max_retries=0)
+    [message] = engine.receive()
+    job = engine.store.fence(job_id, message.token, "slow-worker", engine.clock.now_ms())
+    engine.clock.advance(LEASE / SECOND + 1)
+    beat_once: list[bool] = []
+
+    def heartbeat_after_the_ticks_read(**_: Any) -> None:
+        if not beat_once:
+            beat_once.append(True)
+            now = engine.clock.now_ms()
+            engine.store.heartbeat(job_id, message.token, now + LEASE, now)
+
+    engine.store._client.meta.events.register("after-call.dynamodb.GetItem", heartbeat_after_the_ticks_read)
+    engine.scheduler.tick()
+    engine.store._client.meta.events.unregister("after-call.dynamodb.GetItem", heartbeat_after_the_ticks_read)
+
+    assert engine.store.get(job_id).status is JobStatus.RUNNING
+    assert engine.dead_letters() == []
+    engine.worker.finish(job, message.token, job.started_at or 0, _ok())
+    runs, _ = engine.store.runs(job_id, 10, None)
+    assert [r.status for r in runs] == ["succeeded"]  # no `lost` row for a kept success
+
+
+# 8. Misfire policies after 10.5 minutes down: run_all runs each missed one, run_once the latest.
+@pytest.mark.parametrize(("policy", "runs"), [("run_all", 11), ("run_once", 1), ("skip", 1)])
+def test_misfires_after_downtime_follow_the_policy(engine: Engine, policy: str, runs: int) -> None:
+    job_id = create(engine, schedule="rate(1 minute)", misfire_policy=policy)
+    first = engine.store.get(job_id).due_at or 0
+    engine.receive()  # the dispatch-on-create message is lost with the downtime
+    engine.clock.set(first + 630 * SECOND)
+
+    run_due(engine)
+
+    scheduled = sorted({call.scheduled_at for call in engine.targets.calls if call.job_id == job_id})
+    assert len(scheduled) == engine.targets.count(job_id) == runs
+    assert scheduled[-1] == _iso(first + 600 * SECOND)
+
+
+# 9. Time limits nest inside the worker's invocation; an attempt over its limit is timed_out, and
+# a call that may still run holds back its retry until the invocation has ended.
+def test_an_attempt_leaves_headroom_under_the_invocation(engine: Engine) -> None:
+    job_id = create(engine, timeout_seconds=900)
+    [message] = engine.receive()
+    deadline = engine.clock.now_ms() + c.WORKER_FUNCTION_TIMEOUT_SECONDS * SECOND
+
+    engine.worker.process(message, deadline)
+
+    assert engine.targets.count(job_id) == 1
+    assert 0 < engine.targets.limits[-1] <= c.WORKER_FUNCTION_TIMEOUT_SECONDS - 30
+
+
+def test_an_attempt_over_its_limit_is_timed_out_and_not_retried_while_it_may_run(engine: Engine) -> None:
+    job_id = create(engine, timeout_seconds=1, max_retries=2, backoff=[1])
+    [message] = engine.receive()
+    deadline = engine.clock.now_ms() + 600 * SECOND
+    engine.targets.during[job_id] = lambda: time.sleep(2.5)  # ignores its limit, as a handler may
+
+    result = engine.worker.process(message, deadline)
+
+    assert result.outcome is Outcome.FAILED
+    job = engine.store.get(job_id)
+    assert job.last_run is not None and job.last_run.status == "timed_out"
+    assert (job.due_at or 0) >= deadline
+
+
+# 10. A dead job's alert is owed by the write that makes it dead, and the tick sends what is owed.
+def test_a_dead_jobs_alert_survives_a_failed_send(engine: Engine) -> None:
+    job_id = create(engine, max_retries=0)
+    engine.targets.failures[job_id] = 1
+    dead_queue = engine.resources.dead_letter_queue_url
+    refused = _refuse_sends_to(engine.sqs, dead_queue, times=1)
+
+    [result] = engine.run_all()
+
+    assert result.outcome is Outcome.DEAD and refused
+    assert engine.dead_letters() == []
+    engine.clock.advance(61)
+    report = engine.scheduler.tick()
+    [letter] = engine.dead_letters()
+    assert json.loads(letter)["job_id"] == job_id and report.dead == 1
+    engine.clock.advance(61)
+    assert engine.scheduler.tick().dead == 0  # sent once: the debt is cleared
+
+
+# 11. A queued job waiting behind a backlog is not re-sent every lease period, and its first
+# message still starts it.
+def test_a_backlog_costs_a_few_resends_and_the_first_message_still_runs(engine: Engine) -> None:
+    job_id = create(engine)
+    [first] = engine.receive()
+    resent = 0
+    for _ in range(30):  # thirty minutes of ticks while the message waits in the queue
+        engine.clock.advance(60)
+        resent += engine.scheduler.tick().dispatched
+        engine.receive()
+
+    assert resent <= 5
+    assert engine.worker.process(first).outcome is Outcome.SUCCEEDED
+    assert engine.targets.count(job_id) == 1
+
+
+def _ok() -> Any:
+    from shared.engine.worker import AttemptEnd
+
+    return AttemptEnd(None)
+
+
+def _iso(epoch_ms: int) -> str:
+    from shared.clock import format_rfc3339
+
+    return format_rfc3339(epoch_ms)
+
+
+def _throttle(client: Any, operation: str, times: int) -> list[str]:
+    hits: list[str] = []
+
+    def hook(request: Any, **_: Any) -> Any:
+        if operation.encode() in request.headers.get("X-Amz-Target", b"") and len(hits) < times:
+            hits.append(operation)
+            return error_response(request, "ThrottlingException")
+        return None
+
+    client.meta.events.register("before-send.dynamodb", hook)
+    return hits
+
+
+def _refuse_sends_to(sqs: Any, queue_url: str, times: int) -> list[str]:
+    refused: list[str] = []
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        if params.get("QueueUrl") == queue_url and len(refused) < times:
+            refused.append(queue_url)
+            raise ClientError({"Error": {"Code": "InternalError", "Message": "refused"}}, "SendMessage")
+
+    sqs.meta.events.register("provide-client-params.sqs.SendMessage", hook)
+    return refused
