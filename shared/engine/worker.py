@@ -25,9 +25,9 @@ from shared.engine.heartbeat import Heartbeat
 from shared.engine.settle import settle
 from shared.errors import StaleDelivery
 from shared.lifecycle import Placement
-from shared.models import Job, JobStatus, Run, RunStatus, RunSummary
+from shared.models import Job, Run, RunStatus, RunSummary
 from shared.store import JobStore
-from shared.targets import Delivery
+from shared.targets import Delivery, TargetTimedOut
 
 logger = logging.getLogger(__name__)
 SECOND_MS = 1000
@@ -150,7 +150,7 @@ class Worker:
             try:
                 self._deliver(job, delivery, limit_seconds)
                 ended.append(AttemptEnd(None))
-            except TimeoutError as exc:
+            except (TargetTimedOut, TimeoutError) as exc:
                 ended.append(AttemptEnd(_text(exc) or f"timed out after {limit_seconds:g} s", timed_out=True))
             except Exception as exc:  # every failure of a target is the job's failure
                 ended.append(AttemptEnd(_text(exc) or type(exc).__name__))
