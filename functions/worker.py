@@ -47,6 +47,7 @@ def _deliver(job: Job, delivery: Delivery, limit_seconds: float) -> None:
         timeout_seconds=limit_seconds,
         clients=clients.aws_clients(),
         allow_private=clients.settings().allow_private_targets,
+        forbidden_queue_urls=clients.dispatcher().own_queue_urls,
     )
 
 

@@ -63,6 +63,11 @@ class Dispatcher:
         self._clock = clock
         self._extra_lead_seconds = extra_lead_seconds
 
+    @property
+    def own_queue_urls(self) -> frozenset[str]:
+        """Sundial's own queues: no job's sqs target may send there."""
+        return frozenset([*self._queue_urls.values(), self._dead_letter_url])
+
     def send(self, messages: Sequence[JobMessage]) -> list[JobMessage]:
         """Sends in batches of ten to each message's queue, retrying partial failures.
 

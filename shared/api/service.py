@@ -233,7 +233,11 @@ class JobService:
         _refuse_allow(spec.overlap_policy)
         if payload_size > c.PAYLOAD_LIMIT_BYTES:
             raise PayloadTooLarge(f"payload is {payload_size} bytes; the limit is 256 KiB", field="payload")
-        check_target(spec.target, allow_private=self._allow_private)
+        check_target(
+            spec.target,
+            allow_private=self._allow_private,
+            forbidden_queue_urls=self._dispatcher.own_queue_urls,
+        )
         fields = _timing(spec.model_dump(include=set(TIMING_FIELDS)), now_ms)
         job = Job(
             id=str(ULID()),

@@ -9,6 +9,7 @@ import pytest
 
 from local_stack.resources import Resources
 from shared.clock import SystemClock
+from shared.constants import Priority
 from shared.store import JobStore
 from tests.functions.conftest import Answer, api_event, invoke_api, load_event, table_items
 
@@ -108,6 +109,13 @@ CREATE_ERRORS = [
         {"target": NOOP, "run_at": "2030-01-01T00:00:00"}, 400, "run_at", "timezone", id="naive-run_at"
     ),
     pytest.param({"name": "x"}, 400, "target", "Field required", id="no-target"),
+    pytest.param(
+        {"target": NOOP, "schedule": "rate(1 hour)", "overlap_policy": "allow"},
+        400,
+        "overlap_policy",
+        "use 'buffer'",
+        id="overlap-allow",
+    ),
     pytest.param({"target": {"type": "ftp"}}, 400, "target", "tag 'ftp'", id="unknown-target-type"),
     pytest.param(
         {"target": {"type": "http", "url": "http://example.com/hook"}},
@@ -500,3 +508,16 @@ def test_a_job_id_longer_than_any_key_is_a_404(api: Api) -> None:
     answer = api("GET", "/jobs/" + "a" * 3000)
 
     assert answer.status == 404
+
+
+@pytest.mark.parametrize("queue", ["high", "dead"])
+def test_an_sqs_target_may_not_name_sundials_own_queues(
+    env: Resources, api: Api, stored: Any, queue: str
+) -> None:
+    url = env.dead_letter_queue_url if queue == "dead" else env.queue_urls[Priority(queue)]
+    before = stored()
+
+    answer = api("POST", "/jobs", {"target": {"type": "sqs", "queue_url": url}})
+
+    assert (answer.status, answer.body["field"]) == (400, "target.queue_url")
+    assert stored() == before
