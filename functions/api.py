@@ -1,4 +1,4 @@
-"""The API Lambda: the HTTP API v1 (API.md) behind API Gateway REST proxy events."""
+"""The API Lambda: the HTTP API v1 (docs/api.md) behind API Gateway REST proxy events."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every error the API answers, as `{"message", "field"}` with the status API.md gives it."""
+"""Every error the API answers, as `{"message", "field"}` with the status docs/api.md gives it."""
 
 from __future__ import annotations
 

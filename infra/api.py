@@ -1,4 +1,4 @@
-"""The REST API: every route of API.md, IAM (SigV4) authorised, throttled, logged, proxied to one function."""
+"""The REST API: every route of docs/api.md, IAM (SigV4) authorised, throttled, logged, proxied."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from infra.nag import acknowledge
 from infra.settings import Settings
 
 STAGE_NAME = "v1"
-# API.md's routes. Declaring them (rather than one catch-all proxy) lets the gateway reject
+# docs/api.md's routes. Declaring them (rather than one catch-all proxy) lets the gateway reject
 # malformed bodies before an invocation is paid for, and unknown paths never reach the function.
 ROUTES: Mapping[str, tuple[str, ...]] = {
     "/jobs": ("GET", "POST"),
@@ -43,7 +43,7 @@ class JobsApi(Construct):
             self,
             "Api",
             rest_api_name="sundial",
-            description="Sundial job scheduler API, version 1 (API.md)",
+            description="Sundial job scheduler API, version 1 (docs/api.md)",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             # Access and execution logging need the account-level role that lets API Gateway write logs.
             cloud_watch_role=True,
@@ -99,12 +99,12 @@ class JobsApi(Construct):
                 acknowledge(
                     added,
                     "AwsSolutions-COG4",
-                    "API.md specifies IAM (SigV4) authorisation for the deployed API: callers are IAM "
+                    "docs/api.md specifies IAM (SigV4) authorisation for the deployed API: callers are IAM "
                     "principals (services, CI, operators), and every method requires a signed request.",
                 )
 
     def _add_error_bodies(self) -> None:
-        # API.md: every 4xx/5xx body is {"message": ..., "field": ...}, including the gateway's own.
+        # docs/api.md: every 4xx/5xx body is {"message": ..., "field": ...}, including the gateway's own.
         self.rest_api.add_gateway_response(
             "BadBody",
             type=apigw.ResponseType.BAD_REQUEST_BODY,

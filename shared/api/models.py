@@ -1,4 +1,4 @@
-"""Request and response bodies of the HTTP API v1 (API.md). The OpenAPI document comes from these."""
+"""Request and response bodies of the HTTP API v1 (docs/api.md). The OpenAPI document comes from these."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ class LastRun(BaseModel):
 
 
 class JobView(BaseModel):
-    """The job object of API.md, plus the policy and window fields a client sent."""
+    """The job object of docs/api.md, plus the policy and window fields a client sent."""
 
     id: str
     name: str | None

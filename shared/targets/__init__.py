@@ -1,4 +1,4 @@
-"""What a job runs and how an occurrence reaches it (API.md, Targets).
+"""What a job runs and how an occurrence reaches it (docs/api.md, Targets).
 
 Importing the package registers the built-in python handlers `noop` and `fail`.
 """

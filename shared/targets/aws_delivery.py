@@ -1,4 +1,4 @@
-"""Delivers an occurrence's envelope to an AWS target: Lambda, SQS, SNS or EventBridge (API.md, Targets)."""
+"""Delivers an occurrence's envelope to an AWS target: Lambda, SQS, SNS or EventBridge (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ class AwsClients(Protocol):
 def check_target(
     target: Target, *, allow_private: bool, forbidden_queue_urls: frozenset[str] = frozenset()
 ) -> None:
-    """Create-time validation of what a job will run (API.md: a bad target is a 400).
+    """Create-time validation of what a job will run (docs/api.md: a bad target is a 400).
 
     `forbidden_queue_urls` are Sundial's own queues (priority and dead-letter), in any host form.
 

@@ -1,4 +1,4 @@
-"""Which addresses an http target may reach (API.md, Targets), checked on the address actually dialled.
+"""Which addresses an http target may reach (docs/api.md, Targets), checked on the address actually dialled.
 
 The name is resolved here, every resolved address is judged, and the caller connects to a judged
 address: a second lookup by the socket layer could answer differently (DNS rebinding).

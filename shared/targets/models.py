@@ -1,4 +1,4 @@
-"""What a job runs: one pydantic model per target type, discriminated by `type` (API.md, Targets)."""
+"""What a job runs: one pydantic model per target type, discriminated by `type` (docs/api.md, Targets)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ Target = Annotated[
 
 
 class Delivery(BaseModel):
-    """What every target receives about the occurrence it runs (API.md: the envelope)."""
+    """What every target receives about the occurrence it runs (docs/api.md: the envelope)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,4 +1,4 @@
-"""Sundial's own queues as an `sqs` target may not name them (API.md, Targets).
+"""Sundial's own queues as an `sqs` target may not name them (docs/api.md, Targets).
 
 A queue URL's host says only where the request is sent: AWS's regional, legacy and emulator hosts all
 reach the same queue, which SQS finds by the account id and the name in the path. So two URLs name

@@ -1,5 +1,5 @@
 """How long an AWS target's call may take: connect and read timeouts and SDK retries that together
-fit inside the attempt's limit (API.md: `timeout_seconds` is one attempt's limit).
+fit inside the attempt's limit (docs/api.md: `timeout_seconds` is one attempt's limit).
 
 Limits are first put on a grid at or below them, so a caller can keep one client per service and
 grid value instead of building one per attempt.

@@ -1,4 +1,4 @@
-"""Create-time checks of an http target: what can be judged without resolving a name (API.md: 400)."""
+"""Create-time checks of an http target: what can be judged without resolving a name (docs/api.md: 400)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A small client for the local stack's HTTP API (API.md), on the standard library alone."""
+"""A small client for the local stack's HTTP API (docs/api.md), on the standard library alone."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What a user does to a job while it runs or waits (cancel, pause, resume, trigger, update), over HTTP
-on `sundial local`, held to API.md's promises: every such call answers 200 with the job as it now is;
+on `sundial local`, held to docs/api.md's promises: every such call answers 200 with the job as it now is;
 a cancelled job starts no further attempt; no new occurrence starts while paused; an update never
 re-runs an occurrence that already ran and never revives a cancelled job.
 

@@ -85,7 +85,7 @@ def test_get_answers_the_job_or_404(env: Resources, api: Api) -> None:
     assert missing.body == {"message": "job '01JD8ZQ3V6X4M7N2P5R8T1W9YB' not found", "field": None}
 
 
-# --- every create error of API.md: status, message, field, and nothing stored --------------------
+# --- every create error of docs/api.md: status, message, field, and nothing stored --------------------
 
 CREATE_ERRORS = [
     pytest.param(

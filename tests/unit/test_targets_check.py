@@ -1,4 +1,4 @@
-"""check_target: what a job's target is refused for at create time (API.md: 400 naming the field)."""
+"""check_target: what a job's target is refused for at create time (docs/api.md: 400 naming the field)."""
 
 from __future__ import annotations
 
