@@ -4,7 +4,7 @@ It differs from plain cron in ways croniter would get wrong if given the text: s
 last is the year (croniter reads a sixth field as seconds), days of the week numbered 1=SUN to
 7=SAT (croniter: 0=SUN), "?" in exactly one day field, L, LW and W in the day of the month, L and
 # in the day of the week ("6L", the last Friday, is croniter's "L5"), and ranges that wrap past
-the end of a field ("FRI-MON", "22-2"), as in AWS's Quartz-derived parser.
+the end of a field ("FRI-MON", "22-2"), as in Quartz, whose grammar EventBridge follows.
 
 L, W and # are special only where the grammar puts them: a name that contains one of those
 letters (WED, JUL) is read as the name, in any case.
