@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
 
 from shared import constants as c
 from shared.clock import Clock
@@ -16,8 +18,15 @@ from shared.store import items
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryOutputTypeDef
 
 BATCH_GET_LIMIT = 100
+# DynamoDB's limit on a sort key value; the keys this API issues are far shorter.
+_KEY_VALUE_BYTES = 1024
+_LIST_KEY_ATTRIBUTES = {c.PARTITION_KEY, c.SORT_KEY, c.LIST_PARTITION_ATTRIBUTE, c.LIST_SORT_ATTRIBUTE}
+_RUN_KEY_ATTRIBUTES = {c.PARTITION_KEY, c.SORT_KEY}
+
+KeyCheck = Callable[[dict[str, str]], bool]
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,7 @@ class StoreReads:
     def list_jobs(self, limit: int, next_token: str | None, keep: Any = None, max_reads: int = 1000) -> Page:
         """Newest first, filtered by `keep(job)`; reads at most `max_reads` index rows per call, so
         a rare filter returns a short page with a token rather than a slow answer."""
-        start = _decode_token(next_token)
+        start = _decode_token(next_token, _is_list_key)
         found: list[Job] = []
         read = 0
         while len(found) < limit and read < max_reads:
@@ -119,10 +128,10 @@ class StoreReads:
             "ScanIndexForward": False,
             "Limit": limit,
         }
-        start = _decode_token(next_token)
+        start = _decode_token(next_token, _run_key_of(job_id))
         if start:
             request["ExclusiveStartKey"] = start
-        response = self._client.query(**request)
+        response = self._query(request)
         runs = [items.item_to_run(item) for item in response["Items"]]
         return runs, _encode_token(response.get("LastEvaluatedKey"))
 
@@ -138,9 +147,21 @@ class StoreReads:
         }
         if start:
             request["ExclusiveStartKey"] = start
-        response = self._client.query(**request)
+        response = self._query(request)
         ids = [item[c.LIST_SORT_ATTRIBUTE]["S"] for item in response["Items"]]
         return ids, response.get("LastEvaluatedKey")
+
+    def _query(self, request: dict[str, Any]) -> QueryOutputTypeDef:
+        """Raises InvalidInput when DynamoDB refuses the start key that a next_token gave."""
+        try:
+            return self._client.query(**request)
+        except ClientError as exc:
+            # The key was checked against what this API issues; this is the backstop for a rule of
+            # DynamoDB's that the check does not know.
+            refused = exc.response.get("Error", {}).get("Code") == "ValidationException"
+            if refused and "ExclusiveStartKey" in request:
+                raise _not_issued() from exc
+            raise
 
     def _batch_get(self, job_ids: list[str]) -> list[Job]:
         if not job_ids:
@@ -163,14 +184,72 @@ def _encode_token(key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(json.dumps(key, sort_keys=True).encode()).decode().rstrip("=")
 
 
-def _decode_token(token: str | None) -> dict[str, Any] | None:
-    """Raises InvalidInput for a token this service did not issue."""
+def _decode_token(token: str | None, fits: KeyCheck) -> dict[str, Any] | None:
+    """The start key a next_token stands for, or None without one.
+
+    Raises InvalidInput (field "next_token") unless the token decodes to a key whose attributes are
+    all short strings and that `fits` the query it is offered to. A key of another shape, query or
+    job would otherwise reach DynamoDB, whose refusal is no 400.
+    """
     if not token:
         return None
     try:
         key = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        if not isinstance(key, dict) or not all(isinstance(v, dict) for v in key.values()):
-            raise ValueError("not a key")
-    except ValueError as exc:
-        raise InvalidInput("next_token is not one this API issued", field="next_token") from exc
-    return key
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested thousands deep
+        raise _not_issued() from exc
+    strings = _string_attributes(key)
+    if strings is None or not fits(strings):
+        raise _not_issued()
+    start: dict[str, Any] = key
+    return start
+
+
+def _string_attributes(key: object) -> dict[str, str] | None:
+    """{name: value} when every attribute of `key` is exactly {"S": value} with a value DynamoDB
+    takes in a key; None otherwise."""
+    if not isinstance(key, dict):
+        return None
+    strings: dict[str, str] = {}
+    for name, attribute in key.items():
+        if not (isinstance(attribute, dict) and attribute.keys() == {"S"}):
+            return None
+        value = attribute["S"]
+        if not isinstance(value, str) or not _fits_a_key(value):
+            return None
+        strings[name] = value
+    return strings
+
+
+def _fits_a_key(value: str) -> bool:
+    try:
+        encoded = value.encode()
+    except UnicodeEncodeError:  # a lone surrogate, which JSON's \u escapes can carry
+        return False
+    return len(encoded) <= _KEY_VALUE_BYTES
+
+
+def _is_list_key(key: dict[str, str]) -> bool:
+    """A key the list index issues: a job item's, in the one listing partition."""
+    return (
+        key.keys() == _LIST_KEY_ATTRIBUTES
+        and key[c.LIST_PARTITION_ATTRIBUTE] == items.LIST_PK
+        and key[c.SORT_KEY] == items.JOB_SK
+        and key[c.PARTITION_KEY] == items.job_pk(key[c.LIST_SORT_ATTRIBUTE])
+    )
+
+
+def _run_key_of(job_id: str) -> KeyCheck:
+    """Accepts a key of one of this job's history items, and nothing else."""
+
+    def fits(key: dict[str, str]) -> bool:
+        return (
+            key.keys() == _RUN_KEY_ATTRIBUTES
+            and key[c.PARTITION_KEY] == items.job_pk(job_id)
+            and key[c.SORT_KEY].startswith(items.RUN_PREFIX)
+        )
+
+    return fits
+
+
+def _not_issued() -> InvalidInput:
+    return InvalidInput("next_token is not one this API issued", field="next_token")
