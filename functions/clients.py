@@ -122,12 +122,6 @@ def aws_clients() -> AwsClients:
     return TargetClients(settings().endpoint_url)
 
 
-def own_queue_urls() -> frozenset[str]:
-    """Sundial's priority and dead-letter queues: what an sqs target may not name."""
-    config = settings()
-    return frozenset((*config.queue_urls.values(), config.dead_letter_queue_url))
-
-
 @lazy
 def store() -> JobStore:
     return JobStore(clients().dynamodb(), settings().table_name, SystemClock())

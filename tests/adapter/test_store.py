@@ -108,9 +108,10 @@ def test_complete_and_fail_refuse_a_zombie(engine: Engine) -> None:
     run = RunSummary(scheduled_at=0, attempt=1, status=RunStatus.SUCCEEDED)
     done = Placement(JobStatus.SUCCEEDED, running.scheduled_at, None, 1)
 
-    for write in (engine.store.complete, engine.store.fail):
+    dead = Placement(JobStatus.DEAD, running.scheduled_at, None, 1)
+    for write, placement in ((engine.store.complete, done), (engine.store.fail, dead)):
         with pytest.raises(StaleDelivery):
-            write(running, "zombie", done, run, None)
+            write(running, "zombie", placement, run, None)
     _unchanged(engine, job_id, running)
 
     finished = engine.store.complete(running, job.token, done, run, None)

@@ -73,7 +73,8 @@ def endpoint(server: _HoldingServer) -> str:
 
 
 def test_own_queue_urls_are_the_priority_queues_and_the_dead_letter_queue(env: Resources) -> None:
-    assert clients.own_queue_urls() == frozenset((*env.queue_urls.values(), env.dead_letter_queue_url))
+    own = clients.dispatcher().own_queue_urls
+    assert own == frozenset((*env.queue_urls.values(), env.dead_letter_queue_url))
 
 
 def test_an_invoke_that_outlasts_its_limit_times_out_within_it_and_is_not_retried(
