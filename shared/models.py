@@ -94,6 +94,7 @@ class Job(BaseModel):
     attempt: int = 0  # attempts started for the current occurrence
     paused: bool = False
     cancel_requested: bool = False
+    trigger_requested: bool = False  # an extra run asked while an attempt ran: it starts when that settles
     token: str | None = None
     lease_until: int | None = None
     started_at: int | None = None  # the running attempt's start

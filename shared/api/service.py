@@ -171,13 +171,11 @@ class JobService:
         return self._act(job_id, decide)
 
     def trigger(self, job_id: str) -> JobView:
-        """One extra occurrence now. Raises Conflict when cancelled, or already queued or running."""
+        """One extra occurrence now (right after a running attempt). Raises Conflict when cancelled."""
 
         def decide(job: Job) -> tuple[Job, Placement | None]:
-            placement, deferred = lifecycle.on_trigger(job, self._clock.now_ms())
-            return self._write(
-                placement, lambda p, t: self._store.trigger(job, placement, t, deferred)
-            ), placement
+            placement = lifecycle.on_trigger(job, self._clock.now_ms())
+            return self._write(placement, lambda p, t: self._store.trigger(job, p, t)), placement
 
         return self._act(job_id, decide)
 

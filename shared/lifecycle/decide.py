@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from shared import constants as c
 from shared.backoff import retry_delay_seconds
 from shared.errors import Conflict
-from shared.models import IN_FLIGHT, Job, JobStatus, OverlapPolicy
+from shared.models import Job, JobStatus, OverlapPolicy
 from shared.schedules import MisfirePolicy, following_occurrence, parse_schedule
 
 SECOND_MS = 1000
@@ -32,6 +32,7 @@ class Placement:
     attempt: int
     clear_deferred: bool = False
     alert: bool = False
+    defer_to: int | None = None  # an extra run now; the schedule resumes here after it
 
     def dispatches_now(self, now_ms: int) -> bool:
         """True when the due time falls before the next tick: the writer dispatches it itself."""
@@ -57,10 +58,10 @@ def after_failure(
     occurrence ends DEAD. A cancel asked meanwhile ends it CANCELLED; a pause holds the retry."""
     if job.cancel_requested or is_dead(job):
         return _move_on(job, now_ms, started_ms, JobStatus.DEAD)
-    due = max(
-        now_ms + round(retry_delay_seconds(job.retry.backoff, job.attempt, rng) * SECOND_MS), not_before
-    )
-    return Placement(JobStatus.FAILED, job.scheduled_at, None if job.paused else due, job.attempt)
+    backoff = 0 if job.trigger_requested else retry_delay_seconds(job.retry.backoff, job.attempt, rng)
+    due = max(now_ms + round(backoff * SECOND_MS), not_before)
+    held = job.paused and not job.trigger_requested
+    return Placement(JobStatus.FAILED, job.scheduled_at, None if held else due, job.attempt)
 
 
 def after_lost(job: Job, now_ms: int) -> Placement:
@@ -77,6 +78,17 @@ def is_dead(job: Job) -> bool:
 
 
 def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
+    """The end of an occurrence; a trigger asked while it ran starts its extra run now."""
+    placement = _end(job, now_ms, started_ms, outcome)
+    if not job.trigger_requested or placement.status is JobStatus.CANCELLED:
+        return placement
+    resume_at = placement.scheduled_at if placement.status is JobStatus.PENDING else None
+    return Placement(
+        JobStatus.PENDING, now_ms, now_ms, 0, resume_at is None, placement.alert, defer_to=resume_at
+    )
+
+
+def _end(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
     alert = outcome is JobStatus.DEAD and not job.cancel_requested
     if job.cancel_requested:
         return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, clear_deferred=True)
@@ -186,17 +198,20 @@ def on_resume(job: Job, now_ms: int) -> Placement | None:
     return Placement(JobStatus.PENDING, target, max(target, now_ms), job.attempt)
 
 
-def on_trigger(job: Job, now_ms: int) -> tuple[Placement, int | None]:
-    """One extra occurrence now, and where the schedule resumes after it. A pending retry runs now
-    instead. Raises Conflict when cancelled, or already queued or running."""
+def on_trigger(job: Job, now_ms: int) -> Placement | None:
+    """One extra occurrence now; the schedule resumes after it where it was (`defer_to`). A
+    scheduled retry runs now instead. None while an attempt runs: the flag starts the extra run as
+    soon as that attempt settles (one job never runs two attempts at once). Raises Conflict when
+    cancelled."""
     if job.status is JobStatus.CANCELLED:
         raise Conflict(f"job '{job.id}' is cancelled; create a new job to run it again")
-    if job.status in IN_FLIGHT:
-        raise Conflict(f"job '{job.id}' is already {job.status.value}; trigger it after this attempt")
-    if job.status is JobStatus.FAILED:
-        return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt), None
-    deferred = job.scheduled_at if job.status is JobStatus.PENDING else None
-    return Placement(JobStatus.PENDING, now_ms, now_ms, 0), deferred
+    if job.status is JobStatus.RUNNING:
+        return None
+    if job.attempt > 0 and job.status in (JobStatus.FAILED, JobStatus.QUEUED):
+        return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt)
+    if job.status in (JobStatus.PENDING, JobStatus.QUEUED):
+        return Placement(JobStatus.PENDING, now_ms, now_ms, 0, defer_to=job.deferred_at or job.scheduled_at)
+    return Placement(JobStatus.PENDING, now_ms, now_ms, 0, clear_deferred=True)
 
 
 def on_retry(job: Job, now_ms: int) -> Placement:

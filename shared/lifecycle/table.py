@@ -188,11 +188,11 @@ TRANSITIONS: dict[Event, Transition] = {
         _row(
             Event.TRIGGER,
             "api",
-            {P, F, S, D},
+            ANY_BUT_CANCELLED,
             (G.VERSION,),
             {P, Q, F},
-            "run row now, lease row when dispatched",
-            "the message",
+            "run row now, lease row when dispatched; a running attempt only gets the trigger flag",
+            "the message (after a running attempt, its settle sends it)",
         ),
         _row(
             Event.RETRY,

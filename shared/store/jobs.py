@@ -164,8 +164,10 @@ class JobStore(StoreWrites):
     def resume(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
         return self._user_change(Event.RESUME, job, placement, next_token, paused=False)
 
-    def trigger(self, job: Job, placement: Placement, next_token: str | None, deferred_at: int | None) -> Job:
-        return self._user_change(Event.TRIGGER, job, placement, next_token, deferred_at=deferred_at)
+    def trigger(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
+        if placement is None:
+            return self._user_change(Event.TRIGGER, job, None, None, trigger_requested=True)
+        return self._user_change(Event.TRIGGER, job, placement, next_token)
 
     def revive(self, job: Job, placement: Placement, next_token: str | None) -> Job:
         return self._user_change(Event.RETRY, job, placement, next_token)
@@ -206,6 +208,7 @@ class JobStore(StoreWrites):
         change.condition_values[":revision"] = job.revision
         if placement.status is JobStatus.CANCELLED:
             change.remove("cancel_requested")
+        change.remove("trigger_requested")  # the placement started the extra run, or cancel ended it
         if not placement.alert:
             return self._transition(event, job.id, change)
         alert = items.alert_item(job, run, self._now() + ALERT_GRACE_MS)
@@ -264,6 +267,8 @@ class JobStore(StoreWrites):
         change.remove("resent")
         if placement.clear_deferred:
             change.remove("deferred_at")
+        if placement.defer_to is not None:
+            change.set(deferred_at=placement.defer_to)
         if next_token is not None:
             assert placement.due_at is not None and placement.dispatches_now(now_ms)
             lease_until = lifecycle.queued_lease(placement.due_at, now_ms)

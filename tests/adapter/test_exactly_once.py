@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 
 from shared import constants as c
 from shared.api.models import JobCreate, JobUpdate
+from shared.dispatch import JobMessage
 from shared.engine.heartbeat import Heartbeat
 from shared.engine.worker import Outcome
 from shared.errors import Conflict
@@ -30,14 +31,18 @@ def create(engine: Engine, **fields: Any) -> str:
 
 
 def run_due(engine: Engine, rounds: int = 50) -> int:
-    """Ticks and delivers until nothing is left that is due by now; returns the deliveries made."""
+    """Ticks and delivers until nothing is left that is due by now; returns the deliveries made.
+    Messages not yet due wait for a later call, as SQS would hold them."""
+    held: list[JobMessage] = engine.__dict__.setdefault("held", [])
     delivered = 0
     for _ in range(rounds):
         engine.scheduler.tick()
-        messages = [m for m in engine.receive() if m.due_at <= engine.clock.now_ms() + 1000]
-        if not messages:
+        held.extend(engine.receive())
+        due = [m for m in held if m.due_at <= engine.clock.now_ms() + 1000]
+        if not due:
             return delivered
-        for message in messages:
+        for message in due:
+            held.remove(message)
             engine.worker.process(message)
             delivered += 1
     return delivered
@@ -310,3 +315,36 @@ def _refuse_sends_to(sqs: Any, queue_url: str, times: int) -> list[str]:
 
     sqs.meta.events.register("provide-client-params.sqs.SendMessage", hook)
     return refused
+
+
+# Trigger while an occurrence is queued or running: the extra run happens, never beside another.
+def test_a_trigger_while_queued_runs_now_and_the_queued_occurrence_after_it(engine: Engine) -> None:
+    run_at = engine.clock.now_ms() + 30 * SECOND
+    job_id = create(engine, run_at=_iso(run_at))  # queued by its create, due in 30 s
+
+    view = engine.service.trigger(job_id)
+
+    assert view.status is JobStatus.QUEUED
+    run_due(engine)
+    engine.clock.set(run_at)
+    run_due(engine)
+    scheduled = [call.scheduled_at for call in engine.targets.calls]
+    assert len(scheduled) == 2 and scheduled[-1] == _iso(run_at)
+    assert engine.store.get(job_id).status is JobStatus.SUCCEEDED
+
+
+def test_a_trigger_while_running_starts_the_extra_run_when_the_attempt_settles(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(1 hour)")
+    first = engine.store.get(job_id).due_at or 0
+    engine.clock.set(first - 10 * SECOND)
+    engine.scheduler.tick()
+    engine.clock.set(first)
+    engine.targets.during[job_id] = lambda: engine.service.trigger(job_id)
+
+    [result] = engine.run_all()
+    assert result.outcome is Outcome.SUCCEEDED
+    [extra] = engine.run_all()
+
+    assert extra.outcome is Outcome.SUCCEEDED and engine.targets.count(job_id) == 2
+    job = engine.store.get(job_id)
+    assert (job.status, job.scheduled_at) == (JobStatus.PENDING, first + 3600 * SECOND)
