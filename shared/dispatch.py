@@ -28,12 +28,20 @@ class JobMessage(BaseModel):
     token: str
     due_at: int
     priority: c.Priority
+    # The fence leaves the lease as it is when it covers this attempt's start (a lease for this limit).
+    timeout_seconds: int = c.LEASE_CHUNK_SECONDS
 
     @classmethod
     def for_job(cls, job: Job) -> JobMessage:
         if job.token is None or job.due_at is None:
             raise ValueError(f"job '{job.id}' is not queued: no token or due time")
-        return cls(job_id=job.id, token=job.token, due_at=job.due_at, priority=job.priority)
+        return cls(
+            job_id=job.id,
+            token=job.token,
+            due_at=job.due_at,
+            priority=job.priority,
+            timeout_seconds=job.retry.timeout_seconds,
+        )
 
 
 def delay_seconds(due_at_ms: int, now_ms: int, extra_lead_seconds: int = 0) -> int:

@@ -301,7 +301,7 @@ class JobService:
 def _placed(job: Job, placement: Placement, now_ms: int) -> Job:
     fields: dict[str, Any] = {"scheduled_at": placement.scheduled_at, "due_at": placement.due_at}
     if placement.dispatches_now(now_ms) and placement.due_at is not None:
-        lease = lifecycle.queued_lease(placement.due_at, now_ms)
+        lease = lifecycle.queued_lease(placement.due_at, now_ms, job.retry.timeout_seconds)
         fields.update(status=JobStatus.QUEUED, token=new_token(), lease_until=lease)
     return job.model_copy(update=fields)
 

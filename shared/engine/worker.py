@@ -102,7 +102,10 @@ class Worker:
         if early_ms > 0:
             self._sleep(early_ms / SECOND_MS)
         try:
-            job = self._store.fence(message.job_id, message.token, self._worker_id, self._clock.now_ms())
+            now_ms = self._clock.now_ms()
+            job = self._store.fence(
+                message.job_id, message.token, self._worker_id, now_ms, message.timeout_seconds
+            )
         except StaleDelivery:
             return AttemptResult(Outcome.DROPPED, message.job_id)
         return self._run(job, message.token, deadline_ms)

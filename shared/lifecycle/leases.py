@@ -19,12 +19,14 @@ def lease_seconds(timeout_seconds: int) -> int:
     return min(timeout_seconds, c.LEASE_CHUNK_SECONDS) + c.LEASE_MARGIN_SECONDS
 
 
-def queued_lease(due_at: int, now_ms: int) -> int:
-    """A queued job's lease: its due time plus the longest lease chunk, whoever queued it.
+def queued_lease(due_at: int, now_ms: int, timeout_seconds: int = c.LEASE_CHUNK_SECONDS) -> int:
+    """A queued job's lease: its due time plus a running lease, so it covers the attempt's start.
 
-    The index row carries no timeout, so the tick cannot use the job's; every writer uses this one.
+    A writer that knows the job uses its timeout (a crash is noticed sooner for short jobs); the
+    tick's claim reads only the index row, which carries no timeout, and uses the longest chunk.
+    A lease too short for a backlog costs a resend with the same token, never a second run.
     """
-    return max(due_at, now_ms) + lease_seconds(c.LEASE_CHUNK_SECONDS) * SECOND_MS
+    return max(due_at, now_ms) + lease_seconds(timeout_seconds) * SECOND_MS
 
 
 def resend_lease(now_ms: int, resent: int) -> int:

@@ -87,11 +87,13 @@ class JobStore(StoreWrites):
 
     # --- the worker -------------------------------------------------------------------------------
 
-    def fence(self, job_id: str, token: str, worker: str, now_ms: int) -> Job:
+    def fence(
+        self, job_id: str, token: str, worker: str, now_ms: int, timeout_seconds: int = c.LEASE_CHUNK_SECONDS
+    ) -> Job:
         """QUEUED+token → RUNNING before anything runs; counts the attempt. A late delivery whose
         lease ran short gets a fresh one (and its index row moves), so no tick reclaims an attempt
         that has just started. Raises StaleDelivery for a duplicate or stale delivery."""
-        needed = lifecycle.shortest_running_lease(now_ms, c.LEASE_CHUNK_SECONDS)
+        needed = lifecycle.shortest_running_lease(now_ms, timeout_seconds)
         try:
             return self._transition(
                 Event.FENCE, job_id, self._fence_change(worker, now_ms, needed), x.LEASE_LASTS, token=token
@@ -271,7 +273,7 @@ class JobStore(StoreWrites):
             change.set(deferred_at=placement.defer_to)
         if next_token is not None:
             assert placement.due_at is not None and placement.dispatches_now(now_ms)
-            lease_until = lifecycle.queued_lease(placement.due_at, now_ms)
+            lease_until = lifecycle.queued_lease(placement.due_at, now_ms, job.retry.timeout_seconds)
             change.set(status=JobStatus.QUEUED, token=next_token, lease_until=lease_until)
             change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until))
         elif placement.due_at is not None:

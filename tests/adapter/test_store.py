@@ -246,7 +246,7 @@ def test_every_api_change_refuses_a_stale_version(engine: Engine, change: str) -
     writes = {
         "resume": lambda: engine.store.resume(stale, placement, None),
         "revive": lambda: engine.store.revive(stale, placement, None),
-        "trigger": lambda: engine.store.trigger(stale, placement, None, None),
+        "trigger": lambda: engine.store.trigger(stale, placement, None),
         "update": lambda: engine.store.update(stale, {"name": "renamed"}, None, None),
     }
 
