@@ -50,7 +50,7 @@ ESM_REQUESTS_PER_MESSAGE = 2  # ReceiveMessage + DeleteMessage
 GOAL_PER_MILLION = 3.00
 
 
-def _no_target(job: Job, delivery: Delivery) -> None:
+def _no_target(job: Job, delivery: Delivery, limit_seconds: float = 0.0) -> None:
     """The target's own cost is the customer's; ours ends when it is called."""
 
 
