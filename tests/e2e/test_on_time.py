@@ -74,6 +74,10 @@ def test_failures_retry_at_the_backoff_gaps_then_die_on_the_dead_letter_queue(
     calls = listener.calls(job["id"])
     assert [call.attempt for call in calls] == [1, 2, 3]
     assert len({call.idempotency_key for call in calls}) == 1  # one occurrence, three attempts
+    # History is written right after the job settles, so it may trail the status by a moment.
+    wait_until(
+        lambda: len(stack.api.runs(job["id"])) == 3, timeout=5, message="the last run was not recorded"
+    )
     runs = stack.api.runs(job["id"])  # newest first
     assert [(run["attempt"], run["status"]) for run in runs] == [(3, "dead"), (2, "failed"), (1, "failed")]
     assert all("500" in run["error"] and run["worker"] for run in runs)
