@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,38 +22,33 @@ from shared.api.models import (
     RunList,
     RunView,
 )
+from shared.api.requests import (
+    TIMING_FIELDS,
+    changes_of,
+    check_job_window,
+    list_filter,
+    payload_json,
+    refuse_allow,
+    timing,
+)
 from shared.clock import Clock, format_rfc3339, to_epoch_ms
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.settle import send
 from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge, StaleDelivery
 from shared.lifecycle import Placement
-from shared.models import Job, JobStatus, OverlapPolicy, RetryPolicy
+from shared.models import Job, JobStatus, RetryPolicy
 from shared.schedules import (
-    check_window,
     first_occurrence,
     next_runs,
     parse_schedule,
-    parse_timezone,
 )
 from shared.store import IdempotencyRecord, JobStore, new_token
 from shared.targets import check_target
 
 SECOND_MS = 1000
 _JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
-RETRY_FIELDS = ("max_retries", "backoff", "timeout_seconds")
-TIMING_FIELDS = ("schedule", "timezone", "run_at", "start_at", "end_at")
 # A call that keeps meeting concurrent changes gives up with a 409 after this many rounds.
 ACTION_ROUNDS = 5
-# A PATCH may clear name, payload and the window; these have no "unset" state.
-NOT_NULLABLE = (
-    *RETRY_FIELDS,
-    "schedule",
-    "timezone",
-    "run_at",
-    "priority",
-    "misfire_policy",
-    "overlap_policy",
-)
 
 
 class JobService:
@@ -74,8 +68,8 @@ class JobService:
         Returns (job, created). Raises InvalidInput, PayloadTooLarge, or Conflict (a reused
         Idempotency-Key with a different body)."""
         now_ms = self._clock.now_ms()
-        payload_json = _payload_json(spec.payload)
-        job = self._new_job(spec, now_ms, len(payload_json.encode()))
+        encoded = payload_json(spec.payload)
+        job = self._new_job(spec, now_ms, len(encoded.encode()))
         record = None
         if idempotency_key is not None:
             body_hash = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()
@@ -94,7 +88,7 @@ class JobService:
 
     def list(self, status: str | None, priority: str | None, limit: int, next_token: str | None) -> JobList:
         """Newest first. Raises InvalidInput for a bad filter, limit or token."""
-        keep = _filter(status, priority)
+        keep = list_filter(status, priority)
         if not 1 <= limit <= 100:
             raise InvalidInput("limit must be 1-100", field="limit")
         page = self._store.list_jobs(limit, next_token, keep)
@@ -124,9 +118,9 @@ class JobService:
         def decide(job: Job) -> tuple[Job, Placement | None]:
             if job.status is JobStatus.RUNNING:
                 raise Conflict(f"job '{job_id}' is running; change it after this attempt")
-            changes = self._changes(job, patch)
+            changes = changes_of(job, patch)
             updated = job.model_copy(update=changes)
-            _check_window(updated)
+            check_job_window(updated)
             if not any(name in patch.model_fields_set for name in TIMING_FIELDS):
                 return self._store.update(job, changes, None, None), None
             refusal = lifecycle.timing_change_refusal(job)
@@ -228,7 +222,7 @@ class JobService:
     def _new_job(self, spec: JobCreate, now_ms: int, payload_size: int) -> Job:
         if spec.run_at is not None and spec.schedule is not None:
             raise InvalidInput("run_at and schedule are exclusive: send one", field="run_at")
-        _refuse_allow(spec.overlap_policy)
+        refuse_allow(spec.overlap_policy)
         if payload_size > c.PAYLOAD_LIMIT_BYTES:
             raise PayloadTooLarge(f"payload is {payload_size} bytes; the limit is 256 KiB", field="payload")
         check_target(
@@ -236,7 +230,7 @@ class JobService:
             allow_private=self._allow_private,
             forbidden_queue_urls=self._dispatcher.own_queue_urls,
         )
-        fields = _timing(spec.model_dump(include=set(TIMING_FIELDS)), now_ms)
+        fields = timing(spec.model_dump(include=set(TIMING_FIELDS)), now_ms)
         job = Job(
             id=str(ULID()),
             name=spec.name,
@@ -256,7 +250,7 @@ class JobService:
             updated_at=now_ms,
             **fields,
         )
-        _check_window(job)
+        check_job_window(job)
         first = self._replacement(job)
         return _placed(job, first, now_ms)
 
@@ -272,31 +266,6 @@ class JobService:
             raise InvalidInput(f"schedule '{job.schedule}' has no occurrence after now", field="schedule")
         return Placement(JobStatus.PENDING, first, None if job.paused else first, 0)
 
-    def _changes(self, job: Job, patch: JobUpdate) -> dict[str, Any]:
-        sent = patch.model_dump(include=patch.model_fields_set)
-        _refuse_nulls(sent)
-        _refuse_allow(patch.overlap_policy)
-        if patch.run_at is not None and patch.schedule is not None:
-            raise InvalidInput("run_at and schedule are exclusive: send one", field="run_at")
-        changes: dict[str, Any] = _timing({k: v for k, v in sent.items() if k in TIMING_FIELDS}, None)
-        if patch.run_at is not None:
-            changes["schedule"] = None
-        if "schedule" in changes and changes["schedule"] is not None:
-            changes["run_at"] = None
-        for name in ("name", "priority", "misfire_policy", "overlap_policy"):
-            if name in sent:
-                changes[name] = sent[name]
-        if any(name in sent for name in RETRY_FIELDS):
-            retry = {name: sent[name] if name in sent else getattr(job.retry, name) for name in RETRY_FIELDS}
-            changes["retry"] = RetryPolicy(**retry)
-        if "payload" in sent:
-            size = len(_payload_json(patch.payload).encode())
-            if size > c.PAYLOAD_LIMIT_BYTES:
-                raise PayloadTooLarge(f"payload is {size} bytes; the limit is 256 KiB", field="payload")
-            changes["payload"] = patch.payload
-            changes["payload_stored_apart"] = size > c.INLINE_PAYLOAD_BYTES
-        return changes
-
 
 def _placed(job: Job, placement: Placement, now_ms: int) -> Job:
     fields: dict[str, Any] = {"scheduled_at": placement.scheduled_at, "due_at": placement.due_at}
@@ -311,52 +280,3 @@ def _check_recurring(job: Job) -> None:
         raise Conflict(f"job '{job.id}' is not recurring; only recurring jobs pause and resume")
     if job.status is JobStatus.CANCELLED:
         raise Conflict(f"job '{job.id}' is cancelled")
-
-
-def _refuse_allow(policy: OverlapPolicy | None) -> None:
-    if policy is OverlapPolicy.ALLOW:
-        raise InvalidInput(
-            "overlap_policy 'allow' (occurrences side by side) is not available; use 'buffer' to run "
-            "an occurrence that falls due during the previous one right after it, or 'skip' to drop it",
-            field="overlap_policy",
-        )
-
-
-def _timing(values: dict[str, Any], now_ms: int | None) -> dict[str, Any]:
-    """Datetimes to epoch ms; the time zone and schedule validated (InvalidInput names the field)."""
-    out = {k: (to_epoch_ms(v) if hasattr(v, "tzinfo") else v) for k, v in values.items()}
-    if out.get("timezone") is not None:
-        parse_timezone(out["timezone"])
-    if out.get("schedule") is not None:
-        parse_schedule(out["schedule"], out.get("timezone") or "UTC")
-    if now_ms is not None and out.get("schedule") is None and out.get("run_at") is None:
-        out["run_at"] = now_ms
-    return out
-
-
-def _refuse_nulls(sent: dict[str, Any]) -> None:
-    nulled = [name for name in NOT_NULLABLE if name in sent and sent[name] is None]
-    if nulled:
-        raise InvalidInput(f"{nulled[0]} cannot be null; leave it out to keep it as it is", field=nulled[0])
-
-
-def _check_window(job: Job) -> None:
-    check_window(job.start_at, job.end_at)
-
-
-def _filter(status: str | None, priority: str | None) -> Callable[[Job], bool] | None:
-    if status is not None and status not in {s.value for s in JobStatus}:
-        raise InvalidInput(
-            f"status '{status}' is not one of {', '.join(s.value for s in JobStatus)}", field="status"
-        )
-    if priority is not None and priority not in {p.value for p in c.Priority}:
-        raise InvalidInput(f"priority '{priority}' is not one of high, medium, low", field="priority")
-    if status is None and priority is None:
-        return None
-    return lambda job: (
-        (status is None or job.status == status) and (priority is None or job.priority == priority)
-    )
-
-
-def _payload_json(payload: Any) -> str:
-    return json.dumps(payload, separators=(",", ":"))
