@@ -6,14 +6,19 @@ happened after a side effect.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import urllib3
 from botocore.awsrequest import AWSResponse
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+WRITES = ("UpdateItem", "PutItem", "TransactWriteItems", "DeleteItem")
+_http = urllib3.PoolManager(maxsize=20)
 
 
 class Crash(BaseException):
@@ -34,6 +39,11 @@ class Faults:
             if hit:
                 self.counts[kind] += 1
             return hit
+
+    def draw(self, probability: float) -> bool:
+        """A roll that counts nothing: for faults that are counted only once they took effect."""
+        with self._lock:
+            return self.rng.random() < probability
 
     def note(self, kind: str) -> None:
         with self._lock:
@@ -58,13 +68,17 @@ class _Raw:
         return self._data
 
 
+def _operation(request: Any) -> str:
+    target = request.headers.get("X-Amz-Target", b"")
+    return (target.decode() if isinstance(target, bytes) else target).rsplit(".", 1)[-1]
+
+
 def inject_dynamodb_errors(client: Any, faults: Faults, operations: dict[str, float], label: str) -> None:
     """Throttles and transaction conflicts on the wire, below botocore's retries: most are absorbed
     by the SDK's retry, some (several in a row) reach the code under test."""
 
     def before_send(request: Any, **_: Any) -> AWSResponse | None:
-        target = request.headers.get("X-Amz-Target", b"")
-        operation = (target.decode() if isinstance(target, bytes) else target).rsplit(".", 1)[-1]
+        operation = _operation(request)
         probability = operations.get(operation, 0.0)
         if probability and faults.roll(f"{label} {operation} throttled", probability):
             code = faults.rng.choice(["ThrottlingException", "ProvisionedThroughputExceededException"])
@@ -79,6 +93,70 @@ def inject_dynamodb_errors(client: Any, faults: Faults, operations: dict[str, fl
         return None
 
     client.meta.events.register("before-send.dynamodb", before_send)
+
+
+def lose_answers(client: Any, faults: Faults, probability: float, label: str) -> None:
+    """Writes that DynamoDB applies and whose answers are lost: the hook sends the request itself,
+    then answers 500, so botocore sends it again (tests/adapter/lost_answers.py does this on demand).
+    A write that failed its condition changed nothing, so its answer is passed on as it came."""
+
+    def before_send(request: Any, **_: Any) -> AWSResponse | None:
+        operation = _operation(request)
+        if operation not in WRITES or not faults.draw(probability):
+            return None
+        headers = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()}
+        sent = _http.request(request.method, request.url, body=request.body, headers=headers)
+        if sent.status != 200:
+            return AWSResponse(request.url, sent.status, dict(sent.headers), _Raw(sent.data))
+        faults.note(f"{label} {operation} applied, answer lost")
+        return error_response(request, "InternalServerError", status=500)
+
+    client.meta.events.register("before-send.dynamodb", before_send)
+
+
+class HeartbeatThrottle:
+    """Throttles every heartbeat write of the chosen jobs for `window_ms` of simulated time from the
+    first one: long enough for several heartbeats to exhaust botocore's retries in a row."""
+
+    def __init__(self, faults: Faults, now_ms: Callable[[], int], window_ms: int) -> None:
+        self.jobs: set[str] = set()
+        self._faults = faults
+        self._now_ms = now_ms
+        self._window_ms = window_ms
+        self._until: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def attach(self, client: Any) -> None:
+        client.meta.events.register("before-send.dynamodb", self._before_send)
+
+    def _before_send(self, request: Any, **_: Any) -> AWSResponse | None:
+        if _operation(request) != "UpdateItem":
+            return None
+        body = json.loads(request.body)
+        values = body.get("ExpressionAttributeValues", {})
+        # A heartbeat: a running job's lease moved, its status left as it is.
+        if ":is_running" not in values or ":set_lease_until" not in values or ":set_status" in values:
+            return None
+        job_id = body["Key"]["pk"]["S"].removeprefix("JOB#")
+        if job_id not in self.jobs:
+            return None
+        with self._lock:
+            until = self._until.setdefault(job_id, self._now_ms() + self._window_ms)
+        if self._now_ms() >= until:
+            return None
+        self._faults.note("worker heartbeat throttled (a long job's window)")
+        return error_response(request, "ThrottlingException")
+
+
+def refuse_dead_letters(client: Any, faults: Faults, url: str, probability: float, label: str) -> None:
+    """The dead-letter send fails after its job was written DEAD: the alert stays owed for the tick."""
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        if params.get("QueueUrl") == url and faults.roll(f"{label} dead-letter send refused", probability):
+            error = {"Error": {"Code": "KMS.ThrottlingException", "Message": "injected"}}
+            raise ClientError(error, "SendMessage")  # type: ignore[arg-type]
+
+    client.meta.events.register("provide-client-params.sqs.SendMessage", hook)
 
 
 def crash_on(client: Any, event: str, predicate: Callable[[dict[str, Any]], bool]) -> None:
