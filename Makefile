@@ -51,8 +51,11 @@ synth: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python infra/app.py
 
 # Context and other CLI options go through CDK_ARGS, e.g. CDK_ARGS="-c sundial:alarmEmail=ops@example.com".
+# At a terminal the CLI asks before a change that widens access (cdk.json); without one (CI) nobody
+# could answer, and it would stop, so it does not ask. `make diff` shows the changes first.
+REQUIRE_APPROVAL ?= $(shell [ -t 0 ] && echo broadening || echo never)
 deploy: $(STAMP) $(NODE_STAMP)
-	npx --no-install cdk deploy --app "$(BIN)/python infra/app.py" $(CDK_ARGS)
+	npx --no-install cdk deploy --app "$(BIN)/python infra/app.py" --require-approval $(REQUIRE_APPROVAL) $(CDK_ARGS)
 
 diff: $(STAMP) $(NODE_STAMP)
 	npx --no-install cdk diff --app "$(BIN)/python infra/app.py" $(CDK_ARGS)

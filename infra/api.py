@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.functions import LOG_REMOVAL_POLICY, LOG_RETENTION
 from infra.nag import acknowledge
 from infra.settings import Settings
 
@@ -38,15 +40,22 @@ class JobsApi(Construct):
         self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction, settings: Settings
     ) -> None:
         super().__init__(scope, construct_id)
-        access_logs = logs.LogGroup(self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH)
+        access_logs = logs.LogGroup(
+            self, "AccessLogs", retention=LOG_RETENTION, removal_policy=LOG_REMOVAL_POLICY
+        )
         self.rest_api = apigw.RestApi(
             self,
             "Api",
-            rest_api_name="sundial",
+            # After the stack, so that each stage's API is told apart in the console.
+            rest_api_name=Stack.of(self).stack_name,
             description="Sundial job scheduler API, version 1 (docs/api.md)",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             # Access and execution logging need the account-level role that lets API Gateway write logs.
             cloud_watch_role=True,
+            # The role is the region's API Gateway account setting, which every REST API in the
+            # account (another stage's too) logs through: it stays when a stack is deleted, and goes
+            # only with the rollback of the create that made it.
+            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
             default_method_options=apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM),
             deploy_options=apigw.StageOptions(
                 stage_name=STAGE_NAME,
@@ -73,7 +82,24 @@ class JobsApi(Construct):
         )
         self._add_routes(apigw.LambdaIntegration(handler, allow_test_invoke=False))
         self._add_error_bodies()
+        self._own_execution_logs()
         self._acknowledge()
+
+    def _own_execution_logs(self) -> None:
+        """The group API Gateway writes the stage's execution logs to, made here with a retention.
+
+        Left to API Gateway it is created on the first error, without retention, outside the stack.
+        The stage waits for it, so API Gateway never creates it first.
+        """
+        api_id = self.rest_api.rest_api_id
+        group = logs.LogGroup(
+            self,
+            "ExecutionLogs",
+            log_group_name=f"API-Gateway-Execution-Logs_{api_id}/{STAGE_NAME}",
+            retention=LOG_RETENTION,
+            removal_policy=LOG_REMOVAL_POLICY,
+        )
+        self.rest_api.deployment_stage.node.add_dependency(group)
 
     def _add_routes(self, integration: apigw.LambdaIntegration) -> None:
         validator = self.rest_api.add_request_validator(

@@ -19,9 +19,11 @@ elif _ROOT not in sys.path:
 from aws_cdk import App, Validations  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
+from infra.settings import BASE_STACK_NAME, stack_name  # noqa: E402
 from infra.stack import SundialStack  # noqa: E402
 
-STACK_NAME = "Sundial"
+# The stack of the default stage; `-c sundial:stage=NAME` deploys `Sundial-NAME` beside it.
+STACK_NAME = BASE_STACK_NAME
 CDK_JSON = Path(_ROOT) / "cdk.json"
 
 
@@ -34,7 +36,9 @@ def build_app(outdir: str | None = None, context: dict[str, Any] | None = None) 
         outdir=outdir or os.environ.get("CDK_OUTDIR", "cdk.out"), context={**defaults, **(context or {})}
     )
     stack = SundialStack(
-        app, STACK_NAME, description="Sundial: serverless job scheduler (every occurrence runs once)"
+        app,
+        stack_name(app.node),
+        description="Sundial: serverless job scheduler (every occurrence runs once)",
     )
     # Acknowledged findings are also written to each resource's Metadata: the audit trail travels with
     # the template.

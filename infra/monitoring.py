@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -25,6 +25,8 @@ SCHEDULER_DURATION_SHARE = 0.8
 # whole worker timeout; only beyond both, plus a margin, is a queue stuck. Precision is watched by
 # the start-lateness alarm, not by this one.
 OLDEST_MESSAGE_AGE_SECONDS = c.MAX_DELAY_SECONDS + c.WORKER_FUNCTION_TIMEOUT_SECONDS + 300
+# Minutes without a tick before the alarm: one late or lost EventBridge delivery is not an outage.
+TICK_STOPPED_MINUTES = 5
 
 
 class Monitoring(Construct):
@@ -43,6 +45,7 @@ class Monitoring(Construct):
         self.alarms: list[cw.Alarm] = []
         self._job_alarms(queues, settings.start_lateness_p99_threshold_ms)
         self._scheduler_alarms(functions.scheduler)
+        self._tick_alarm(functions.scheduler)
         for priority, queue in queues.by_priority.items():
             age = queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=FIVE_MINUTES)
             self._alarm(
@@ -51,6 +54,7 @@ class Monitoring(Construct):
                 age,
                 OLDEST_MESSAGE_AGE_SECONDS,
             )
+        self._let_alarms_publish()
         self.dashboard = build_dashboard(
             self, "Dashboard", functions=functions, queues=queues, api=api, alarms=self.alarms
         )
@@ -58,12 +62,36 @@ class Monitoring(Construct):
     def _topic(self, email: str | None) -> sns.Topic:
         # CloudWatch alarms cannot publish with the AWS managed SNS key, so the topic has its own
         # key whose policy lets CloudWatch use it.
-        key = kms.Key(self, "AlarmKey", description="Sundial alarm topic", enable_key_rotation=True)
+        key = kms.Key(
+            self,
+            "AlarmKey",
+            description="Sundial alarm topic",
+            enable_key_rotation=True,
+            # It encrypts only alarm messages in flight; a failed create must not leave it behind.
+            removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+        )
         key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
         topic = sns.Topic(self, "Alarms", display_name="Sundial alarms", master_key=key, enforce_ssl=True)
         if email:
             topic.add_subscription(subscriptions.EmailSubscription(email))
         return topic
+
+    def _let_alarms_publish(self) -> None:
+        """A topic policy replaces SNS's default one: with only enforce_ssl's Deny in it, nothing may
+        publish, and every alarm action fails. This lets CloudWatch publish for these alarms alone."""
+        stack = Stack.of(self)
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {"aws:SourceArn": [alarm.alarm_arn for alarm in self.alarms]},
+                },
+            )
+        )
 
     def _alarm(
         self,
@@ -74,6 +102,9 @@ class Monitoring(Construct):
         *,
         periods: int = 1,
         datapoints: int | None = None,
+        comparison: cw.ComparisonOperator = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        # No data means nothing happened: no dead job, no tick error.
+        missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING,
     ) -> None:
         alarm = cw.Alarm(
             self,
@@ -81,11 +112,10 @@ class Monitoring(Construct):
             alarm_description=description,
             metric=metric,
             threshold=threshold,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            comparison_operator=comparison,
             evaluation_periods=periods,
             datapoints_to_alarm=datapoints,
-            # No data means nothing happened: no dead job, no tick error.
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            treat_missing_data=missing,
         )
         alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.alarms.append(alarm)
@@ -106,7 +136,12 @@ class Monitoring(Construct):
         errors = scheduler.metric_errors(statistic="Sum", period=ONE_MINUTE)
         self._alarm("SchedulerErrors", "Scheduler ticks fail", errors, 1, periods=3, datapoints=2)
         throttles = scheduler.metric_throttles(statistic="Sum", period=FIVE_MINUTES)
-        self._alarm("SchedulerThrottles", "Scheduler ticks are throttled (ticks overlap)", throttles, 1)
+        self._alarm(
+            "SchedulerThrottles",
+            "Scheduler ticks are throttled (the account's or the reserved concurrency is used up)",
+            throttles,
+            1,
+        )
         timeout_ms = (scheduler.timeout or Duration.seconds(c.TICK_SECONDS)).to_milliseconds()
         duration = scheduler.metric_duration(statistic="Maximum", period=ONE_MINUTE)
         self._alarm(
@@ -116,4 +151,19 @@ class Monitoring(Construct):
             SCHEDULER_DURATION_SHARE * timeout_ms,
             periods=3,
             datapoints=2,
+        )
+
+    def _tick_alarm(self, scheduler: lambda_.Function) -> None:
+        """The tick fires every minute. A disabled rule or a lost invoke permission leaves no errors,
+        only no invocations, so here missing data is what breaches."""
+        invocations = scheduler.metric_invocations(statistic="Sum", period=ONE_MINUTE)
+        self._alarm(
+            "TickStopped",
+            f"The scheduler has not run for {TICK_STOPPED_MINUTES} minutes: jobs are not claimed",
+            invocations,
+            1,
+            periods=TICK_STOPPED_MINUTES,
+            datapoints=TICK_STOPPED_MINUTES,
+            comparison=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+            missing=cw.TreatMissingData.BREACHING,
         )

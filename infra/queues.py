@@ -11,12 +11,15 @@ from shared import constants as c
 
 
 class JobQueues(Construct):
+    """Named by CloudFormation after the stack, not after `shared.constants` (the local stack's names):
+    two stages share an account, and SQS's 60 s wait before a deleted name is free again never stops
+    a retry."""
+
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter = sqs.Queue(
             self,
             "Dead",
-            queue_name=c.DEAD_LETTER_QUEUE_NAME,
             retention_period=Duration.days(c.DEAD_LETTER_RETENTION_DAYS),
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
@@ -26,7 +29,6 @@ class JobQueues(Construct):
             priority: sqs.Queue(
                 self,
                 priority.value.capitalize(),
-                queue_name=c.QUEUE_NAMES[priority],
                 visibility_timeout=Duration.seconds(c.QUEUE_VISIBILITY_TIMEOUT_SECONDS),
                 dead_letter_queue=redrive,
                 encryption=sqs.QueueEncryption.SQS_MANAGED,
@@ -40,8 +42,12 @@ class JobQueues(Construct):
         return [*self.by_priority.values(), self.dead_letter]
 
     def grant_send(self, grantee: iam.IGrantable, *, dead_letter: bool) -> None:
-        """Every sender may send to the three queues; only those that can kill a job, to the DLQ."""
-        for queue in self.by_priority.values():
-            queue.grant_send_messages(grantee)
-        if dead_letter:
-            self.dead_letter.grant_send_messages(grantee)
+        """Every sender may send to the three queues; only those that can kill a job, to the DLQ.
+
+        sqs:SendMessage alone (it also authorises SendMessageBatch): the senders know their queues'
+        URLs, so the GetQueueUrl and GetQueueAttributes that `grant_send_messages` adds are unused.
+        """
+        queues = [*self.by_priority.values(), *([self.dead_letter] if dead_letter else [])]
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=["sqs:SendMessage"], resource_arns=[q.queue_arn for q in queues]
+        )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from constructs import Node
@@ -17,34 +18,57 @@ MAX_CONCURRENCY_KEYS: Mapping[Priority, str] = {
     Priority.MEDIUM: PREFIX + "maxConcurrencyMedium",
     Priority.LOW: PREFIX + "maxConcurrencyLow",
 }
+STAGE_KEY = PREFIX + "stage"
 TARGET_ARNS_KEY = PREFIX + "targetArns"
+TARGET_KMS_KEYS_KEY = PREFIX + "targetKmsKeyArns"
 ALARM_EMAIL_KEY = PREFIX + "alarmEmail"
 SCHEDULER_CONCURRENCY_KEY = PREFIX + "schedulerReservedConcurrency"
 LATENESS_P99_KEY = PREFIX + "startLatenessP99ThresholdMs"
 API_RATE_LIMIT_KEY = PREFIX + "apiRateLimit"
 API_BURST_LIMIT_KEY = PREFIX + "apiBurstLimit"
+DELETION_PROTECTION_KEY = PREFIX + "tableDeletionProtection"
+PROVISIONED_POLLERS_HIGH_KEY = PREFIX + "provisionedPollersHigh"
 
+BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
-# Two overlapping ticks are harmless (claims are conditional writes); more would only mean ticks
-# take longer than two minutes, which the duration alarm reports.
-DEFAULT_SCHEDULER_CONCURRENCY = 2
 DEFAULT_LATENESS_P99_MS = 1000
 DEFAULT_API_RATE_LIMIT = 100
 DEFAULT_API_BURST_LIMIT = 200
 
-# Lambda's bounds for an SQS event source's MaximumConcurrency.
+# Lambda's bounds for an SQS event source's MaximumConcurrency, and for its provisioned pollers.
 _ESM_CONCURRENCY = range(2, 1001)
+_SQS_MINIMUM_POLLERS, _SQS_MAXIMUM_POLLERS = range(2, 201), range(2, 2001)
+# A stage becomes part of the stack's name, and through it of every generated resource name.
+_STAGE = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,39}")
+_KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
+_TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
+
+
+@dataclass(frozen=True)
+class Pollers:
+    """Provisioned mode for an SQS event source: pollers kept warm, and the most it may scale to."""
+
+    minimum: int
+    maximum: int
 
 
 @dataclass(frozen=True)
 class Settings:
     max_concurrency: Mapping[Priority, int]
+    stage: str | None = None
     target_arns: tuple[str, ...] = ()
+    target_kms_key_arns: tuple[str, ...] = ()
     alarm_email: str | None = None
-    scheduler_reserved_concurrency: int = DEFAULT_SCHEDULER_CONCURRENCY
+    # None: the scheduler shares the account's unreserved pool (a reservation must leave Lambda's
+    # 100 unreserved, which a new account with a limit of 10 or 50 cannot).
+    scheduler_reserved_concurrency: int | None = None
     start_lateness_p99_threshold_ms: int = DEFAULT_LATENESS_P99_MS
     api_rate_limit: int = DEFAULT_API_RATE_LIMIT
     api_burst_limit: int = DEFAULT_API_BURST_LIMIT
+    # Off by default: DynamoDB refuses to delete a protected table, so the rollback of a failed first
+    # deploy could not remove the table it had just created.
+    table_deletion_protection: bool = False
+    provisioned_pollers: Mapping[Priority, Pollers] = field(default_factory=dict)
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -54,17 +78,38 @@ class Settings:
                 priority: _concurrency(node, key, DEFAULT_MAX_CONCURRENCY[priority])
                 for priority, key in MAX_CONCURRENCY_KEYS.items()
             },
+            stage=_stage(node),
             target_arns=_string_list(node, TARGET_ARNS_KEY),
+            target_kms_key_arns=_kms_key_arns(node),
             alarm_email=_optional_string(node, ALARM_EMAIL_KEY),
-            scheduler_reserved_concurrency=_integer(
-                node, SCHEDULER_CONCURRENCY_KEY, DEFAULT_SCHEDULER_CONCURRENCY, minimum=1
-            ),
+            scheduler_reserved_concurrency=_optional_integer(node, SCHEDULER_CONCURRENCY_KEY, minimum=1),
             start_lateness_p99_threshold_ms=_integer(
                 node, LATENESS_P99_KEY, DEFAULT_LATENESS_P99_MS, minimum=1
             ),
             api_rate_limit=_integer(node, API_RATE_LIMIT_KEY, DEFAULT_API_RATE_LIMIT, minimum=1),
             api_burst_limit=_integer(node, API_BURST_LIMIT_KEY, DEFAULT_API_BURST_LIMIT, minimum=1),
+            table_deletion_protection=_boolean(node, DELETION_PROTECTION_KEY, default=False),
+            provisioned_pollers=_pollers(node),
         )
+
+
+def stack_name(node: Node) -> str:
+    """`Sundial`, or `Sundial-<stage>` with `sundial:stage`: one stack per stage in an account.
+
+    Raises ValueError when the stage is not a usable name.
+    """
+    stage = _stage(node)
+    return BASE_STACK_NAME if stage is None else f"{BASE_STACK_NAME}-{stage}"
+
+
+def _stage(node: Node) -> str | None:
+    stage = _optional_string(node, STAGE_KEY)
+    if stage is not None and not _STAGE.fullmatch(stage):
+        raise ValueError(
+            f"context {STAGE_KEY}={stage!r}: must start with a letter and hold only letters, digits "
+            "and hyphens (at most 40)"
+        )
+    return stage
 
 
 def _concurrency(node: Node, key: str, default: int) -> int:
@@ -75,10 +120,15 @@ def _concurrency(node: Node, key: str, default: int) -> int:
 
 
 def _integer(node: Node, key: str, default: int, *, minimum: int) -> int:
+    value = _optional_integer(node, key, minimum=minimum)
+    return default if value is None else value
+
+
+def _optional_integer(node: Node, key: str, *, minimum: int) -> int | None:
     # `-c key=value` on the command line always arrives as a string; cdk.json gives JSON values.
     raw: Any = node.try_get_context(key)
-    if raw is None:
-        return default
+    if raw is None or raw == "":
+        return None
     try:
         value = int(raw)
     except (TypeError, ValueError):
@@ -86,6 +136,18 @@ def _integer(node: Node, key: str, default: int, *, minimum: int) -> int:
     if value < minimum:
         raise ValueError(f"context {key}={value}: must be at least {minimum}")
     return value
+
+
+def _boolean(node: Node, key: str, *, default: bool) -> bool:
+    raw: Any = node.try_get_context(key)
+    if raw is None or raw == "":
+        return default
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise ValueError(f"context {key}={raw!r}: must be true or false")
 
 
 def _optional_string(node: Node, key: str) -> str | None:
@@ -105,3 +167,38 @@ def _string_list(node: Node, key: str) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
         raise ValueError(f"context {key}: must be a list of strings, got {raw!r}")
     return tuple(item.strip() for item in raw if item.strip())
+
+
+def _kms_key_arns(node: Node) -> tuple[str, ...]:
+    arns = _string_list(node, TARGET_KMS_KEYS_KEY)
+    for arn in arns:
+        # IAM matches a key's own ARN: a grant on an alias ARN would authorise nothing.
+        if not _KMS_KEY_ARN.fullmatch(arn):
+            raise ValueError(
+                f"context {TARGET_KMS_KEYS_KEY}: {arn!r} is not a KMS key ARN "
+                "(arn:aws:kms:<region>:<account>:key/<key id>; an alias ARN grants nothing)"
+            )
+    return arns
+
+
+def _pollers(node: Node) -> dict[Priority, Pollers]:
+    """`sundial:provisionedPollersHigh`: "MIN,MAX" or {"minimum": MIN, "maximum": MAX}."""
+    raw: Any = node.try_get_context(PROVISIONED_POLLERS_HIGH_KEY)
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        raw = json.loads(raw) if raw.lstrip().startswith("{") else raw.split(",")
+    pair: Any = [raw.get("minimum"), raw.get("maximum")] if isinstance(raw, dict) else raw
+    try:
+        minimum, maximum = (int(value) for value in pair)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"context {PROVISIONED_POLLERS_HIGH_KEY}={raw!r}: must be 'MIN,MAX' or "
+            '{"minimum": MIN, "maximum": MAX}'
+        ) from None
+    if minimum not in _SQS_MINIMUM_POLLERS or maximum not in _SQS_MAXIMUM_POLLERS or minimum > maximum:
+        raise ValueError(
+            f"context {PROVISIONED_POLLERS_HIGH_KEY}={raw!r}: need a minimum of 2-200 and a maximum "
+            "of 2-2000, not below the minimum (SQS provisioned pollers)"
+        )
+    return {Priority.HIGH: Pollers(minimum, maximum)}

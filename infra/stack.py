@@ -20,7 +20,7 @@ class SundialStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         settings = Settings.from_context(self.node)
-        table = JobsTable(self, "Jobs")
+        table = JobsTable(self, "Jobs", deletion_protection=settings.table_deletion_protection)
         queues = JobQueues(self, "Queues")
         functions = Functions(self, "Functions", table=table.table, queues=queues, settings=settings)
         api = JobsApi(self, "Api", handler=functions.api, settings=settings)
@@ -30,5 +30,7 @@ class SundialStack(Stack):
         )
         CfnOutput(self, "ApiUrl", value=api.rest_api.url, description="Base URL of the API (IAM auth)")
         CfnOutput(self, "TableName", value=table.table.table_name)
+        # The smoke check (`make smoke`) reads the dead-letter queue and the alarms from these.
+        CfnOutput(self, "DeadLetterQueueUrl", value=queues.dead_letter.queue_url)
         CfnOutput(self, "AlarmTopicArn", value=monitoring.topic.topic_arn)
         CfnOutput(self, "DashboardName", value=monitoring.dashboard.dashboard_name)

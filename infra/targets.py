@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.nag import acknowledge
+
+# What the worker calls for each target type besides Lambda (shared/targets/aws_delivery.py).
+_TARGET_ACTIONS = {"sqs": "sqs:SendMessage", "sns": "sns:Publish", "events": "events:PutEvents"}
 
 
 def grant_targets(scope: Construct, role: iam.Role, arns: Iterable[str]) -> None:
@@ -46,14 +46,26 @@ def _grant(scope: Construct, construct_id: str, role: iam.Role, arn: str) -> Non
             "Lets a lambda target name a version or alias of a function the deployer allowed; "
             "the function itself is named exactly.",
         )
-    elif service == "sqs":
-        sqs.Queue.from_queue_arn(scope, construct_id, arn).grant_send_messages(role)
-    elif service == "sns":
-        sns.Topic.from_topic_arn(scope, construct_id, arn).grant_publish(role)
-    elif service == "events":
-        events.EventBus.from_event_bus_arn(scope, construct_id, arn).grant_put_events_to(role)
+    elif service in _TARGET_ACTIONS:
+        # The one action each target type calls: a grant helper (grant_send_messages) would add
+        # GetQueueUrl and GetQueueAttributes, which the worker never calls.
+        iam.Grant.add_to_principal(grantee=role, actions=[_TARGET_ACTIONS[service]], resource_arns=[arn])
     else:
         raise ValueError(
             f"context sundial:targetArns: {arn!r} is not a Lambda function, SQS queue, SNS topic "
             "or EventBridge event bus ARN"
+        )
+
+
+def grant_target_keys(role: iam.Role, key_arns: Iterable[str]) -> None:
+    """Lets the worker call targets encrypted with these customer managed keys.
+
+    A queue or topic with a customer managed key needs the sender to generate a data key and to
+    decrypt with it (an event bus with one, likewise); an AWS managed key needs nothing. The key's own
+    policy must allow it too: a key of this account that trusts its IAM policies does.
+    """
+    arns = list(key_arns)
+    if arns:
+        iam.Grant.add_to_principal(
+            grantee=role, actions=["kms:GenerateDataKey", "kms:Decrypt"], resource_arns=arns
         )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
 
-from infra.api import JSON_BODY_METHODS, ROUTES
+from infra.api import JSON_BODY_METHODS, ROUTES, STAGE_NAME
 from tests.infra.conftest import Synthesised
 
 pytestmark = pytest.mark.infra
@@ -119,3 +122,42 @@ def test_the_tick_runs_the_scheduler_every_minute(synthesised: Synthesised) -> N
         "AWS::Lambda::Permission",
         {"FunctionName": {"Fn::GetAtt": [scheduler_id, "Arn"]}, "Principal": "events.amazonaws.com"},
     )
+
+
+def test_execution_logs_go_to_a_group_of_the_stack_with_retention(synthesised: Synthesised) -> None:
+    # API Gateway would otherwise create API-Gateway-Execution-Logs_<api>/<stage> itself, unretained.
+    (api_id,) = synthesised.of_type("AWS::ApiGateway::RestApi")
+    (stage_id,) = synthesised.of_type("AWS::ApiGateway::Stage")
+    groups = {
+        k: g["Properties"]
+        for k, g in synthesised.of_type("AWS::Logs::LogGroup").items()
+        if "API-Gateway-Execution-Logs_" in json.dumps(g["Properties"].get("LogGroupName"))
+    }
+    ((group_id, group),) = groups.items()
+    assert group["LogGroupName"] == {
+        "Fn::Join": ["", ["API-Gateway-Execution-Logs_", {"Ref": api_id}, f"/{STAGE_NAME}"]]
+    }
+    assert group["RetentionInDays"] > 0
+    # The stage waits for the group, so API Gateway never makes it first.
+    assert group_id in synthesised.resources[stage_id].get("DependsOn", [])
+
+
+def test_the_api_is_named_after_its_stack(synthesised: Synthesised, configured: Synthesised) -> None:
+    for stack in (synthesised, configured):
+        (api,) = stack.of_type("AWS::ApiGateway::RestApi").values()
+        assert api["Properties"]["Name"] == stack.stack_name
+
+
+def test_a_deploy_without_a_terminal_asks_for_no_approval() -> None:
+    # The CLI stops at a broadening change it cannot ask about; make deploy in CI must not stop.
+    root = Path(__file__).resolve().parents[2]
+    shown = subprocess.run(
+        ["make", "-n", "deploy", "CDK_ARGS=-c sundial:stage=ci"],
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (deploy,) = [line for line in shown.splitlines() if "cdk deploy" in line]
+    assert "--require-approval never" in deploy

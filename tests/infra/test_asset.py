@@ -108,7 +108,7 @@ def _runtime_imports(path: Path) -> set[str]:
         if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
         for node in ast.walk(block)
     }
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in type_checking:
             continue

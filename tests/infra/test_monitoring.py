@@ -35,19 +35,47 @@ def _function_id(synthesised: Synthesised, handler: str) -> str:
 
 
 def _queue_id(synthesised: Synthesised, name: str) -> str:
-    (found,) = (
-        k for k, q in synthesised.of_type("AWS::SQS::Queue").items() if q["Properties"]["QueueName"] == name
-    )
-    return found
+    return synthesised.own_ids()[name]
 
 
 def test_every_alarm_notifies_the_one_topic(synthesised: Synthesised) -> None:
     (topic_id,) = synthesised.of_type("AWS::SNS::Topic")
     alarms = _alarms(synthesised)
-    assert len(alarms) >= 9
+    assert len(alarms) >= 10
     for alarm in alarms:
         assert alarm["AlarmActions"] == [{"Ref": topic_id}]
-        assert alarm["TreatMissingData"] == "notBreaching"
+        # No data is no trouble, except for the alarm that watches for the tick to stop.
+        expected = "breaching" if alarm["MetricName"] == "Invocations" else "notBreaching"
+        assert alarm["TreatMissingData"] == expected
+
+
+def test_cloudwatch_may_publish_to_the_topic_for_these_alarms_only(synthesised: Synthesised) -> None:
+    # A topic policy replaces SNS's default one: without this statement no alarm reaches anyone.
+    (topic_id,) = synthesised.of_type("AWS::SNS::Topic")
+    (policy,) = synthesised.of_type("AWS::SNS::TopicPolicy").values()
+    assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
+    allows = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Allow"]
+    (statement,) = allows
+    assert statement["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert statement["Action"] == "sns:Publish"
+    assert statement["Resource"] == {"Ref": topic_id}
+    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    sources = statement["Condition"]["ArnLike"]["aws:SourceArn"]
+    alarm_ids = set(synthesised.of_type("AWS::CloudWatch::Alarm"))
+    assert sorted(map(str, sources)) == sorted(str({"Fn::GetAtt": [a, "Arn"]}) for a in alarm_ids)
+
+
+def test_an_alarm_fires_when_the_tick_stops(synthesised: Synthesised) -> None:
+    # A disabled rule or a lost invoke permission shows as no invocations, not as errors.
+    scheduler = _function_id(synthesised, "functions.scheduler.handler")
+    (alarm,) = _find(synthesised, "Invocations", Namespace="AWS/Lambda")
+    assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": scheduler}}]
+    assert alarm["Statistic"] == "Sum"
+    assert alarm["Period"] == 60
+    assert alarm["ComparisonOperator"] == "LessThanThreshold"
+    assert alarm["Threshold"] == 1
+    assert alarm["TreatMissingData"] == "breaching"
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] <= 10
 
 
 def test_the_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesised: Synthesised) -> None:

@@ -24,7 +24,34 @@ def test_defaults() -> None:
     assert dict(settings.max_concurrency) == {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
     assert settings.target_arns == ()
     assert settings.alarm_email is None
-    assert settings.scheduler_reserved_concurrency == 2
+    # Every default deploys on a fresh account: no reservation, no protection a rollback would meet.
+    assert settings.scheduler_reserved_concurrency is None
+    assert settings.table_deletion_protection is False
+    assert settings.target_kms_key_arns == ()
+    assert dict(settings.provisioned_pollers) == {}
+
+
+@pytest.mark.parametrize(
+    ("context", "name"), [({}, "Sundial"), ({"sundial:stage": "prod-eu"}, "Sundial-prod-eu")]
+)
+def test_the_stage_names_the_stack(context: dict[str, Any], name: str) -> None:
+    from aws_cdk import App
+
+    from infra.settings import stack_name
+
+    assert stack_name(App(context=context).node) == name
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("2,20", (2, 20)), ({"minimum": 3, "maximum": 30}, (3, 30)), ('{"minimum": 2, "maximum": 2}', (2, 2))],
+)
+def test_provisioned_pollers_from_cdk_json_or_the_command_line(raw: Any, expected: tuple[int, int]) -> None:
+    from infra.settings import Pollers
+    from shared.constants import Priority
+
+    pollers = _settings({"sundial:provisionedPollersHigh": raw}).provisioned_pollers
+    assert dict(pollers) == {Priority.HIGH: Pollers(*expected)}
 
 
 @pytest.mark.parametrize(
@@ -51,6 +78,16 @@ def test_target_arns_from_cdk_json_or_the_command_line(raw: Any, expected: tuple
         ({"sundial:maxConcurrencyMedium": "many"}, "must be an integer"),
         ({"sundial:schedulerReservedConcurrency": 0}, "at least 1"),
         ({"sundial:targetArns": 5}, "list of strings"),
+        ({"sundial:stage": "9lives"}, "sundial:stage"),
+        ({"sundial:stage": "a_b"}, "letters, digits and hyphens"),
+        (
+            {"sundial:targetKmsKeyArns": "arn:aws:kms:us-east-1:123456789012:alias/jobs"},
+            "alias ARN grants nothing",
+        ),
+        ({"sundial:tableDeletionProtection": "maybe"}, "true or false"),
+        ({"sundial:provisionedPollersHigh": "1,10"}, "minimum of 2-200"),
+        ({"sundial:provisionedPollersHigh": "20,10"}, "not below the minimum"),
+        ({"sundial:provisionedPollersHigh": "many"}, "MIN,MAX"),
     ],
 )
 def test_unusable_values_name_the_key(context: dict[str, Any], message: str) -> None:

@@ -26,7 +26,6 @@ def _gsi_shape(index: dict[str, Any]) -> tuple[str, tuple[tuple[str, str], ...],
 def test_table_declares_the_emulators_keys_and_indexes(synthesised: Synthesised) -> None:
     deployed = _table(synthesised)["Properties"]
     local = table_definition(c.TABLE_NAME)
-    assert deployed["TableName"] == local["TableName"]
     assert deployed["BillingMode"] == local["BillingMode"]
     assert deployed["KeySchema"] == local["KeySchema"]
     assert sorted(map(str, deployed["AttributeDefinitions"])) == sorted(
@@ -43,25 +42,91 @@ def test_due_and_listing_indexes_project_keys_only(synthesised: Synthesised) -> 
     assert {i["Projection"]["ProjectionType"] for i in indexes.values()} == {"KEYS_ONLY"}
 
 
-def test_table_is_on_demand_recoverable_protected_encrypted_with_ttl(synthesised: Synthesised) -> None:
+def test_table_is_on_demand_recoverable_encrypted_with_ttl(synthesised: Synthesised) -> None:
     synthesised.template.has_resource(
         "AWS::DynamoDB::Table",
         {
             "Properties": {
                 "BillingMode": "PAY_PER_REQUEST",
                 "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-                "DeletionProtectionEnabled": True,
                 "SSESpecification": {"SSEEnabled": True},
                 "TimeToLiveSpecification": {"AttributeName": c.TTL_ATTRIBUTE, "Enabled": True},
             },
-            "DeletionPolicy": "Retain",
-            "UpdateReplacePolicy": "Retain",
         },
     )
 
 
+def test_table_survives_deletes_and_replacements_but_not_a_failed_create(synthesised: Synthesised) -> None:
+    (table,) = synthesised.of_type("AWS::DynamoDB::Table").values()
+    # RETAIN_ON_UPDATE_OR_DELETE: a failed first deploy rolls the table back with everything else.
+    assert table["DeletionPolicy"] == "RetainExceptOnCreate"
+    assert table["UpdateReplacePolicy"] == "Retain"
+
+
+def test_deletion_protection_is_opt_in(synthesised: Synthesised, configured: Synthesised) -> None:
+    # DynamoDB refuses to delete a protected table, rollback included: on only once asked for.
+    assert not _table(synthesised)["Properties"].get("DeletionProtectionEnabled", False)
+    assert _table(configured)["Properties"]["DeletionProtectionEnabled"] is True
+
+
+def test_a_failed_first_deploy_leaves_nothing_behind(synthesised: Synthesised) -> None:
+    # "Retain" also holds when the create that made a resource rolls back, and the next deploy
+    # then meets it; RetainExceptOnCreate (or Delete) does not.
+    retained = {
+        logical_id: resource["Type"]
+        for logical_id, resource in synthesised.resources.items()
+        if resource.get("DeletionPolicy", "Delete") not in ("Delete", "RetainExceptOnCreate")
+    }
+    assert not retained
+
+
+# Properties that fix a resource's physical name: a fixed name is taken once per account and region.
+NAME_PROPERTIES = {
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::KMS::Alias": "AliasName",
+    "AWS::CloudWatch::Alarm": "AlarmName",
+    "AWS::CloudWatch::Dashboard": "DashboardName",
+    "AWS::Events::Rule": "Name",
+    "AWS::Logs::LogGroup": "LogGroupName",
+}
+
+
+def _fixed_names(synthesised: Synthesised) -> dict[str, str]:
+    """Logical id -> each physical name that is a plain string (a token is derived from the stack)."""
+    return {
+        logical_id: properties[NAME_PROPERTIES[resource["Type"]]]
+        for logical_id, resource in synthesised.resources.items()
+        if resource["Type"] in NAME_PROPERTIES
+        and isinstance(
+            (properties := resource.get("Properties", {})).get(NAME_PROPERTIES[resource["Type"]]), str
+        )
+    }
+
+
+def test_no_physical_name_is_fixed(synthesised: Synthesised) -> None:
+    assert not _fixed_names(synthesised)
+
+
+def test_two_stages_deploy_side_by_side(synthesised: Synthesised, configured: Synthesised) -> None:
+    # The configured stack is the "staging" stage: its own stack, and nothing named as the default's.
+    assert (synthesised.stack_name, configured.stack_name) == ("Sundial", "Sundial-staging")
+    assert not set(_fixed_names(synthesised).values()) & set(_fixed_names(configured).values())
+    (default_api,) = synthesised.of_type("AWS::ApiGateway::RestApi").values()
+    (staging_api,) = configured.of_type("AWS::ApiGateway::RestApi").values()
+    assert default_api["Properties"]["Name"] != staging_api["Properties"]["Name"]
+
+
 def _queues(synthesised: Synthesised) -> dict[str, dict[str, Any]]:
-    return {q["Properties"]["QueueName"]: q for q in synthesised.of_type("AWS::SQS::Queue").values()}
+    """The local stack's queue name -> the deployed queue."""
+    return {
+        name: synthesised.resources[logical_id]
+        for name, logical_id in synthesised.own_ids().items()
+        if name != c.TABLE_NAME
+    }
 
 
 def test_three_priority_queues_and_one_dead_letter_queue(synthesised: Synthesised) -> None:
@@ -93,7 +158,7 @@ def test_every_queue_is_encrypted_and_refuses_plain_http(synthesised: Synthesise
     for queue in _queues(synthesised).values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     policies = synthesised.of_type("AWS::SQS::QueuePolicy").values()
-    protected = set()
+    protected: set[str] = set()
     for policy in policies:
         (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
         assert statement["Effect"] == "Deny"

@@ -1,0 +1,53 @@
+"""Each function's access to the jobs table: the DynamoDB actions its code calls, and no more.
+
+`grant_read_write_data` would add Scan, BatchWriteItem, ConditionCheckItem, DescribeTable and the
+stream reads, none of which Sundial calls. The IAM contract test (tests/infra/test_iam_contract.py)
+records every call the functions make in the test suite and fails on one that these do not allow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+
+from shared import constants as c
+
+
+@dataclass(frozen=True)
+class TableAccess:
+    # On the table itself. TransactWriteItems is authorised item by item (its Update as UpdateItem,
+    # its Put as PutItem), and BatchGetItem is an action of its own.
+    actions: tuple[str, ...]
+    # Indexes this function queries.
+    indexes: tuple[str, ...] = ()
+
+
+_WRITES = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+
+TABLE_ACCESS: Mapping[str, TableAccess] = {
+    # Jobs, payload items, idempotency reservations and history: read, create, change. The run
+    # history is a query of the table; the listing queries by_created and fetches what it found in
+    # batches. The API never ends an occurrence DEAD, so it never clears an owed alert.
+    "Api": TableAccess((*_WRITES, "dynamodb:Query", "dynamodb:BatchGetItem"), (c.LIST_INDEX_NAME,)),
+    # Claims and reclaims what the due index holds; sends owed alerts and clears them.
+    "Scheduler": TableAccess((*_WRITES, "dynamodb:DeleteItem"), (c.DUE_INDEX_NAME,)),
+    # Fences, heartbeats and settles one job by its key; clears the alert it sent.
+    "Worker": TableAccess((*_WRITES, "dynamodb:DeleteItem")),
+}
+
+
+def grant_table(grantee: iam.IGrantable, table: dynamodb.ITable, access: TableAccess) -> None:
+    iam.Grant.add_to_principal(grantee=grantee, actions=list(access.actions), resource_arns=[table.table_arn])
+    if access.indexes:
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["dynamodb:Query"],
+            resource_arns=[index_arn(table, name) for name in access.indexes],
+        )
+
+
+def index_arn(table: dynamodb.ITable, index_name: str) -> str:
+    return f"{table.table_arn}/index/{index_name}"

@@ -1,0 +1,136 @@
+"""A pytest plugin that records every AWS call the code makes, and which function made it.
+
+`pytest -p tests.infra.aws_calls` with SUNDIAL_AWS_CALLS=<file> writes, at the end of the run, one
+JSON line per kind of call with its count: the function (api, scheduler or worker) whose code made
+it, the service, the operation and the parameters that name its resources. botocore's
+`before-parameter-build` hook sees every call of every client, before any fault a test injects at
+`before-call` or `before-send`. tests/infra/conftest.py installs the same recorder in a whole run.
+
+A call is the function's whose code is on the stack: its handler (tests/functions) or the engine
+part only it runs (tests/adapter drives those directly). Calls from anywhere else (a test's own
+setup and checks, or a test that drives the store directly) are recorded without a function.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections import Counter
+from functools import partial
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+CALLS_ENV = "SUNDIAL_AWS_CALLS"
+ROOT = Path(__file__).resolve().parents[2]
+# Outermost first wins: a handler calls the engine, never the other way round.
+OWNERS = (
+    ("functions/api.py", "api"),
+    ("functions/scheduler.py", "scheduler"),
+    ("functions/worker.py", "worker"),
+    ("shared/api/", "api"),
+    ("shared/engine/scheduler.py", "scheduler"),
+    ("shared/engine/", "worker"),
+    # Only the worker calls job targets.
+    ("shared/targets/", "worker"),
+)
+# The parameters that say which resource a call is on.
+NAMING = (
+    "TableName",
+    "IndexName",
+    "QueueUrl",
+    "FunctionName",
+    "Qualifier",
+    "TopicArn",
+    "TargetArn",
+)
+
+_lock = threading.Lock()
+
+
+def owner(frame: FrameType | None) -> str | None:
+    found = None
+    prefix = str(ROOT) + os.sep
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if path.startswith(prefix):
+            relative = path[len(prefix) :].replace(os.sep, "/")
+            found = next((name for start, name in OWNERS if relative.startswith(start)), found)
+        frame = frame.f_back
+    return found
+
+
+def describe(service: str, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    named: dict[str, Any] = {key: params[key] for key in NAMING if key in params}
+    if "RequestItems" in params:
+        named["Tables"] = sorted(params["RequestItems"])
+    if "TransactItems" in params:
+        named["TransactItems"] = [
+            [kind, body["TableName"]] for item in params["TransactItems"] for kind, body in item.items()
+        ]
+    if "Entries" in params and service == "events":
+        named["EventBusNames"] = sorted({e.get("EventBusName", "default") for e in params["Entries"]})
+    return named
+
+
+class Recorder:
+    """Counts distinct calls: a JSON line per kind of call, so a long run stays small."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def on_call(self, params: dict[str, Any], model: Any, region: str, **_: Any) -> None:
+        service = model.service_model.service_name
+        line = {
+            "function": owner(sys._getframe(1)),
+            "region": region,
+            "service": service,
+            "operation": model.name,
+            "params": describe(service, model.name, params),
+        }
+        key = json.dumps(line, sort_keys=True)
+        with _lock:
+            self.counts[key] += 1
+
+    def lines(self) -> list[str]:
+        """One JSON object per distinct call, with its count."""
+        with _lock:
+            return [json.dumps({**json.loads(k), "count": n}) for k, n in sorted(self.counts.items())]
+
+
+_installed: list[Recorder] = []
+
+
+def install() -> Recorder:
+    """Records the calls of every botocore client created from now on (once per process)."""
+    if _installed:
+        return _installed[0]
+    import botocore.client
+
+    recorder = Recorder()
+    create_client = botocore.client.ClientCreator.create_client
+
+    def recording_create_client(self: Any, *args: Any, **kwargs: Any) -> Any:
+        client = create_client(self, *args, **kwargs)
+        region = client.meta.region_name
+        client.meta.events.register("before-parameter-build.*.*", partial(recorder.on_call, region=region))
+        return client
+
+    botocore.client.ClientCreator.create_client = recording_create_client  # type: ignore[method-assign]
+    _installed.append(recorder)
+    return recorder
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(CALLS_ENV):
+        install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    target = os.environ.get(CALLS_ENV)
+    if target and _installed:
+        Path(target).write_text("".join(line + "\n" for line in _installed[0].lines()))
