@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: local test unit lint typecheck chaos bench synth deploy diff install clean
+.PHONY: local test unit lint typecheck chaos bench synth deploy diff smoke install clean
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -59,6 +59,12 @@ deploy: $(STAMP) $(NODE_STAMP)
 
 diff: $(STAMP) $(NODE_STAMP)
 	npx --no-install cdk diff --app "$(BIN)/python infra/app.py" $(CDK_ARGS)
+
+# Checks a running Sundial end to end and cleans up: API=<execute-api URL with its stage> (signed with
+# your AWS credentials; STACK=Sundial-<stage> for a stage), or API=<local URL> ENDPOINT=<its emulator>.
+smoke: $(STAMP)
+	$(if $(API),,$(error give the API's base URL: make smoke API=https://<id>.execute-api.<region>.amazonaws.com/v1))
+	$(BIN)/sundial smoke --api $(API) $(if $(STACK),--stack $(STACK)) $(if $(ENDPOINT),--endpoint-url $(ENDPOINT))
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,4 +1,4 @@
-"""The `sundial` command: `sundial emulator` and `sundial local`."""
+"""The `sundial` command: `sundial emulator`, `sundial local` and `sundial smoke`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "emulator":
             return run_emulator(args.port, args.faults, args.fault_seed)
+        if args.command == "smoke":
+            return _run_smoke(args)
         _hand_faults_to_child(args)
         return _run_local(_local_options(args))
     except OSError as exc:  # most often: the port is taken
@@ -66,6 +68,26 @@ def _run_local(options: LocalOptions) -> int:
     from local_stack.runner import run_local  # noqa: PLC0415
 
     return run_local(options)
+
+
+def _run_smoke(args: argparse.Namespace) -> int:
+    # Imported here: only this command needs boto3's signing and the stack's outputs.
+    from local_stack.smoke import run_smoke  # noqa: PLC0415
+    from local_stack.smoke_client import Api, Deployment, execute_api_region  # noqa: PLC0415
+
+    region = execute_api_region(args.api)
+    if region is None and not args.endpoint_url:
+        raise SystemExit(
+            "sundial smoke: a local API needs --endpoint-url, the emulator it runs on "
+            "(`sundial local` prints it as Emulator)"
+        )
+    deployment = (
+        Deployment.of_stack(args.stack, region) if region else Deployment.of_emulator(args.endpoint_url)
+    )
+    report = run_smoke(Api(args.api), deployment, args.timeout)
+    print("\n".join(report.lines), flush=True)
+    print(f"smoke: {'passed' if not report.failures else f'{report.failures} checks failed'}", flush=True)
+    return 0 if not report.failures else 1
 
 
 def _local_options(args: argparse.Namespace) -> LocalOptions:
@@ -114,7 +136,26 @@ def _parser() -> argparse.ArgumentParser:
         help="let http targets reach loopback and private addresses",
     )
     _fault_options(local, from_environment=False)
+    _smoke_options(
+        commands.add_parser("smoke", help="check a running Sundial end to end", formatter_class=shown)
+    )
     return parser
+
+
+def _smoke_options(smoke: argparse.ArgumentParser) -> None:
+    smoke.add_argument(
+        "--api",
+        required=True,
+        help="the API's base URL: an execute-api URL with its stage (signed with your AWS credentials) "
+        "or the local stack's",
+    )
+    smoke.add_argument(
+        "--stack",
+        default="Sundial",
+        help="a deployed API's stack, whose outputs name the dead-letter queue (Sundial-<stage> for a stage)",
+    )
+    smoke.add_argument("--endpoint-url", help="the emulator a local API runs on")
+    smoke.add_argument("--timeout", type=_positive, default=120.0, help="seconds to wait for the jobs")
 
 
 def _fault_options(parser: argparse.ArgumentParser, from_environment: bool) -> None:
