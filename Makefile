@@ -43,6 +43,7 @@ typecheck: $(STAMP)
 
 chaos: $(STAMP)
 	SUNDIAL_CHAOS_JOBS=10000 $(BIN)/python -m pytest tests/chaos -q -s -p no:logging
+	SUNDIAL_MODEL_EXAMPLES=400 SUNDIAL_MODEL_STEPS=50 $(BIN)/python -m pytest tests/model -q -s -p no:logging -o timeout=0
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -1,0 +1,221 @@
+"""The model's AWS boundary: faults armed for an actor's next calls, and SQS held as a bag of messages.
+
+Each actor (api, tick, worker) has its own DynamoDB and SQS clients, so a fault armed for one actor
+hits that actor's next calls and nobody else's. SQS sends never reach the emulator: a hook answers
+them and hands the messages to the model, which delivers, duplicates, delays or drops them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import urllib3
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+
+from shared.dispatch import JobMessage
+from tests.chaos.faults import error_response
+
+DYNAMODB_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems"})
+# Two retries after the first call, 50 ms then 100 ms apart (DynamoDB's legacy backoff): three
+# throttles in a row reach the code under test, one or two are absorbed by the SDK.
+CLIENT_CONFIG = Config(retries={"mode": "legacy", "max_attempts": 3}, max_pool_connections=4)
+SQS_JSON = "application/x-amz-json-1.0"
+
+
+class Crash(BaseException):
+    """The process dies at this boundary: no handler in the code under test can swallow it."""
+
+
+def _operation(request: Any) -> str:
+    target = request.headers.get("X-Amz-Target", b"")
+    text = target.decode() if isinstance(target, bytes) else str(target)
+    return text.rsplit(".", 1)[-1]
+
+
+def _body(request: Any) -> dict[str, Any]:
+    raw = request.body
+    if hasattr(raw, "read"):
+        raw = raw.read()
+        request.body = raw
+    return json.loads(raw or b"{}")
+
+
+@dataclass
+class DynamoFaults:
+    """Faults for the next DynamoDB calls of one client, in order.
+
+    `throttle` answers any call with a ThrottlingException; `conflict` answers a write with a
+    TransactionConflictException; `lost` sends a write to the emulator itself (so it is applied) and
+    answers 500, which the SDK retries with the same request: DynamoDB applied it, the answer was lost.
+    A `crash` hook kills the process before a matching call leaves.
+    """
+
+    http: urllib3.PoolManager
+    pending: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    crash_when: Callable[[str, dict[str, Any]], bool] | None = None
+
+    def arm(self, kind: str, count: int) -> None:
+        self.pending.extend([kind] * count)
+
+    def reset(self) -> None:
+        self.pending.clear()
+        self.crash_when = None
+
+    def before_send(self, request: Any, **_: Any) -> AWSResponse | None:
+        operation = _operation(request)
+        if self.crash_when is not None and self.crash_when(operation, _body(request)):
+            self.crash_when = None
+            self.counts["crash"] += 1
+            raise Crash(operation)
+        if not self.pending:
+            return None
+        kind = self.pending[0]
+        if kind != "throttle" and operation not in DYNAMODB_WRITES:
+            return None
+        self.pending.pop(0)
+        self.counts[f"{kind} {operation}"] += 1
+        if kind == "throttle":
+            return error_response(request, "ThrottlingException")
+        if kind == "conflict":
+            return error_response(request, "TransactionConflictException")
+        self.http.request(request.method, request.url, body=request.body, headers=dict(request.headers))
+        return error_response(request, "InternalServerError", status=500)
+
+
+@dataclass
+class Sent:
+    """One message the model holds: what SQS would deliver, at least once, after its delay."""
+
+    seq: int
+    message: JobMessage
+    visible_at: int
+
+    def __repr__(self) -> str:
+        return f"<msg#{self.seq} {self.message.job_id[-4:]} due={self.message.due_at}>"
+
+
+@dataclass
+class SqsBag:
+    """Every SQS send of one client lands here instead of in a queue (see module docstring).
+
+    `refused` fails the next send without delivering it; `lost` delivers it and fails the answer.
+    """
+
+    now: Callable[[], int]
+    on_job_message: Callable[[JobMessage, int], None]
+    on_dead_letter: Callable[[dict[str, Any]], None]
+    pending: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    crash_on_dead_letter: bool = False
+
+    def arm(self, kind: str, count: int) -> None:
+        self.pending.extend([kind] * count)
+
+    def reset(self) -> None:
+        self.pending.clear()
+        self.crash_on_dead_letter = False
+
+    def before_send(self, request: Any, **_: Any) -> AWSResponse | None:
+        operation = _operation(request)
+        if operation not in ("SendMessageBatch", "SendMessage"):
+            return None
+        params = _body(request)
+        if operation == "SendMessage" and self.crash_on_dead_letter:
+            self.crash_on_dead_letter = False
+            self.counts["crash"] += 1
+            raise Crash(operation)
+        fault = self.pending.pop(0) if self.pending else None
+        if fault is not None:
+            self.counts[f"{fault} {operation}"] += 1
+        if fault == "refused":
+            return _sqs_error(request)
+        answer = self._accept(operation, params)
+        return _sqs_error(request) if fault == "lost" else answer
+
+    def _accept(self, operation: str, params: dict[str, Any]) -> AWSResponse:
+        if operation == "SendMessage":
+            self.on_dead_letter(json.loads(params["MessageBody"]))
+            return _json_response({"MessageId": str(uuid.uuid4()), **_md5(params["MessageBody"])})
+        successful = []
+        for entry in params["Entries"]:
+            visible = self.now() + int(entry.get("DelaySeconds", 0)) * 1000
+            self.on_job_message(JobMessage.model_validate_json(entry["MessageBody"]), visible)
+            successful.append(
+                {"Id": entry["Id"], "MessageId": str(uuid.uuid4()), **_md5(entry["MessageBody"])}
+            )
+        return _json_response({"Successful": successful, "Failed": []})
+
+
+def _md5(body: str) -> dict[str, str]:
+    return {"MD5OfMessageBody": hashlib.md5(body.encode()).hexdigest()}
+
+
+def _json_response(data: dict[str, Any]) -> AWSResponse:
+    body = json.dumps(data).encode()
+    return AWSResponse("", 200, {"Content-Type": SQS_JSON, "x-amzn-RequestId": str(uuid.uuid4())}, _Raw(body))
+
+
+def _sqs_error(request: Any) -> AWSResponse:
+    # A 400 the SDK does not retry: the dispatcher's own retries (and then the release) take over.
+    body = json.dumps({"__type": "com.amazonaws.sqs#InternalError", "message": "injected"}).encode()
+    headers = {"Content-Type": SQS_JSON, "x-amzn-query-error": "InternalError;Sender"}
+    return AWSResponse(request.url, 400, headers, _Raw(body))
+
+
+class _Raw:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, **_: Any) -> Any:
+        yield self._data
+
+    def read(self, *_: Any) -> bytes:
+        return self._data
+
+
+class InlineExecutor:
+    """A ThreadPoolExecutor stand-in that runs everything at once, in order, on the calling thread.
+
+    The tick claims in a pool and sends from a second thread; run inline, the order of its calls (and
+    so which call an armed fault hits) is the same on every replay, which shrinking needs.
+    """
+
+    def __init__(self, *_: Any, **__: Any) -> None:
+        pass
+
+    def __enter__(self) -> InlineExecutor:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        return None
+
+    def map(self, fn: Callable[..., Any], *iterables: Any) -> Any:
+        return [fn(*args) for args in zip(*iterables, strict=False)]
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+
+class Ids:
+    """Job ids in the ULID alphabet, the same on every replay of an example (ids pick index shards)."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def __call__(self) -> str:
+        self.next += 1
+        return f"01K{self.next:023d}"

@@ -1,0 +1,146 @@
+"""The invariants the model checks, as pure functions of one read of the table and what the model saw.
+
+Each returns the violations it finds, as sentences; an empty list means the invariant holds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared import constants as c
+from shared.clock import format_rfc3339
+from shared.models import IN_FLIGHT, WAITING, Job, Run, RunStatus
+from shared.schedules import MisfirePolicy
+from shared.store import DueRow, items
+
+SECOND = 1000
+GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND
+RATE_PERIODS_MS = {"rate(1 minute)": 60 * SECOND, "rate(10 seconds)": 10 * SECOND}
+
+
+@dataclass
+class Snapshot:
+    """The whole table, read at once: jobs, history, owed alerts and the due index's rows."""
+
+    jobs: dict[str, Job] = field(default_factory=dict)
+    runs: dict[str, list[Run]] = field(default_factory=lambda: defaultdict(list))
+    owed: dict[str, set[tuple[int, int]]] = field(default_factory=lambda: defaultdict(set))
+    index: dict[str, list[DueRow]] = field(default_factory=lambda: defaultdict(list))
+
+
+def read_table(client: Any, table: str) -> Snapshot:
+    """One consistent scan. The due index is sparse: an item is in it iff it has both index keys."""
+    snap = Snapshot()
+    for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+        for item in page["Items"]:
+            job_id = item[c.PARTITION_KEY]["S"].removeprefix("JOB#")
+            sort_key = item[c.SORT_KEY]["S"]
+            if sort_key == items.JOB_SK:
+                snap.jobs[job_id] = items.item_to_job(item)
+            elif sort_key.startswith(items.RUN_PREFIX):
+                snap.runs[job_id].append(items.item_to_run(item))
+            elif sort_key.startswith(items.ALERT_PREFIX):
+                run = items.item_to_alert(item)
+                snap.owed[job_id].add((run.scheduled_at, run.attempt))
+            if c.DUE_SHARD_ATTRIBUTE in item and c.DUE_KEY_ATTRIBUTE in item:
+                snap.index[job_id].append(DueRow(job_id, item[c.DUE_KEY_ATTRIBUTE]["S"], sort_key))
+    return snap
+
+
+def short(job_id: str) -> str:
+    return f"job …{job_id[-3:]}"
+
+
+# --- 2. no orphans: the index holds a job iff something must happen to it --------------------------
+
+
+def orphans(snap: Snapshot) -> list[str]:
+    found = []
+    for job in snap.jobs.values():
+        rows = [row for row in snap.index[job.id] if row.sort_key == items.JOB_SK]
+        want = _expected_row(job)
+        have = [row.due_key for row in rows]
+        if want is None and have:
+            found.append(f"{short(job.id)} is {_state(job)} yet still in the due index at {have}")
+        elif want is not None and have != [want]:
+            found.append(f"{short(job.id)} is {_state(job)}: due index has {have or 'nothing'}, needs {want}")
+    return found
+
+
+def _expected_row(job: Job) -> str | None:
+    if job.status in IN_FLIGHT:
+        return items.due_key(job.status, job.lease_until) if job.lease_until is not None else "a lease row"
+    if job.status in WAITING and not job.paused:
+        return items.due_key(job.status, job.due_at) if job.due_at is not None else "a run row"
+    return None
+
+
+def _state(job: Job) -> str:
+    flags = [name for name in ("paused", "cancel_requested") if getattr(job, name)]
+    return job.status.value + "".join(f"+{flag}" for flag in flags)
+
+
+# --- 4. a dead occurrence's alert is sent or owed --------------------------------------------------
+
+
+def unalerted(snap: Snapshot, dead_letters: list[dict[str, Any]]) -> list[str]:
+    sent = {(d["job_id"], d["scheduled_at"], d["attempts"]) for d in dead_letters}
+    found = []
+    for job in snap.jobs.values():
+        dead = {(r.scheduled_at, r.attempt) for r in snap.runs[job.id] if r.status is RunStatus.DEAD}
+        if job.last_run is not None and job.last_run.status is RunStatus.DEAD:
+            dead.add((job.last_run.scheduled_at, job.last_run.attempt))
+        for scheduled, attempt in sorted(dead):
+            if (job.id, format_rfc3339(scheduled), attempt) in sent or (scheduled, attempt) in snap.owed[
+                job.id
+            ]:
+                continue
+            found.append(
+                f"{short(job.id)}: occurrence {scheduled} died at attempt {attempt}, no alert sent or owed"
+            )
+    return found
+
+
+# --- 5. history never says `lost` for an attempt whose success the job kept -----------------------
+
+
+def lost_but_kept(snap: Snapshot, kept: set[tuple[str, int, int]]) -> list[str]:
+    found = []
+    for job in snap.jobs.values():
+        last = job.last_run
+        for run in snap.runs[job.id]:
+            if run.status is not RunStatus.LOST:
+                continue
+            mine = (job.id, run.scheduled_at, run.attempt)
+            kept_by_job = (
+                last is not None
+                and last.status is RunStatus.SUCCEEDED
+                and (last.scheduled_at, last.attempt) == (run.scheduled_at, run.attempt)
+            )
+            if mine in kept or kept_by_job:
+                found.append(
+                    f"{short(job.id)}: history says attempt {run.attempt} of {run.scheduled_at} was lost, "
+                    "but its success was kept"
+                )
+    return found
+
+
+# --- 7. misfire: a claim runs the occurrence the job's policy picks ------------------------------
+
+
+def misfire_target(job: Job, now_ms: int) -> int | None:
+    """The occurrence a tick at `now_ms` must run for a waiting rate job, or None when not checked."""
+    period = RATE_PERIODS_MS.get(job.schedule or "")
+    scheduled = job.scheduled_at
+    if period is None or scheduled is None or job.attempt or job.deferred_at is not None:
+        return None
+    if job.end_at is not None or job.start_at is not None:
+        return None
+    policy = MisfirePolicy(job.misfire_policy)
+    if scheduled >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
+        return scheduled
+    if policy is MisfirePolicy.RUN_ONCE:  # the latest one due by now
+        return scheduled + (now_ms - scheduled) // period * period
+    return scheduled + -(-(now_ms - GRACE_MS - scheduled) // period) * period  # the first not missed
