@@ -147,8 +147,8 @@ class JobService:
     def pause(self, job_id: str) -> JobView:
         def decide(job: Job) -> tuple[Job, Placement | None]:
             _check_recurring(job)
-            if job.paused:
-                return job, None
+            if job.paused and job.status is not JobStatus.QUEUED and not job.trigger_requested:
+                return job, None  # a queued or requested run is a trigger since: the pause drops it
             placement = lifecycle.on_pause(job)
             return self._store.pause(job, placement), placement
 

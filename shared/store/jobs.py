@@ -161,7 +161,8 @@ class JobStore(StoreWrites):
         return self._user_change(Event.CANCEL, job, placement, None)
 
     def pause(self, job: Job, placement: Placement | None) -> Job:
-        return self._user_change(Event.PAUSE, job, placement, None, paused=True)
+        """Paused; an extra run asked while an attempt runs is dropped with it."""
+        return self._user_change(Event.PAUSE, job, placement, None, paused=True, trigger_requested=None)
 
     def resume(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
         return self._user_change(Event.RESUME, job, placement, next_token, paused=False)

@@ -348,3 +348,32 @@ def test_a_trigger_while_running_starts_the_extra_run_when_the_attempt_settles(e
     assert extra.outcome is Outcome.SUCCEEDED and engine.targets.count(job_id) == 2
     job = engine.store.get(job_id)
     assert (job.status, job.scheduled_at) == (JobStatus.PENDING, first + 3600 * SECOND)
+
+
+# A pause after a trigger wins: the queued or requested extra run does not start while paused.
+def test_a_pause_after_a_trigger_drops_the_queued_extra_run(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(1 hour)")
+    engine.service.pause(job_id)
+    engine.service.trigger(job_id)
+    [extra] = engine.receive()
+
+    view = engine.service.pause(job_id)
+
+    assert view.paused and view.status is JobStatus.PENDING
+    assert engine.worker.process(extra).outcome is Outcome.DROPPED
+    assert engine.targets.count(job_id) == 0 and not in_index(engine, job_id)
+
+
+def test_a_pause_after_a_trigger_during_a_run_cancels_the_extra_run(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(10 seconds)")
+    engine.clock.set(engine.store.get(job_id).due_at or 0)
+
+    def trigger_then_pause() -> None:
+        engine.service.trigger(job_id)
+        engine.service.pause(job_id)
+
+    engine.targets.during[job_id] = trigger_then_pause
+    engine.run_all()
+    engine.clock.advance(60)
+
+    assert run_due(engine) == 0 and engine.targets.count(job_id) == 1
