@@ -568,6 +568,19 @@ class Simulation:
         with self.ledger.lock:
             return self.ledger.effects_by_job[job_id]
 
+    def settled(self) -> bool:
+        """True when the due index holds nothing (but rows the tick failed on): no job waits, none is
+        in flight, no alert is owed."""
+        store = self.api._store
+        far = self.base.now_ms() + 10 * 365 * 86_400 * SECOND
+        broken = {error.split("job ", 1)[-1].split(":", 1)[0] for error in self.ledger.tick_errors}
+        return not any(
+            row.job_id not in broken
+            for priority in c.PRIORITIES
+            for shard in range(c.DUE_SHARDS)
+            for row in store.due_rows(priority, shard, far)
+        )
+
     def snapshot(self) -> Snapshot:
         """Every job, history item and owed alert, in one scan: the emulator answers a query by
         scanning anyway."""
