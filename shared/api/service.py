@@ -127,6 +127,14 @@ class JobService:
             if refusal is not None:
                 raise Conflict(refusal, field=next(n for n in TIMING_FIELDS if n in patch.model_fields_set))
             placement = self._replacement(updated) if lifecycle.replaces_occurrence(job) else None
+            ran = job.last_run.scheduled_at if job.last_run else None
+            if placement is not None and ran is not None and (placement.scheduled_at or 0) <= ran:
+                field = "run_at" if "run_at" in patch.model_fields_set else "schedule"
+                raise Conflict(
+                    f"job '{job_id}' already ran its occurrence at {format_rfc3339(ran)}; a change may only "
+                    "move it to a later instant",
+                    field=field,
+                )
             if placement is not None and job.deferred_at is not None:
                 placement = replace(placement, clear_deferred=True)
             return self._write(placement, lambda p, t: self._store.update(updated, changes, p, t)), placement

@@ -83,8 +83,9 @@ def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Plac
     if not job.trigger_requested or placement.status is JobStatus.CANCELLED:
         return placement
     resume_at = placement.scheduled_at if placement.status is JobStatus.PENDING else None
+    extra = _extra_instant(job, now_ms, resume_at)
     return Placement(
-        JobStatus.PENDING, now_ms, now_ms, 0, resume_at is None, placement.alert, defer_to=resume_at
+        JobStatus.PENDING, extra, now_ms, 0, resume_at is None, placement.alert, defer_to=resume_at
     )
 
 
@@ -210,8 +211,21 @@ def on_trigger(job: Job, now_ms: int) -> Placement | None:
     if job.attempt > 0 and job.status in (JobStatus.FAILED, JobStatus.QUEUED):
         return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt)
     if job.status in (JobStatus.PENDING, JobStatus.QUEUED):
-        return Placement(JobStatus.PENDING, now_ms, now_ms, 0, defer_to=job.deferred_at or job.scheduled_at)
-    return Placement(JobStatus.PENDING, now_ms, now_ms, 0, clear_deferred=True)
+        resume_at = job.deferred_at or job.scheduled_at
+        return Placement(
+            JobStatus.PENDING, _extra_instant(job, now_ms, resume_at), now_ms, 0, defer_to=resume_at
+        )
+    return Placement(JobStatus.PENDING, _extra_instant(job, now_ms, None), now_ms, 0, clear_deferred=True)
+
+
+def _extra_instant(job: Job, now_ms: int, resume_at: int | None) -> int:
+    """A triggered run's instant, which names its occurrence (and its idempotency key): never one the
+    job ran or will run, even when the trigger comes on the very millisecond of one."""
+    taken = {job.scheduled_at, resume_at, job.last_run.scheduled_at if job.last_run else None}
+    instant = now_ms
+    while instant in taken:
+        instant += 1
+    return instant
 
 
 def on_retry(job: Job, now_ms: int) -> Placement:

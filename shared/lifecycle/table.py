@@ -126,7 +126,7 @@ TRANSITIONS: dict[Event, Transition] = {
             "tick",
             {R},
             (G.TOKEN, G.REVISION, G.DUE_UNCHANGED, G.LEASE_EXPIRED),
-            {Q, D, X, P},
+            {Q, F, D, X, P},
             "lease row (retry now), run row at the next occurrence, or removed",
             "the retry's message; a dead job's alert; `lost` history after the write",
         ),

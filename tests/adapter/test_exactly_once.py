@@ -377,3 +377,43 @@ def test_a_pause_after_a_trigger_during_a_run_cancels_the_extra_run(engine: Engi
     engine.clock.advance(60)
 
     assert run_due(engine) == 0 and engine.targets.count(job_id) == 1
+
+
+# Found by the model-based test (tests/model): each the shrunk sequence it printed.
+def test_a_lost_attempt_of_a_paused_job_is_reclaimed_and_its_retry_held(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(1 minute)")
+    engine.clock.set(engine.store.get(job_id).due_at or 0)
+    [message] = engine.receive()
+    engine.store.fence(job_id, message.token, "vanished", engine.clock.now_ms())
+    engine.service.pause(job_id)
+    engine.clock.advance(LEASE / SECOND + 1)
+
+    report = engine.scheduler.tick()
+
+    job = engine.store.get(job_id)
+    assert (report.reclaimed, report.errors, job.status, job.paused) == (1, 0, JobStatus.FAILED, True)
+    assert not in_index(engine, job_id)
+    assert [r.status for r in engine.store.runs(job_id, 10, None)[0]] == ["lost"]
+
+
+def test_a_patch_may_not_move_an_occurrence_onto_one_that_ran(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(1 minute)")
+    engine.clock.set(engine.store.get(job_id).due_at or 0)
+    engine.run_all()
+    ran = engine.store.get(job_id).last_run
+    assert ran is not None
+
+    with pytest.raises(Conflict, match="already ran"):
+        engine.service.update(job_id, JobUpdate.model_validate({"run_at": _iso(ran.scheduled_at)}))
+
+
+def test_a_trigger_on_the_instant_an_occurrence_is_due_is_a_separate_occurrence(engine: Engine) -> None:
+    run_at = engine.clock.now_ms() + 180 * SECOND
+    job_id = create(engine, run_at=_iso(run_at))
+    engine.clock.set(run_at)
+
+    engine.service.trigger(job_id)
+    run_due(engine)
+
+    keys = [call.idempotency_key for call in engine.targets.calls]
+    assert len(keys) == 2 and len(set(keys)) == 2
