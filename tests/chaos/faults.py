@@ -17,7 +17,6 @@ import urllib3
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-WRITES = ("UpdateItem", "PutItem", "TransactWriteItems", "DeleteItem")
 _http = urllib3.PoolManager(maxsize=20)
 
 
@@ -95,14 +94,15 @@ def inject_dynamodb_errors(client: Any, faults: Faults, operations: dict[str, fl
     client.meta.events.register("before-send.dynamodb", before_send)
 
 
-def lose_answers(client: Any, faults: Faults, probability: float, label: str) -> None:
-    """Writes that DynamoDB applies and whose answers are lost: the hook sends the request itself,
-    then answers 500, so botocore sends it again (tests/adapter/lost_answers.py does this on demand).
-    A write that failed its condition changed nothing, so its answer is passed on as it came."""
+def lose_answers(client: Any, faults: Faults, operations: dict[str, float], label: str) -> None:
+    """Writes that DynamoDB applies and whose answers are lost, each operation at its probability:
+    the hook sends the request itself, then answers 500, so botocore sends it again
+    (tests/adapter/lost_answers.py does this on demand). A write that failed its condition changed
+    nothing, so its answer is passed on as it came."""
 
     def before_send(request: Any, **_: Any) -> AWSResponse | None:
         operation = _operation(request)
-        if operation not in WRITES or not faults.draw(probability):
+        if not faults.draw(operations.get(operation, 0.0)):
             return None
         headers = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()}
         sent = _http.request(request.method, request.url, body=request.body, headers=headers)

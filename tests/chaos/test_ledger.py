@@ -152,9 +152,10 @@ def _key() -> str:
 def _run(sim: Simulation, racers: list[str]) -> None:
     """Ticks once a simulated minute, with user actions racing its claims; every five seconds a
     user acts on racers that are queued, racing their deliveries' fences; every twenty seconds one
-    triggers a racer. After the simulated span, only ticks and deliveries, until nothing is left in
-    the due index (a chain of faults can hold a job back for minutes: a late delivery, a doubled
-    resend lease, a crash's redelivery) or DRAIN_LIMIT has passed."""
+    triggers a racer, and every thirty one's payload is replaced. After the simulated span, only
+    ticks and deliveries, until nothing is left in the due index (a chain of faults can hold a job
+    back for minutes: a late delivery, a doubled resend lease, a crash's redelivery) or DRAIN_LIMIT
+    has passed."""
     rng = random.Random(7)
     with ThreadPoolExecutor(4) as users:
         for second in range((SIMULATED + DRAIN_LIMIT) // SECOND):
@@ -178,6 +179,8 @@ def _run(sim: Simulation, racers: list[str]) -> None:
                     acting.append(users.submit(_act_if_queued, sim, job_id, sim.pick_action()))
             if users_act and second % 20 == 11:
                 acting.append(users.submit(sim.act, "trigger", rng.choice(racers), "between attempts"))
+            if users_act and second % 30 == 17:
+                acting.append(users.submit(sim.act, "update", rng.choice(racers), "(a large payload)"))
             sim.step()  # deliveries, and with them fences, while the users act
             for future in acting:
                 future.result()
