@@ -11,7 +11,7 @@ from shared import constants as c
 SECOND_MS = 1000
 # A re-sent message's lease doubles each time, so a long backlog costs a few re-sends per job, not
 # one per lease period; the cap keeps a truly lost message from waiting longer than this.
-MAX_RESEND_DOUBLINGS = 4
+MAX_RESEND_DOUBLINGS = 2
 
 
 def lease_seconds(timeout_seconds: int) -> int:
