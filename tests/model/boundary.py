@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -54,8 +55,9 @@ class DynamoFaults:
 
     `throttle` answers any call with a ThrottlingException; `conflict` answers a write with a
     TransactionConflictException; `lost` sends a write to the emulator itself (so it is applied) and
-    answers 500, which the SDK retries with the same request: DynamoDB applied it, the answer was lost.
-    A `crash` hook kills the process before a matching call leaves.
+    answers 500, which the SDK retries with the same request: DynamoDB applied it, the answer was lost;
+    `pass` lets one write through, for a fault meant for a later one. A `crash` hook kills the process
+    before a matching call leaves.
     """
 
     http: urllib3.PoolManager
@@ -82,6 +84,8 @@ class DynamoFaults:
         if kind != "throttle" and operation not in DYNAMODB_WRITES:
             return None
         self.pending.pop(0)
+        if kind == "pass":  # this write goes through: the fault is for a later one
+            return None
         self.counts[f"{kind} {operation}"] += 1
         if kind == "throttle":
             return error_response(request, "ThrottlingException")
@@ -100,7 +104,7 @@ class Sent:
     visible_at: int
 
     def __repr__(self) -> str:
-        return f"<msg#{self.seq} {self.message.job_id[-4:]} due={self.message.due_at}>"
+        return f"<msg#{self.seq} for job {self.message.job_id[3]} due={self.message.due_at}>"
 
 
 @dataclass
@@ -210,12 +214,29 @@ class InlineExecutor:
         return future
 
 
+class NoWait:
+    """The time module without its waits: an SDK retry or a repeated write happens at once (the
+    model keeps its own clock, and a wait would only slow the examples down)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    @staticmethod
+    def sleep(_seconds: float) -> None:
+        return None
+
+
 class Ids:
-    """Job ids in the ULID alphabet, the same on every replay of an example (ids pick index shards)."""
+    """Job ids in the ULID alphabet, the same on every replay of an example (ids pick index shards):
+    the label of the job being created, then how many jobs that label was given before."""
 
     def __init__(self) -> None:
-        self.next = 0
+        self.label = "A"
+        self.given: Counter[str] = Counter()
+
+    def reset(self) -> None:
+        self.given.clear()
 
     def __call__(self) -> str:
-        self.next += 1
-        return f"01K{self.next:023d}"
+        self.given[self.label] += 1
+        return f"01K{self.label}{self.given[self.label]:022d}"

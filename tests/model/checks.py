@@ -50,7 +50,9 @@ def read_table(client: Any, table: str) -> Snapshot:
 
 
 def short(job_id: str) -> str:
-    return f"job …{job_id[-3:]}"
+    """The model's ids are 01K, the job's label, then how many jobs had that label: `job A`, `job A2`."""
+    n = int(job_id[4:]) if job_id[4:].isdigit() else 0
+    return f"job {job_id[3]}{n if n > 1 else ''}" if job_id.startswith("01K") and n else f"job {job_id}"
 
 
 # --- 2. no orphans: the index holds a job iff something must happen to it --------------------------
