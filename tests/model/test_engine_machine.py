@@ -190,7 +190,6 @@ class Env:
 class EngineMachine(RuleBasedStateMachine):
     def __init__(self, env: Env) -> None:
         super().__init__()
-        _swarm_up_front(self)
         env.examples += 1
         env.ids.reset()
         self.env = env
@@ -655,13 +654,13 @@ class EngineMachine(RuleBasedStateMachine):
     @precondition(lambda self: any(a.state == "running" for a in self.attempts))
     @rule(job=labels, which=which, fault=faults)
     def heartbeat(self, job: str, which: str = "newest", fault: str | None = None) -> None:
-        """The attempt's heartbeat beats once more, a heartbeat period after the step before (while
-        its target runs): it renews the lease when it runs short."""
+        """The attempt's heartbeat beats once more, a heartbeat period after the step before (its
+        target still running): it renews the lease when it runs short."""
         attempt = self._running(job, which)
         if attempt is None:
             return
-        self.clock.advance(c.HEARTBEAT_EVERY_SECONDS)
-        self._begin(f"heartbeat {attempt} 30 s on{self._with(fault)}")
+        self.clock.advance(c.HEARTBEAT_EVERY_SECONDS + 1)  # the thread's period, and a little work
+        self._begin(f"heartbeat {attempt} {c.HEARTBEAT_EVERY_SECONDS + 1} s on{self._with(fault)}")
         with self._faults("worker", fault):
             ok = attempt.heartbeat.beat()
         job = self._job(attempt.job.id)
@@ -894,28 +893,6 @@ class EngineMachine(RuleBasedStateMachine):
 
 def _no_target(*_: Any) -> None:
     raise AssertionError("the model calls targets itself")
-
-
-def _swarm_up_front(machine: RuleBasedStateMachine) -> None:
-    """Hypothesis switches some rules off for a whole example ("swarm testing"), deciding for each
-    rule the first time it comes up, inside whichever step that is. Deciding for all rules in the
-    first step instead lets the shrinker delete any later step without changing the meaning of the
-    steps after it, so the sequence it prints keeps only the steps that matter."""
-    strategy = getattr(machine, "_rules_strategy", None)
-    if strategy is None or not hasattr(strategy, "_enabled_rules_strategy"):
-        return  # another Hypothesis: keep its own way
-    names = sorted({rule.function.__name__ for rule in strategy.rules})
-    decided: list[Any] = [None]
-
-    def enabled(rule: Any) -> bool:
-        flags = strategy._feature_flags
-        if flags is not decided[0]:
-            decided[0] = flags
-            for name in names:
-                flags.is_enabled(name)
-        return bool(strategy.is_valid(rule) and flags.is_enabled(rule.function.__name__))
-
-    strategy._enabled_rules_strategy = strategy.rules_strategy.filter(enabled)
 
 
 def _known(violation: str) -> str | None:

@@ -1,0 +1,1 @@
+"""Sundial for its users: a typed client of the HTTP API and the `sundial` command."""
