@@ -17,7 +17,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions import api_errors, clients
+from functions import api_errors, api_stats, clients
 from shared import constants as c
 from shared.api.models import JobCreate, JobList, JobUpdate, JobView, PreviewRequest, PreviewResponse, RunList
 from shared.api.service import JobService
@@ -32,6 +32,7 @@ logger = Logger(service=c.METRICS_SERVICE)
 tracer = Tracer(service=c.METRICS_SERVICE)
 app = APIGatewayRestResolver(enable_validation=True)
 app.enable_swagger(path="/docs", title=TITLE, version=VERSION)
+app.include_router(api_stats.router)
 
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128)]
 Limit = Annotated[int, Query(ge=1, le=100)]

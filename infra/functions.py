@@ -69,6 +69,7 @@ class Functions(Construct):
         for name, fn in made.items():
             grant_table(fn, table, TABLE_ACCESS[name])
         queues.grant_send(self.api, dead_letter=False)
+        queues.grant_read_depths(self.api)
         # A reclaimed job whose attempts are spent dies in the scheduler; a failed one in the worker.
         queues.grant_send(self.scheduler, dead_letter=True)
         queues.grant_send(self.worker, dead_letter=True)

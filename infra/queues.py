@@ -51,3 +51,11 @@ class JobQueues(Construct):
         iam.Grant.add_to_principal(
             grantee=grantee, actions=["sqs:SendMessage"], resource_arns=[q.queue_arn for q in queues]
         )
+
+    def grant_read_depths(self, grantee: iam.IGrantable) -> None:
+        """sqs:GetQueueAttributes on the three priority queues: GET /stats shows their depths."""
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sqs:GetQueueAttributes"],
+            resource_arns=[q.queue_arn for q in self.by_priority.values()],
+        )

@@ -1,6 +1,6 @@
 """Each function's access to the jobs table: the DynamoDB actions its code calls, and no more.
 
-`grant_read_write_data` would add Scan, BatchWriteItem, ConditionCheckItem, DescribeTable and the
+`grant_read_write_data` would add Scan (to every function), BatchWriteItem, ConditionCheckItem, DescribeTable and the
 stream reads, none of which Sundial calls. The IAM contract test (tests/infra/test_iam_contract.py)
 records every call the functions make in the test suite and fails on one that these do not allow.
 """
@@ -30,8 +30,12 @@ _WRITES = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 TABLE_ACCESS: Mapping[str, TableAccess] = {
     # Jobs, payload items, idempotency reservations and history: read, create, change. The run
     # history is a query of the table; the listing queries by_created and fetches what it found in
-    # batches. The API never ends an occurrence DEAD, so it never clears an owed alert.
-    "Api": TableAccess((*_WRITES, "dynamodb:Query", "dynamodb:BatchGetItem"), (c.LIST_INDEX_NAME,)),
+    # batches. The API never ends an occurrence DEAD, so it never clears an owed alert. GET /stats
+    # counts jobs with a Scan kept for a bounded age and reads the earliest entry of each due shard.
+    "Api": TableAccess(
+        (*_WRITES, "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:Scan"),
+        (c.LIST_INDEX_NAME, c.DUE_INDEX_NAME),
+    ),
     # Claims and reclaims what the due index holds; sends owed alerts and clears them.
     "Scheduler": TableAccess((*_WRITES, "dynamodb:DeleteItem"), (c.DUE_INDEX_NAME,)),
     # Fences, heartbeats and settles one job by its key; clears the alert it sent.

@@ -175,13 +175,21 @@ def test_send_grants(synthesised: Synthesised, function: str, dead_letter: bool)
     assert (_queue_arn(synthesised, c.DEAD_LETTER_QUEUE_NAME) in sends) is dead_letter
 
 
+def test_the_api_reads_the_depths_of_the_three_priority_queues_only(synthesised: Synthesised) -> None:
+    reads = _granted(_statements(synthesised, "api"), "sqs:GetQueueAttributes")
+    expected = [_queue_arn(synthesised, name) for name in c.QUEUE_NAMES.values()]
+    assert sorted(map(str, reads)) == sorted(map(str, expected))
+    assert not _granted(_statements(synthesised, "scheduler"), "sqs:GetQueueAttributes")
+
+
 # What each function's code calls (test_iam_contract.py proves it calls no more).
 TABLE_ACTIONS = {
-    "api": {"GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem"},
+    # Scan: GET /stats's census, kept for a bounded age (shared/api/stats.py).
+    "api": {"GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem", "Scan"},
     "scheduler": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"},
     "worker": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"},
 }
-INDEXES = {"api": [c.LIST_INDEX_NAME], "scheduler": [c.DUE_INDEX_NAME], "worker": []}
+INDEXES = {"api": [c.LIST_INDEX_NAME, c.DUE_INDEX_NAME], "scheduler": [c.DUE_INDEX_NAME], "worker": []}
 
 
 @pytest.mark.parametrize("function", HANDLERS)
@@ -200,7 +208,7 @@ def test_table_access_is_what_the_code_calls(synthesised: Synthesised, function:
             else:
                 assert dynamo == {"Query"}, statement
                 on_indexes.append(resource)
-    # No Scan, BatchWriteItem, ConditionCheckItem, DescribeTable or stream reads.
+    # No BatchWriteItem, ConditionCheckItem, DescribeTable or stream reads; Scan for the api alone.
     assert on_table == TABLE_ACTIONS[function]
     expected = [{"Fn::Join": ["", [table_arn, f"/index/{name}"]]} for name in INDEXES[function]]
     assert on_indexes == expected

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from shared import constants as c
 from shared.constants import PRIORITIES
 from tests.infra import contract
 from tests.infra.aws_calls import CALLS_ENV, install
@@ -263,3 +264,26 @@ def test_functions_may_write_their_logs_and_traces(template: Template) -> None:
             ("xray:PutTraceSegments", "*"),
         ):
             assert evaluate(statements, Request(action, resource)).allowed, (function, action)
+
+
+def test_the_api_may_make_the_reads_of_get_stats(template: Template) -> None:
+    """GET /stats's reads (shared/store/stats_reads.py, shared/api/stats.py) as IAM sees them; the
+    recorded suites do not call that route, so its calls are named here."""
+    table = template.arn(template.own_id(c.TABLE_NAME) or "")
+    wanted = [
+        Request("dynamodb:Scan", table),
+        Request("dynamodb:Query", f"{table}/index/{c.DUE_INDEX_NAME}"),
+        *(
+            Request("sqs:GetQueueAttributes", template.arn(template.own_id(q) or ""))
+            for q in c.QUEUE_NAMES.values()
+        ),
+    ]
+    statements = template.role_statements("api")
+    for request in wanted:
+        decision = evaluate(statements, request)
+        assert decision.allowed, f"{request.action} on {request.resource}"
+        CONTRACT_TABLE.append(
+            f"api       GET /stats  {request.action} on {request.resource}: {decision.label}"
+        )
+    dead_letter = template.arn(template.own_id(c.DEAD_LETTER_QUEUE_NAME) or "")
+    assert not evaluate(statements, Request("sqs:GetQueueAttributes", dead_letter)).allowed

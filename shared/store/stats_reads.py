@@ -1,0 +1,134 @@
+"""The reads behind GET /stats: one census of the table and the earliest due-index entry per priority.
+
+Neither touches the engine's write path. The census is a parallel Scan, so its cost grows with the
+table (run history included): callers cache its result (shared/api/stats.py) and say how old it is.
+The due-index reads are one single-row Query per shard.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from shared import constants as c
+from shared.models import JobStatus, RunSummary
+from shared.store import items
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+# Parallel segments of the census: enough to overlap round trips, few enough for a Lambda's sockets.
+SCAN_SEGMENTS = 4
+_JOB_FIELDS = ("status", "priority", "paused", "name", "updated_at", "last_run")
+_RUN_FIELDS = ("scheduled_at", "started_at", "attempt")
+
+
+@dataclass(frozen=True)
+class DeadJob:
+    id: str
+    name: str | None
+    priority: str
+    updated_at: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Start:
+    """One attempt's start, for executions per minute and start lateness."""
+
+    started_at: int
+    scheduled_at: int
+    attempt: int
+
+
+@dataclass
+class Census:
+    """Jobs per (status, priority), the paused ones, the dead ones and the attempts since an instant."""
+
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    paused: int = 0
+    dead: list[DeadJob] = field(default_factory=list)
+    starts: list[Start] = field(default_factory=list)
+
+    def add(self, other: Census) -> None:
+        self.counts.update(other.counts)
+        self.paused += other.paused
+        self.dead += other.dead
+        self.starts += other.starts
+
+
+class StatsReads:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def census(self, starts_since_ms: int, segments: int = SCAN_SEGMENTS) -> Census:
+        """Every job item and every history item of an attempt started at or after `starts_since_ms`,
+        read by a parallel Scan (eventually consistent: a write of the last second may be missing)."""
+        with ThreadPoolExecutor(max_workers=segments, thread_name_prefix="census") as pool:
+            parts = list(
+                pool.map(lambda n: self._census_segment(n, segments, starts_since_ms), range(segments))
+            )
+        total = Census()
+        for part in parts:
+            total.add(part)
+        return total
+
+    def earliest_due(self, priority: str) -> int | None:
+        """The earliest due instant (epoch ms) in the priority's due-index shards, or None when empty."""
+        earliest: int | None = None
+        for shard in range(c.DUE_SHARDS):
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=c.DUE_INDEX_NAME,
+                KeyConditionExpression="#shard = :shard",
+                ExpressionAttributeNames={"#shard": c.DUE_SHARD_ATTRIBUTE},
+                ExpressionAttributeValues={":shard": {"S": f"{priority}#{shard}"}},
+                Limit=1,
+            )
+            for item in response["Items"]:
+                due_at = items.parse_due_key(item[c.DUE_KEY_ATTRIBUTE]["S"])[0]
+                earliest = due_at if earliest is None else min(earliest, due_at)
+        return earliest
+
+    def _census_segment(self, segment: int, segments: int, since_ms: int) -> Census:
+        names = {f"#{n}": n for n in {*_JOB_FIELDS, *_RUN_FIELDS, c.PARTITION_KEY, c.SORT_KEY}}
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Segment": segment,
+            "TotalSegments": segments,
+            "ProjectionExpression": ", ".join(names),
+            # History items outside the window, payloads, alerts and idempotency records are left out
+            # here; DynamoDB still reads (and bills) them.
+            "FilterExpression": f"#{c.SORT_KEY} = :job OR "
+            f"(begins_with(#{c.SORT_KEY}, :run) AND #started_at >= :since)",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {
+                ":job": {"S": items.JOB_SK},
+                ":run": {"S": items.RUN_PREFIX},
+                ":since": {"N": str(since_ms)},
+            },
+        }
+        census = Census()
+        for page in self._client.get_paginator("scan").paginate(**request):
+            for item in page["Items"]:
+                _count(census, items.deserialize(item))
+        return census
+
+
+def _count(census: Census, values: dict[str, Any]) -> None:
+    if values[c.SORT_KEY] != items.JOB_SK:
+        census.starts.append(
+            Start(int(values["started_at"]), int(values["scheduled_at"]), int(values["attempt"]))
+        )
+        return
+    census.counts[(str(values["status"]), str(values["priority"]))] += 1
+    census.paused += bool(values.get("paused"))
+    if values["status"] == JobStatus.DEAD.value:
+        last = values.get("last_run")
+        error = RunSummary.model_validate_json(last).error if last else None
+        job_id = str(values[c.PARTITION_KEY]).removeprefix("JOB#")
+        name = values.get("name")
+        census.dead.append(DeadJob(job_id, name, str(values["priority"]), int(values["updated_at"]), error))
