@@ -28,6 +28,9 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from local_stack.state.app import PersistentApp
+from local_stack.state.tables_on_disk import Restored, TablesOnDisk
+
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 DEFAULT_PORT = 4566
 logger = logging.getLogger(__name__)
@@ -356,7 +359,11 @@ def _new_seed() -> int:
 
 
 class Emulator:
-    """A moto server in a background thread of this process."""
+    """A moto server in a background thread of this process.
+
+    With `state`, its tables are first restored from that directory, and every DynamoDB write is
+    recorded there before it is answered (local_stack.state); without, they live in memory only.
+    """
 
     def __init__(
         self,
@@ -364,13 +371,23 @@ class Emulator:
         port: int = 0,
         faults: FaultSpec | None = None,
         fault_seed: int | None = None,
+        state: TablesOnDisk | None = None,
     ) -> None:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request drowns the rest
         seed = _new_seed() if fault_seed is None else fault_seed
+        moto: WsgiApp = DomainDispatcherApplication(create_backend_app)
+        self.state = state
+        self.restored: Restored | None = None
+        if state is not None:
+            persistent = PersistentApp(moto, state)
+            try:
+                self.restored = state.restore(persistent.replay)
+            except BaseException:
+                state.close()
+                raise
+            moto = persistent
         # Faults outside the lock: a duplicate send or a lost answer is two ordinary requests to moto.
-        self.faults = FaultyApp(
-            SerialisedApp(DomainDispatcherApplication(create_backend_app)), faults or FaultSpec(), seed
-        )
+        self.faults = FaultyApp(SerialisedApp(moto), faults or FaultSpec(), seed)
         app = self.faults
         self._server: BaseWSGIServer = make_server(
             host, port, app, threaded=True, request_handler=MotoRequestHandler
@@ -389,6 +406,8 @@ class Emulator:
     def stop(self) -> None:
         self._server.shutdown()
         self._thread.join(timeout=5)
+        if self.state is not None:
+            self.state.close()
         if self.faults.spec:
             logger.info("faults injected: %s", self.faults.counts.snapshot())
 

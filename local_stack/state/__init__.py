@@ -1,0 +1,1 @@
+"""The emulator's DynamoDB tables kept in a directory, so that a restart or a crash loses no write."""
