@@ -10,7 +10,7 @@ from shared.clock import format_rfc3339
 from shared.constants import Priority
 from shared.models import DEFAULT_BACKOFF, BackoffSeconds, Job, JobStatus, OverlapPolicy, Run, RunSummary
 from shared.schedules import MisfirePolicy
-from shared.targets.models import Target
+from shared.targets.models import Target, masked
 
 Name = Annotated[str, Field(max_length=200)]
 ScheduleText = Annotated[str, Field(min_length=1, max_length=256)]
@@ -131,7 +131,7 @@ class JobView(BaseModel):
             run_at=_time(job.run_at),
             next_run_at=_time(_next_run_at(job)),
             priority=job.priority,
-            target=job.target,
+            target=masked(job.target),
             payload=payload,
             max_retries=job.retry.max_retries,
             backoff=list(job.retry.backoff),

@@ -44,6 +44,7 @@ from shared.schedules import (
 )
 from shared.store import IdempotencyRecord, JobStore, new_token
 from shared.targets import check_target
+from shared.targets.models import check_form
 
 SECOND_MS = 1000
 _JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
@@ -233,6 +234,7 @@ class JobService:
         refuse_allow(spec.overlap_policy)
         if payload_size > c.PAYLOAD_LIMIT_BYTES:
             raise PayloadTooLarge(f"payload is {payload_size} bytes; the limit is 256 KiB", field="payload")
+        check_form(spec.target, local_stack=self._allow_private)
         check_target(
             spec.target,
             allow_private=self._allow_private,

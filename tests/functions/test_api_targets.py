@@ -1,0 +1,281 @@
+"""Targets through the API handler: AWS names of the forms AWS issues, and secret-looking header values
+stored as sent but answered masked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from functions import clients
+from local_stack.resources import Resources
+from shared import constants as c
+from shared.clock import SystemClock
+from shared.store import JobStore
+from shared.targets.models import HttpTarget
+from tests.functions.conftest import Answer, api_event, invoke_api, table_items
+
+DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}
+ACCOUNT = "123456789012"
+
+Api = Callable[..., Answer]
+
+
+@pytest.fixture
+def api(env: Resources) -> Api:
+    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
+        return invoke_api(api_event(method, path, body, **kwargs))
+
+    return call
+
+
+@pytest.fixture
+def stored(env: Resources, dynamodb: Any) -> Callable[[], list[dict[str, Any]]]:
+    return lambda: table_items(dynamodb, env.table_name)
+
+
+@pytest.fixture
+def store(env: Resources, dynamodb: Any) -> JobStore:
+    return JobStore(dynamodb, env.table_name, SystemClock())
+
+
+# --- the forms AWS issues ---------------------------------------------------------------------------
+
+ACCEPTED = [
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:f"}, id="lambda"
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws:lambda:eu-west-1:{ACCOUNT}:function:my_fn-2:live"},
+        id="lambda-alias",
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:f:7"},
+        id="lambda-version",
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:f:$LATEST"},
+        id="lambda-latest",
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws-us-gov:lambda:us-gov-west-1:{ACCOUNT}:function:f"},
+        id="lambda-govcloud",
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws-cn:lambda:cn-north-1:{ACCOUNT}:function:f"},
+        id="lambda-china",
+    ),
+    pytest.param({"type": "sqs", "queue_url": f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/q"}, id="sqs"),
+    pytest.param(
+        {"type": "sqs", "queue_url": f"https://sqs.eu-west-1.amazonaws.com/{ACCOUNT}/orders.fifo"},
+        id="sqs-fifo",
+    ),
+    pytest.param(
+        {"type": "sqs", "queue_url": f"https://sqs.cn-north-1.amazonaws.com.cn/{ACCOUNT}/q"}, id="sqs-china"
+    ),
+    pytest.param(
+        {"type": "sqs", "queue_url": f"https://us-west-2.queue.amazonaws.com/{ACCOUNT}/q"},
+        id="sqs-legacy-host",
+    ),
+    pytest.param({"type": "sns", "topic_arn": f"arn:aws:sns:us-east-1:{ACCOUNT}:alerts"}, id="sns"),
+    pytest.param({"type": "sns", "topic_arn": f"arn:aws:sns:us-east-1:{ACCOUNT}:alerts.fifo"}, id="sns-fifo"),
+    pytest.param(
+        {"type": "eventbridge", "detail_type": "tick", "source": "my.app"}, id="eventbridge-default"
+    ),
+    pytest.param(
+        {
+            "type": "eventbridge",
+            "event_bus_name": f"arn:aws:events:us-east-1:{ACCOUNT}:event-bus/orders",
+            "detail_type": "tick",
+            "source": "my.app",
+        },
+        id="eventbridge-bus-arn",
+    ),
+]
+
+
+@pytest.mark.parametrize("target", ACCEPTED)
+def test_aws_targets_of_the_forms_aws_issues_are_accepted(api: Api, target: dict[str, Any]) -> None:
+    answer = api("POST", "/jobs", {"target": target, **DAILY})
+
+    assert answer.status == 201, answer.body
+    assert answer.body["target"] == {
+        **({"event_bus_name": "default"} if "detail_type" in target else {}),
+        **target,
+    }
+
+
+REFUSED = [
+    pytest.param(
+        {"type": "lambda", "function_arn": "arn:aws:lambda:"}, "function_arn", id="lambda-prefix-only"
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": "arn:aws:lambda:us-east-1:12345:function:f"},
+        "function_arn",
+        id="lambda-short-account",
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws:lambda:{ACCOUNT}:function:f"},
+        "function_arn",
+        id="lambda-no-region",
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws:lambda:us-east-1:{ACCOUNT}:layer:f"},
+        "function_arn",
+        id="lambda-layer",
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:awsx:lambda:us-east-1:{ACCOUNT}:function:f"},
+        "function_arn",
+        id="lambda-partition",
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:f:a:b"},
+        "function_arn",
+        id="lambda-two-qualifiers",
+    ),
+    pytest.param(
+        {"type": "lambda", "function_arn": f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:f\n"},
+        "function_arn",
+        id="lambda-newline",
+    ),
+    pytest.param({"type": "sqs", "queue_url": "https://example.com/q"}, "queue_url", id="sqs-other-host"),
+    pytest.param(
+        {"type": "sqs", "queue_url": "https://sqs.us-east-1.amazonaws.com/q"},
+        "queue_url",
+        id="sqs-no-account",
+    ),
+    pytest.param(
+        {"type": "sqs", "queue_url": f"http://sqs.us-east-1.amazonaws.com/{ACCOUNT}/q"},
+        "queue_url",
+        id="sqs-plain-http",
+    ),
+    pytest.param(
+        {"type": "sqs", "queue_url": f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/q?x=1"},
+        "queue_url",
+        id="sqs-query",
+    ),
+    pytest.param(
+        {"type": "sqs", "queue_url": f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/{'q' * 81}"},
+        "queue_url",
+        id="sqs-long-name",
+    ),
+    pytest.param({"type": "sns", "topic_arn": "arn:aws:sns:"}, "topic_arn", id="sns-prefix-only"),
+    pytest.param(
+        {"type": "sns", "topic_arn": f"arn:aws:sqs:us-east-1:{ACCOUNT}:alerts"},
+        "topic_arn",
+        id="sns-other-service",
+    ),
+    pytest.param(
+        {"type": "eventbridge", "event_bus_name": "arn:aws:events:", "detail_type": "t", "source": "my.app"},
+        "event_bus_name",
+        id="eventbridge-bad-arn",
+    ),
+    pytest.param(
+        {"type": "eventbridge", "detail_type": "t", "source": "aws.ec2"},
+        "source",
+        id="eventbridge-aws-source",
+    ),
+]
+
+
+@pytest.mark.parametrize(("target", "field"), REFUSED)
+def test_a_malformed_aws_name_is_a_400_naming_the_field(
+    api: Api, stored: Any, target: dict[str, Any], field: str
+) -> None:
+    answer = api("POST", "/jobs", {"target": target, **DAILY})
+
+    assert answer.status == 400
+    assert answer.body["field"] == f"target.{field}"
+    assert answer.body["message"].startswith(f"target {field} ")
+    assert " is not " in answer.body["message"]
+    assert stored() == []
+
+
+def test_a_loopback_queue_is_a_target_in_the_local_stack_only(
+    api: Api, stored: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(c.ENV_ALLOW_PRIVATE_TARGETS, "true")
+    clients.reset()
+    local = api(
+        "POST", "/jobs", {"target": {"type": "sqs", "queue_url": f"http://127.0.0.1:4566/{ACCOUNT}/q"}}
+    )
+
+    assert local.status == 201, local.body
+
+
+def test_a_loopback_queue_is_refused_outside_the_local_stack(api: Api, stored: Any) -> None:
+    answer = api(
+        "POST", "/jobs", {"target": {"type": "sqs", "queue_url": f"http://localhost:4566/{ACCOUNT}/q"}}
+    )
+
+    assert answer.status == 400
+    assert answer.body["field"] == "target.queue_url"
+    assert "reachable only in the local stack" in answer.body["message"]
+    assert stored() == []
+
+
+# --- secret-looking header values ------------------------------------------------------------------
+
+HEADERS = {
+    "Authorization": "Bearer real-secret",
+    "proxy-authorization": "Basic cHJveHk=",
+    "Cookie": "session=abc",
+    "Set-Cookie": "id=1",
+    "X-Api-Key": "k-123",
+    "X-Auth-Token": "t-456",
+    "X-Client-Secret": "s-789",
+    "X-DB-PASSWORD": "p-0",
+    "X-Team": "finance",
+    "Accept": "application/json",
+}
+MASKED = {name: ("***" if name not in ("X-Team", "Accept") else value) for name, value in HEADERS.items()}
+HTTP = {"type": "http", "url": "https://hooks.example.com/run", "headers": HEADERS}
+
+
+def test_secret_header_values_are_answered_masked_and_stored_as_sent(api: Api, store: JobStore) -> None:
+    created = api("POST", "/jobs", {"target": HTTP, **DAILY}, headers={"Idempotency-Key": "secret-1"})
+    job_id = created.body["id"]
+    replay = api("POST", "/jobs", {"target": HTTP, **DAILY}, headers={"Idempotency-Key": "secret-1"})
+    got = api("GET", f"/jobs/{job_id}")
+    listed = api("GET", "/jobs")
+    patched = api("PATCH", f"/jobs/{job_id}", {"name": "renamed", "priority": "low"})
+    paused = api("POST", f"/jobs/{job_id}/pause")
+    cancelled = api("DELETE", f"/jobs/{job_id}")
+
+    answers = [created, replay, got, patched, paused, cancelled]
+    assert [answer.status for answer in answers] == [201, 200, 200, 200, 200, 200]
+    for answer in answers:
+        assert answer.body["target"]["headers"] == MASKED
+    assert listed.body["jobs"][0]["target"]["headers"] == MASKED
+    # The worker reads the stored job: it sends the real values.
+    target = store.get(job_id).target
+    assert isinstance(target, HttpTarget)
+    assert target.headers == HEADERS
+
+
+def test_the_mask_sent_back_as_a_secret_value_is_refused(api: Api, stored: Any) -> None:
+    first = api("POST", "/jobs", {"target": HTTP, **DAILY}, headers={"Idempotency-Key": "secret-2"})
+    before = stored()
+    echoed = {**HTTP, "headers": first.body["target"]["headers"]}  # the answer, sent back as it came
+
+    replay = api("POST", "/jobs", {"target": echoed, **DAILY}, headers={"Idempotency-Key": "secret-2"})
+    fresh = api("POST", "/jobs", {"target": echoed, **DAILY})
+
+    for answer in (replay, fresh):
+        assert answer.status == 400
+        assert answer.body["field"].startswith("target.headers.")
+        assert "the mask the API answers in place of a secret" in answer.body["message"]
+    assert stored() == before
+
+
+def test_a_patch_cannot_send_a_target(api: Api, store: JobStore) -> None:
+    job = api("POST", "/jobs", {"target": HTTP, **DAILY}).body
+
+    answer = api("PATCH", f"/jobs/{job['id']}", {"target": {**HTTP, "headers": MASKED}})
+
+    assert (answer.status, answer.body["field"]) == (400, "target")
+    target = store.get(job["id"]).target
+    assert isinstance(target, HttpTarget)
+    assert target.headers == HEADERS
