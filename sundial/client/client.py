@@ -1,0 +1,280 @@
+"""A typed client of the HTTP API v1 (docs/api.md): one method per operation, on the API's own models."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol, TypeVar
+from urllib.parse import quote
+
+from botocore.credentials import Credentials
+from pydantic import BaseModel, ValidationError
+
+from shared.api.models import (
+    JobCreate,
+    JobList,
+    JobUpdate,
+    JobView,
+    PreviewRequest,
+    PreviewResponse,
+    RunList,
+    RunView,
+)
+from sundial.client.errors import ApiError, Unreachable, error_for
+from sundial.client.signing import SERVICE, Signer, execute_api_region
+from sundial.client.transport import RETRYABLE_STATUSES, Answer, RetryPolicy, Transport, urllib_transport
+
+LOCAL_API_URL = "http://127.0.0.1:8000"
+DEFAULT_TIMEOUT_SECONDS = 30.0
+USER_AGENT = "sundial-client/1"
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+
+class Health(BaseModel):
+    status: str
+
+
+class _Page(Protocol):
+    @property
+    def next_token(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=_Page)
+
+
+class SundialClient:
+    """Calls a Sundial API: the local stack (unsigned) or a deployed stage (SigV4-signed).
+
+    Requests that are safe to repeat are retried on throttling, 5xx and lost connections; every
+    request is retried on throttling and when it could not be sent at all (docs/client.md, Retries).
+    Error answers raise the subclasses of ApiError in sundial.client.errors.
+    """
+
+    def __init__(
+        self,
+        base_url: str = LOCAL_API_URL,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        retries: RetryPolicy | None = None,
+        sign: bool | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+        service: str = SERVICE,
+        credentials: Credentials | None = None,
+        transport: Transport = urllib_transport,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """`sign` None signs exactly when `base_url` is an execute-api host; `region` defaults to the
+        URL's, then to the profile's. `credentials` replace botocore's chain (which reads `profile`)."""
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retries = retries or RetryPolicy()
+        self.signer: Signer | None = None
+        if sign or (sign is None and execute_api_region(base_url) is not None):
+            region = region or execute_api_region(base_url) or _profile_region(profile)
+            self.signer = Signer(region, service, profile, credentials)
+        self._transport = transport
+        self._sleep = sleep
+
+    # --- jobs -------------------------------------------------------------------------------------
+
+    def create_job(
+        self, job: JobCreate | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> JobView:
+        """POST /jobs. A key is generated unless given; retries send the same key and body, so a
+        create whose answer was lost is answered with the job it made rather than made twice."""
+        spec = job if isinstance(job, JobCreate) else JobCreate.model_validate(job)
+        key = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        return self._call("POST", "/jobs", JobView, body=spec, headers=key, safe=True)
+
+    def get_job(self, job_id: str) -> JobView:
+        return self._call("GET", _job_path(job_id), JobView)
+
+    def list_jobs(
+        self,
+        *,
+        status: str | None = None,
+        priority: str | None = None,
+        name: str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+    ) -> JobList:
+        """One page, newest first; `next_token` of the answer asks for the next."""
+        query = {
+            "status": status,
+            "priority": priority,
+            "name": name,
+            "limit": limit,
+            "next_token": next_token,
+        }
+        return self._call("GET", "/jobs", JobList, query=query)
+
+    def iter_jobs(
+        self,
+        *,
+        status: str | None = None,
+        priority: str | None = None,
+        name: str | None = None,
+        page_size: int = 100,
+    ) -> Iterator[JobView]:
+        """Every job that matches, newest first, fetching pages as it goes."""
+
+        def page(token: str | None) -> JobList:
+            return self.list_jobs(
+                status=status, priority=priority, name=name, limit=page_size, next_token=token
+            )
+
+        return _each(page, lambda answer: answer.jobs)
+
+    def update_job(self, job_id: str, patch: JobUpdate | Mapping[str, Any]) -> JobView:
+        """PATCH: only the fields set on `patch` are sent, so only they change."""
+        body = patch if isinstance(patch, JobUpdate) else JobUpdate.model_validate(patch)
+        return self._call("PATCH", _job_path(job_id), JobView, body=body, safe=False)
+
+    def cancel_job(self, job_id: str) -> JobView:
+        # Safe to repeat: cancelling a cancelled job changes nothing and answers it.
+        return self._call("DELETE", _job_path(job_id), JobView, safe=True)
+
+    def pause_job(self, job_id: str) -> JobView:
+        return self._call("POST", f"{_job_path(job_id)}/pause", JobView, safe=False)
+
+    def resume_job(self, job_id: str) -> JobView:
+        return self._call("POST", f"{_job_path(job_id)}/resume", JobView, safe=False)
+
+    def trigger_job(self, job_id: str) -> JobView:
+        return self._call("POST", f"{_job_path(job_id)}/trigger", JobView, safe=False)
+
+    def retry_job(self, job_id: str) -> JobView:
+        return self._call("POST", f"{_job_path(job_id)}/retry", JobView, safe=False)
+
+    # --- runs, schedules, service -----------------------------------------------------------------
+
+    def list_runs(self, job_id: str, *, limit: int | None = None, next_token: str | None = None) -> RunList:
+        """One page of the job's attempt history, newest first."""
+        query = {"limit": limit, "next_token": next_token}
+        return self._call("GET", f"{_job_path(job_id)}/runs", RunList, query=query)
+
+    def iter_runs(self, job_id: str, *, page_size: int = 100) -> Iterator[RunView]:
+        """Every run of the job, newest first, fetching pages as it goes."""
+        return _each(
+            lambda token: self.list_runs(job_id, limit=page_size, next_token=token), lambda a: a.runs
+        )
+
+    def preview(self, request: PreviewRequest | Mapping[str, Any]) -> PreviewResponse:
+        # A POST that changes nothing: safe to repeat.
+        body = request if isinstance(request, PreviewRequest) else PreviewRequest.model_validate(request)
+        return self._call("POST", "/schedules/preview", PreviewResponse, body=body, safe=True)
+
+    def health(self) -> Health:
+        return self._call("GET", "/health", Health)
+
+    # --- the wire ---------------------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        answer_type: type[M],
+        *,
+        body: BaseModel | None = None,
+        query: Mapping[str, object] | None = None,
+        headers: Mapping[str, str] | None = None,
+        safe: bool | None = None,
+    ) -> M:
+        """`safe` (default: whether the method is GET) says whether a request that may have been
+        served is sent again after a 5xx or a lost answer."""
+        data = body.model_dump(mode="json", exclude_unset=True) if body is not None else None
+        answer = self.send(method, path, data, query=query, headers=headers, safe=safe)
+        if answer.status >= 400:
+            raise error_for(answer.status, answer.body, answer.reason)
+        try:
+            return answer_type.model_validate_json(answer.body)
+        except ValidationError as exc:
+            what = f"{method} {path} answered {answer.status} with no {answer_type.__name__}"
+            raise ApiError(f"{what}: {exc.errors()[0]['msg']}", status=answer.status) from exc
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: Mapping[str, object] | None = None,
+        headers: Mapping[str, str] | None = None,
+        safe: bool | None = None,
+    ) -> Answer:
+        """One request with its retries; the last answer whatever its status. Raises Unreachable
+        when no answer came, Unauthorized when there are no credentials to sign with."""
+        url = self.base_url + path + _query_string(query or {})
+        data = json.dumps(body).encode() if body is not None else None
+        retry_served = method == "GET" if safe is None else safe
+        for retry in range(self.retries.attempts):
+            last = retry == self.retries.attempts - 1
+            try:
+                answer = self._transport(
+                    method, url, self.headers(method, url, data, headers), data, self.timeout
+                )
+            except Unreachable as exc:
+                if last or (exc.sent and not retry_served):
+                    raise
+                self._sleep(self.retries.delay(retry, None))
+                continue
+            if last or not _worth_again(answer.status, retry_served):
+                return answer
+            self._sleep(self.retries.delay(retry, answer))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def headers(
+        self, method: str, url: str, data: bytes | None, extra: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """What a request carries: JSON headers, `extra`, and the signature when the client signs."""
+        headers = {"Accept": "application/json", **(extra or {})}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        # Signed again on every attempt: the signature covers its instant.
+        signed = self.signer.sign(method, url, headers, data) if self.signer else headers
+        return {**signed, "User-Agent": USER_AGENT}
+
+
+def _worth_again(status: int, retry_served: bool) -> bool:
+    # A throttled request never reached the handler; any other 5xx may come after it ran.
+    return status == 429 or (retry_served and status in RETRYABLE_STATUSES)
+
+
+def _job_path(job_id: str) -> str:
+    if not job_id:
+        raise ApiError("a job id is required", field="job_id")
+    return "/jobs/" + quote(job_id, safe="")
+
+
+def _query_string(query: Mapping[str, object]) -> str:
+    # Encoded as SigV4 canonicalises it (RFC 3986), so the signed query is the query sent.
+    pairs = [
+        f"{quote(name, safe='-_.~')}={quote(str(getattr(v, 'value', v)), safe='-_.~')}"
+        for name, v in query.items()
+        if v is not None
+    ]
+    return "?" + "&".join(pairs) if pairs else ""
+
+
+def _each(fetch: Callable[[str | None], P], items: Callable[[P], list[T]]) -> Iterator[T]:
+    token: str | None = None
+    while True:
+        page = fetch(token)
+        yield from items(page)
+        token = page.next_token
+        if not token:
+            return
+
+
+def _profile_region(profile: str | None) -> str:
+    from botocore.session import Session  # noqa: PLC0415
+
+    region: Any = Session(profile=profile).get_config_variable("region")
+    if not region:
+        raise ApiError("signing needs a region: give one, or use an execute-api URL", field="region")
+    return str(region)

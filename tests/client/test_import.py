@@ -1,0 +1,53 @@
+"""The client and the `sundial jobs` commands load without the local stack and its emulator (moto)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+BLOCKED = ("moto", "local_stack", "werkzeug", "flask")
+
+BLOCKER = textwrap.dedent(
+    f"""
+    import sys
+
+    BLOCKED = {BLOCKED!r}
+
+    class Blocker:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ImportError(f"{{name}} is blocked in this test")
+            return None
+
+    sys.meta_path.insert(0, Blocker())
+    """
+)
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKER + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_blocker_blocks() -> None:
+    result = _run("import local_stack.cli")
+    assert result.returncode != 0 and "blocked in this test" in result.stderr
+
+
+def test_the_client_imports_without_the_local_stack() -> None:
+    result = _run(
+        """
+        from sundial.client import SundialClient, NotFound
+        client = SundialClient("http://127.0.0.1:9")
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+        print("loaded:", loaded)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert "loaded: []" in result.stdout
