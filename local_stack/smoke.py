@@ -14,12 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from local_stack.smoke_client import Api, Deployment
+from shared.api.models import JobView
+from sundial.client import ApiError, NotFound
 
 POLL_SECONDS = 1.0
 Json = dict[str, Any]
+T = TypeVar("T")
 
 
 @dataclass
@@ -34,6 +37,16 @@ class Report:
 
     def note(self, what: str) -> None:
         self.lines.append(f"     {what}")
+
+    def call(self, what: str, call: Callable[[], T]) -> T | None:
+        """The call's answer, checked as `what`; None (a failed check) when it raised."""
+        try:
+            answer = call()
+        except ApiError as exc:
+            self.check(False, what, f"{exc.status or 'no answer'}: {exc.message}")
+            return None
+        self.check(True, what)
+        return answer
 
 
 def _in(seconds: float) -> str:
@@ -64,16 +77,14 @@ def run_smoke(api: Api, deployment: Deployment, timeout_seconds: float = 120.0) 
     tag = uuid.uuid4().hex[:8]
     created: dict[str, str] = {}
     try:
-        status, health = api.call("GET", "/health")
-        if not report.check(status == 200, "GET /health answers 200", (status, health)):
+        if report.call("GET /health answers 200", api.health) is None:
             return report
         for kind, spec in _specs(tag).items():
-            status, job = api.call("POST", "/jobs", spec)
-            if report.check(status == 201, f"create the {kind} job", (status, job)):
-                created[kind] = job["id"]
+            job = report.call(f"create the {kind} job", partial(api.create_job, spec))
+            if job is not None:
+                created[kind] = job.id
         if "recurring" in created:
-            status, job = api.call("POST", f"/jobs/{created['recurring']}/trigger")
-            report.check(status == 200, "trigger the recurring job", (status, job))
+            report.call("trigger the recurring job", partial(api.trigger_job, created["recurring"]))
         _wait_and_check(api, deployment, created, report, time.monotonic() + timeout_seconds)
         _report_alarms(deployment, report)
     finally:
@@ -84,13 +95,14 @@ def run_smoke(api: Api, deployment: Deployment, timeout_seconds: float = 120.0) 
 def _wait_and_check(
     api: Api, deployment: Deployment, created: dict[str, str], report: Report, deadline: float
 ) -> None:
-    expectations: dict[str, tuple[Callable[[Json], bool], str]] = {
-        "one-off": (lambda job: job["status"] == "succeeded", "succeeded"),
-        "failing": (lambda job: job["status"] == "dead", "is dead after 2 attempts"),
+    expectations: dict[str, tuple[Callable[[JobView], bool], str]] = {
+        "one-off": (lambda job: job.status == "succeeded", "succeeded"),
+        "failing": (lambda job: job.status == "dead", "is dead after 2 attempts"),
         "recurring": (
             lambda job: (
-                (job.get("last_run") or {}).get("status") == "succeeded"
-                and job["status"] in ("pending", "queued")
+                job.last_run is not None
+                and job.last_run.status == "succeeded"
+                and job.status in ("pending", "queued")
             ),
             "ran once and waits for its next occurrence",
         ),
@@ -98,7 +110,8 @@ def _wait_and_check(
     for kind, job_id in created.items():
         done, what = expectations[kind]
         job = _poll(partial(_job, api, job_id), done, deadline)
-        if report.check(job is not None and done(job), f"the {kind} job {what}", job):
+        shown = job.model_dump(mode="json") if job is not None else None
+        if report.check(job is not None and done(job), f"the {kind} job {what}", shown):
             _check_runs(api, kind, job_id, report)
     if "failing" in created:
         letter = _poll(lambda: deployment.take_dead_letter(created["failing"]), bool, deadline)
@@ -109,9 +122,11 @@ def _wait_and_check(
         )
 
 
-def _job(api: Api, job_id: str) -> Json | None:
-    status, job = api.call("GET", f"/jobs/{job_id}")
-    return job if status == 200 else None
+def _job(api: Api, job_id: str) -> JobView | None:
+    try:
+        return api.get_job(job_id)
+    except NotFound:
+        return None
 
 
 def _poll(read: Callable[[], Any], done: Callable[[Any], bool], deadline: float) -> Any:
@@ -126,12 +141,16 @@ RUNS = {"one-off": ["succeeded"], "failing": ["dead", "failed"], "recurring": ["
 
 
 def _check_runs(api: Api, kind: str, job_id: str, report: Report) -> None:
-    status, body = api.call("GET", f"/jobs/{job_id}/runs")
-    runs = body.get("runs", []) if status == 200 and isinstance(body, dict) else []
+    try:
+        runs = api.list_runs(job_id).runs
+    except ApiError as exc:
+        report.check(False, f"the {kind} job's run history", f"{exc.status}: {exc.message}")
+        return
     # Newest first; a run's error says why it failed.
-    seen = [run["status"] for run in runs]
-    holds = seen[: len(RUNS[kind])] == RUNS[kind] and all(run.get("started_at") for run in runs)
-    report.check(holds, f"the {kind} job's run history is {', '.join(RUNS[kind])}", (status, body))
+    seen = [run.status for run in runs]
+    holds = seen[: len(RUNS[kind])] == RUNS[kind] and all(run.started_at for run in runs)
+    shown = [run.model_dump(mode="json") for run in runs]
+    report.check(holds, f"the {kind} job's run history is {', '.join(RUNS[kind])}", shown)
 
 
 def _report_alarms(deployment: Deployment, report: Report) -> None:
@@ -150,5 +169,4 @@ def _report_alarms(deployment: Deployment, report: Report) -> None:
 
 def _clean_up(api: Api, created: dict[str, str], report: Report) -> None:
     for kind, job_id in created.items():
-        status, job = api.call("DELETE", f"/jobs/{job_id}")
-        report.check(status == 200, f"cancel the {kind} job", (status, job))
+        report.call(f"cancel the {kind} job", partial(api.cancel_job, job_id))

@@ -4,64 +4,31 @@ dead-letter queue and, when it can reach them, its alarms."""
 from __future__ import annotations
 
 import json
-import re
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import boto3
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
 
 from local_stack.environment import DEFAULT_REGION, DUMMY_CREDENTIALS
 from shared import constants as c
+from sundial.client import RetryPolicy, SundialClient, Unauthorized, execute_api_region
 
-# https://<api id>.execute-api.<region>.amazonaws.com/<stage>/
-_EXECUTE_API = re.compile(r"^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
-TIMEOUT_SECONDS = 30
-
-
-def execute_api_region(url: str) -> str | None:
-    """The region of an API Gateway URL, or None for any other (the local stack's) URL."""
-    match = _EXECUTE_API.match(urlsplit(url).hostname or "")
-    return match.group(1) if match else None
+__all__ = ["Api", "Deployment", "execute_api_region"]
 
 
-class Api:
-    """JSON over HTTP; requests to API Gateway are signed with the caller's AWS credentials."""
+class Api(SundialClient):
+    """The client, with credentials from a boto3 session when one is given, and checked at once: a
+    smoke check without them should stop before it creates anything."""
 
     def __init__(self, base_url: str, session: boto3.Session | None = None) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.region = execute_api_region(base_url)
-        self._credentials = None
-        if self.region is not None:
-            self._credentials = (session or boto3.Session()).get_credentials()
-            if self._credentials is None:
-                raise SystemExit("sundial smoke: no AWS credentials to sign requests to API Gateway")
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        headers = self.headers(method, self.base_url + path, data)
-        request = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as error:
-            text = error.read()
+        credentials = session.get_credentials() if session is not None else None
+        # A few more attempts than the default: a fresh deployment may throttle or cold-start.
+        super().__init__(base_url, credentials=credentials, retries=RetryPolicy(attempts=6))
+        if self.signer is not None:
             try:
-                return error.code, json.loads(text or b"null")
-            except ValueError:
-                return error.code, text.decode(errors="replace")
-
-    def headers(self, method: str, url: str, data: bytes | None) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        if self._credentials is None or self.region is None:
-            return headers
-        request = AWSRequest(method=method, url=url, data=data, headers=headers)
-        SigV4Auth(self._credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(request)
-        return dict(request.headers.items())
+                self.signer.credentials()
+            except Unauthorized as exc:
+                raise SystemExit(f"sundial smoke: {exc}") from None
 
 
 @dataclass(frozen=True)
