@@ -6,37 +6,75 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger, Tracer
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions import api_errors, api_stats, clients
+from functions import api_openapi as doc
 from shared import constants as c
-from shared.api.models import JobCreate, JobList, JobUpdate, JobView, PreviewRequest, PreviewResponse, RunList
+from shared.api.models import (
+    JOB_ID_EXAMPLE,
+    JOB_ID_PATTERN,
+    HealthView,
+    JobCreate,
+    JobList,
+    JobUpdate,
+    JobView,
+    PreviewRequest,
+    PreviewResponse,
+    RunList,
+)
 from shared.api.service import JobService
 from shared.clock import SystemClock
 from shared.errors import InvalidInput, SundialError
 from shared.models import JobStatus
 
 TITLE, VERSION = "Sundial", "1.0.0"
+DESCRIPTION = (
+    "A serverless job scheduler: one-off, rate and cron jobs in any time zone, retries, run history. "
+    "Every error answer is `{message, field}`; docs/api.md is the prose form of this document."
+)
 B, N, C = HTTPStatus.BAD_REQUEST, HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
+LARGE, NOT_JSON = HTTPStatus.REQUEST_ENTITY_TOO_LARGE, HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+OK = HTTPStatus.OK
 
 logger = Logger(service=c.METRICS_SERVICE)
 tracer = Tracer(service=c.METRICS_SERVICE)
-app = APIGatewayRestResolver(enable_validation=True)
-app.enable_swagger(path="/docs", title=TITLE, version=VERSION)
+app = doc.Resolver(enable_validation=True)
+app.enable_swagger(path="/docs", title=TITLE, version=VERSION, description=DESCRIPTION, tags=doc.TAGS)
 app.include_router(api_stats.router)
 
-IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128)]
-Limit = Annotated[int, Query(ge=1, le=100)]
-NextToken = Annotated[str | None, Query(max_length=4096)]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=128,
+        description="The same key with the same body within 24 hours answers the first job (200); "
+        "with another body, 409.",
+    ),
+]
+Limit = Annotated[int, Query(ge=1, le=100, description="At most this many items in the page.")]
+NextToken = Annotated[
+    str | None,
+    Query(max_length=4096, description="The previous page's next_token, to read the next page."),
+]
+JobId = Annotated[
+    str,
+    Path(
+        pattern=JOB_ID_PATTERN,
+        description="The job's id, as its create answered it: a 26-character ULID.",
+        examples=[JOB_ID_EXAMPLE],
+    ),
+]
 
 
 @clients.lazy
@@ -45,8 +83,19 @@ def _service() -> JobService:
     return JobService(clients.store(), clients.dispatcher(), SystemClock(), config.allow_private_targets)
 
 
-@app.post("/jobs", responses=api_errors.documented(B, C, HTTPStatus.REQUEST_ENTITY_TOO_LARGE))
-def create_job(spec: Annotated[JobCreate, Body()], key: IdempotencyKey = None) -> Response[JobView]:
+@app.post(
+    "/jobs",
+    summary="Create a job",
+    description="Stores a one-off (`run_at`, default now) or recurring (`schedule`) job. A job due "
+    "before the next scheduler tick is dispatched at once. Target header values that look like "
+    "secrets are stored as sent and answered as `***`.",
+    tags=["jobs"],
+    operation_id="create_job",
+    responses=doc.created(JobView, doc.JOB, B, C, LARGE, NOT_JSON),
+)
+def create_job(
+    spec: Annotated[JobCreate, Body(openapi_examples=doc.CREATE_EXAMPLES)], key: IdempotencyKey = None
+) -> Response[JobView]:
     _require_object()
     view, created = _service().create(spec, key)
     status, headers = (201, {"Location": _location(view.id)}) if created else (200, {})
@@ -59,71 +108,167 @@ def _location(job_id: str) -> str:
     return f"{stage_path.rstrip('/')}/{job_id}"
 
 
-@app.get("/jobs", responses=api_errors.documented(B))
+@app.get(
+    "/jobs",
+    summary="List jobs",
+    description="Newest first, optionally filtered by status and priority. A page may hold fewer "
+    "than `limit` jobs, even none, and still have a `next_token`: the listing ends when `next_token` "
+    "is null.",
+    tags=["jobs"],
+    operation_id="list_jobs",
+    responses=doc.answers(OK, JobList, "A page of jobs.", {"jobs": [doc.JOB], "next_token": None}, B),
+)
 def list_jobs(
-    status: Annotated[JobStatus | None, Query()] = None,
-    priority: Annotated[c.Priority | None, Query()] = None,
+    status: Annotated[JobStatus | None, Query(description="Only jobs in this status.")] = None,
+    priority: Annotated[c.Priority | None, Query(description="Only jobs of this priority.")] = None,
     limit: Limit = 50,
     next_token: NextToken = None,
 ) -> JobList:
     return _service().list(status, priority, limit, next_token)
 
 
-@app.get("/jobs/<job_id>", responses=api_errors.documented(N))
-def get_job(job_id: str) -> JobView:
+@app.get(
+    "/jobs/<job_id>",
+    summary="Get a job",
+    description="The job as it now is: its current occurrence's status, next run and last run.",
+    tags=["jobs"],
+    operation_id="get_job",
+    responses=doc.answers(OK, JobView, "The job.", doc.JOB, B, N),
+)
+def get_job(job_id: JobId) -> JobView:
     return _service().get(job_id)
 
 
-@app.patch("/jobs/<job_id>", responses=api_errors.documented(B, N, C, HTTPStatus.REQUEST_ENTITY_TOO_LARGE))
-def update_job(job_id: str, patch: Annotated[JobUpdate, Body()]) -> JobView:
+@app.patch(
+    "/jobs/<job_id>",
+    summary="Change a job",
+    description="Changes only the fields sent, from the next occurrence on. It never runs an "
+    "occurrence again, never brings back a finished or cancelled job and never resets attempts; "
+    "the target cannot be changed (create a new job).",
+    tags=["jobs"],
+    operation_id="update_job",
+    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB, B, N, C, LARGE, NOT_JSON),
+)
+def update_job(
+    job_id: JobId, patch: Annotated[JobUpdate, Body(openapi_examples=doc.UPDATE_EXAMPLES)]
+) -> JobView:
     _require_object()
     return _service().update(job_id, patch)
 
 
-@app.delete("/jobs/<job_id>", responses=api_errors.documented(N))
-def cancel_job(job_id: str) -> JobView:
+@app.delete(
+    "/jobs/<job_id>",
+    summary="Cancel a job",
+    description="No further attempt or occurrence starts; a running attempt finishes and the job is "
+    "then `cancelled`. Cancelling a cancelled job answers it as it is.",
+    tags=["jobs"],
+    operation_id="cancel_job",
+    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "cancelled"}, B, N, C),
+)
+def cancel_job(job_id: JobId) -> JobView:
     return _service().cancel(job_id)
 
 
-@app.post("/jobs/<job_id>/pause", responses=api_errors.documented(N, C))
-def pause_job(job_id: str) -> JobView:
+@app.post(
+    "/jobs/<job_id>/pause",
+    summary="Pause a recurring job",
+    description="No new occurrence starts while paused; a running attempt finishes; a scheduled "
+    "retry is held. 409 for a one-off or cancelled job.",
+    tags=["jobs"],
+    operation_id="pause_job",
+    responses=doc.answers(
+        OK, JobView, "The job as it now is.", doc.JOB | {"paused": True, "next_run_at": None}, B, N, C
+    ),
+)
+def pause_job(job_id: JobId) -> JobView:
     return _service().pause(job_id)
 
 
-@app.post("/jobs/<job_id>/resume", responses=api_errors.documented(N, C))
-def resume_job(job_id: str) -> JobView:
+@app.post(
+    "/jobs/<job_id>/resume",
+    summary="Resume a paused job",
+    description="Back on schedule; occurrences missed while paused follow `misfire_policy`; a held "
+    "retry runs now. 409 for a one-off or cancelled job.",
+    tags=["jobs"],
+    operation_id="resume_job",
+    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB, B, N, C),
+)
+def resume_job(job_id: JobId) -> JobView:
     return _service().resume(job_id)
 
 
-@app.post("/jobs/<job_id>/trigger", responses=api_errors.documented(N, C))
-def trigger_job(job_id: str) -> JobView:
+@app.post(
+    "/jobs/<job_id>/trigger",
+    summary="Run a job now",
+    description="One extra occurrence now; the schedule then goes on where it was. A failed job's "
+    "scheduled retry runs now. While an attempt runs, the extra occurrence starts when it finishes. "
+    "409 for a cancelled job.",
+    tags=["jobs"],
+    operation_id="trigger_job",
+    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),
+)
+def trigger_job(job_id: JobId) -> JobView:
     return _service().trigger(job_id)
 
 
-@app.post("/jobs/<job_id>/retry", responses=api_errors.documented(N, C))
-def retry_job(job_id: str) -> JobView:
+@app.post(
+    "/jobs/<job_id>/retry",
+    summary="Revive a dead job",
+    description="Attempts reset and it runs now. 409 unless the job is `dead`.",
+    tags=["jobs"],
+    operation_id="retry_job",
+    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),
+)
+def retry_job(job_id: JobId) -> JobView:
     return _service().retry(job_id)
 
 
-@app.get("/jobs/<job_id>/runs", responses=api_errors.documented(B, N))
-def job_runs(job_id: str, limit: Limit = 50, next_token: NextToken = None) -> RunList:
+@app.get(
+    "/jobs/<job_id>/runs",
+    summary="List a job's runs",
+    description="The attempt history, newest first: when each attempt was scheduled, started and "
+    "finished, its outcome, error and worker.",
+    tags=["runs"],
+    operation_id="list_job_runs",
+    responses=doc.answers(OK, RunList, "A page of runs.", doc.RUNS, B, N),
+)
+def list_job_runs(job_id: JobId, limit: Limit = 50, next_token: NextToken = None) -> RunList:
     return _service().runs(job_id, limit, next_token)
 
 
-@app.post("/schedules/preview", responses=api_errors.documented(B))
-def preview(request: Annotated[PreviewRequest, Body()]) -> PreviewResponse:
+@app.post(
+    "/schedules/preview",
+    summary="Preview a schedule",
+    description="The next instants (UTC, at most 100) a schedule gives in a time zone, DST included; "
+    "the scheduler uses the same code.",
+    tags=["schedules"],
+    operation_id="preview_schedule",
+    responses=doc.answers(OK, PreviewResponse, "The next runs.", doc.PREVIEW, B, NOT_JSON),
+)
+def preview_schedule(
+    request: Annotated[PreviewRequest, Body(openapi_examples=doc.PREVIEW_EXAMPLES)],
+) -> PreviewResponse:
     _require_object()
     return _service().preview(request)
 
 
-@app.get("/health")
-def health() -> dict[str, str]:
-    return {"status": "ok"}
+@app.get(
+    "/health",
+    summary="Health",
+    description="200 while the API answers.",
+    tags=["service"],
+    operation_id="get_health",
+    responses=doc.answers(OK, HealthView, "The API answers.", {"status": "ok"}),
+)
+def get_health() -> HealthView:
+    return HealthView(status="ok")
 
 
 @app.get("/openapi.json", include_in_schema=False)
 def openapi() -> Response[str]:
-    document = app.get_openapi_json_schema(title=TITLE, version=VERSION)
+    document = app.get_openapi_json_schema(
+        title=TITLE, version=VERSION, description=DESCRIPTION, tags=doc.TAGS
+    )
     return Response(200, content_types.APPLICATION_JSON, document)
 
 
@@ -132,14 +277,21 @@ def domain_error(exc: SundialError) -> Response[Any]:
 
 
 def invalid_request(exc: RequestValidationError) -> Response[Any]:
-    return api_errors.for_validation(exc.errors(), _json_body())
+    errors = exc.errors()
+    # Powertools reports an answer that fails its route's model as a request error: it is ours.
+    if errors and tuple(errors[0].get("loc", ()))[:1] == ("response",):
+        return unexpected(exc)
+    return api_errors.for_validation(errors, _json_body())
 
 
 @app.not_found
 def not_found(_: NotFoundError) -> Response[Any]:
     path, method = app.current_event.path, app.current_event.http_method.upper()
-    # Powertools knows no 405: a path served for other methods is told which ones.
     routes = [*app._static_routes, *app._dynamic_routes]
+    job_id = _unroutable_job_id(path, routes)
+    if job_id is not None:
+        return api_errors.bad_job_id(job_id)
+    # Powertools knows no 405: a path served for other methods is told which ones.
     allowed = sorted({route.method for route in routes if route.rule.match(path)})
     if allowed:
         answer = api_errors.error(
@@ -148,6 +300,16 @@ def not_found(_: NotFoundError) -> Response[Any]:
         answer.headers["Allow"] = ", ".join(allowed)
         return answer
     return api_errors.error(HTTPStatus.NOT_FOUND, f"no route for {method} {path}")
+
+
+def _unroutable_job_id(path: str, routes: list[Any]) -> str | None:
+    """The job id of a path that a route would take but for its id, such as "/jobs/\\n"."""
+    prefix = "/jobs/"
+    if not path.startswith(prefix):
+        return None
+    job_id, slash, rest = path.removeprefix(prefix).partition("/")
+    probe = f"{prefix}{JOB_ID_EXAMPLE}{slash}{rest}"
+    return job_id if any(route.rule.match(probe) for route in routes) else None
 
 
 def unexpected(exc: Exception) -> Response[Any]:

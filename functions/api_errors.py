@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
@@ -11,7 +12,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from shared.api.models import ErrorBody
+from shared.api.models import JOB_ID_EXAMPLE, ErrorBody
 from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge, SundialError
 
 # Most specific first: PayloadTooLarge is an InvalidInput.
@@ -86,6 +87,8 @@ def for_validation(errors: Sequence[Any], body: Any) -> Response[str]:
         return error(HTTPStatus.BAD_REQUEST, f"the body is not valid JSON: {detail}", "body")
     loc = tuple(first.get("loc", ()))
     message = str(first.get("msg", "is not valid"))
+    if loc == ("path", "job_id"):
+        return bad_job_id(first.get("input"))
     if loc[:1] == ("body",) and body is not None and not isinstance(body, dict):
         return error(HTTPStatus.BAD_REQUEST, "the request body must be a JSON object", "body")
     if loc == ("body",):
@@ -95,6 +98,16 @@ def for_validation(errors: Sequence[Any], body: Any) -> Response[str]:
     else:
         field = field_name(loc, body) or "body"
     return error(HTTPStatus.BAD_REQUEST, f"{field}: {message}", field)
+
+
+def bad_job_id(value: Any) -> Response[str]:
+    # JSON quoting shows a newline or other control character as an escape, not as itself.
+    shown = json.dumps(str(value)[:40])
+    message = (
+        f"job_id {shown} is not a job id: ids are 26-character ULIDs such as {JOB_ID_EXAMPLE}, "
+        "as POST /jobs answers them"
+    )
+    return error(HTTPStatus.BAD_REQUEST, message, "job_id")
 
 
 def _whole_body(kind: Any, message: str) -> str:
@@ -123,7 +136,36 @@ def _item(node: Any, step: Any) -> Any:
     return None
 
 
+_ERROR_EXAMPLES: dict[HTTPStatus, tuple[str, dict[str, Any]]] = {
+    HTTPStatus.BAD_REQUEST: (
+        "Bad request: a malformed body, field, query parameter, header or job id. Nothing changed.",
+        {"message": "cron expression '61 * * * *': minute must be 0-59", "field": "schedule"},
+    ),
+    HTTPStatus.NOT_FOUND: (
+        "No job has this id.",
+        {"message": f"job '{JOB_ID_EXAMPLE}' not found", "field": None},
+    ),
+    HTTPStatus.CONFLICT: (
+        "The job's state does not allow the call, or (create) the Idempotency-Key came with another "
+        "body, or the job kept changing under the call. Nothing changed; the message says what to do.",
+        {"message": f"job '{JOB_ID_EXAMPLE}' is running; change it after this attempt", "field": None},
+    ),
+    HTTPStatus.REQUEST_ENTITY_TOO_LARGE: (
+        "The payload is over 256 KiB encoded.",
+        {"message": "payload is 300000 bytes; the limit is 256 KiB", "field": "payload"},
+    ),
+    HTTPStatus.UNSUPPORTED_MEDIA_TYPE: (
+        "The body is not sent as JSON.",
+        {"message": "send the body as application/json, not text/plain", "field": "Content-Type"},
+    ),
+}
+
+
 def documented(*statuses: HTTPStatus) -> dict[int, OpenAPIResponse]:
-    """OpenAPI responses for the errors a route may answer, all with the error body."""
-    content: Any = {"application/json": {"model": ErrorBody}}
-    return {status.value: {"description": status.phrase, "content": content} for status in statuses}
+    """OpenAPI responses for the errors a route may answer, each with the error body and an example."""
+    responses: dict[int, OpenAPIResponse] = {}
+    for status in statuses:
+        description, example = _ERROR_EXAMPLES.get(status, (status.phrase, {"message": status.phrase}))
+        content: Any = {"application/json": {"model": ErrorBody, "examples": {"example": {"value": example}}}}
+        responses[status.value] = {"description": description, "content": content}
+    return responses

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -11,6 +11,11 @@ from shared.constants import Priority
 from shared.models import DEFAULT_BACKOFF, BackoffSeconds, Job, JobStatus, OverlapPolicy, Run, RunSummary
 from shared.schedules import MisfirePolicy
 from shared.targets.models import Target, masked
+
+# A job id is a ULID in its canonical form: 26 Crockford base-32 characters, the first at most 7
+# (a ULID is 128 bits). Anything else names no job.
+JOB_ID_PATTERN = r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$"
+JOB_ID_EXAMPLE = "01JD8ZQ3V6X4M7N2P5R8T1W9YB"
 
 Name = Annotated[str, Field(max_length=200)]
 ScheduleText = Annotated[str, Field(min_length=1, max_length=256)]
@@ -181,8 +186,20 @@ class RunList(BaseModel):
 
 
 class ErrorBody(BaseModel):
-    message: str
-    field: str | None = None
+    """Every 4xx and 5xx answer."""
+
+    message: str = Field(description="What is wrong and, when the client can mend it, what to do instead.")
+    field: str | None = Field(
+        default=None,
+        description="The part of the request at fault, as the client wrote it: a body field "
+        "(`schedule`, `target.url`, `backoff[1]`, `body` for the whole body), a query parameter, a "
+        "header (`Idempotency-Key`, `Content-Type`) or a path parameter (`job_id`); null when no one "
+        "part is.",
+    )
+
+
+class HealthView(BaseModel):
+    status: Literal["ok"]
 
 
 def _next_run_at(job: Job) -> int | None:

@@ -13,6 +13,7 @@ from ulid import ULID
 from shared import constants as c
 from shared import lifecycle
 from shared.api.models import (
+    JOB_ID_PATTERN,
     JobCreate,
     JobList,
     JobUpdate,
@@ -47,7 +48,7 @@ from shared.targets import check_target
 from shared.targets.models import check_form
 
 SECOND_MS = 1000
-_JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+_JOB_ID = re.compile(JOB_ID_PATTERN.removeprefix("^").removesuffix("$"))
 # A call that keeps meeting concurrent changes gives up with a 409 after this many rounds.
 ACTION_ROUNDS = 5
 

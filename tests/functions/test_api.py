@@ -504,10 +504,35 @@ def test_patch_max_retries_to_zero_takes_effect(api: Api) -> None:
     assert (answer.status, answer.body["max_retries"]) == (200, 0)
 
 
-def test_a_job_id_longer_than_any_key_is_a_404(api: Api) -> None:
-    answer = api("GET", "/jobs/" + "a" * 3000)
+@pytest.mark.parametrize(
+    ("method", "path", "shown"),
+    [
+        ("GET", "/jobs/" + "a" * 3000, '"' + "a" * 40 + '"'),
+        ("GET", "/jobs/\n", '"\\n"'),  # "$" anchoring would route this to the list
+        ("GET", "/jobs/\n/runs", '"\\n"'),
+        ("GET", "/jobs/01jd8zq3v6x4m7n2p5r8t1w9yb", '"01jd8zq3v6x4m7n2p5r8t1w9yb"'),  # not as issued
+        ("GET", "/jobs/81JD8ZQ3V6X4M7N2P5R8T1W9YB", '"81JD8ZQ3V6X4M7N2P5R8T1W9YB"'),  # over 128 bits
+        ("DELETE", "/jobs/abc", '"abc"'),
+        ("PATCH", "/jobs/abc", '"abc"'),
+        ("POST", "/jobs//pause", '""'),
+        ("POST", "/jobs/abc/trigger", '"abc"'),
+    ],
+    ids=["long", "newline", "newline-runs", "lower-case", "too-large", "delete", "patch", "empty", "trigger"],
+)
+def test_a_path_id_that_is_no_job_id_is_a_400_naming_job_id(
+    api: Api, stored: Any, method: str, path: str, shown: str
+) -> None:
+    job = create(api, **DAILY)
+    before = stored()
 
-    assert answer.status == 404
+    answer = api(method, path, {"name": "x"} if method == "PATCH" else None)
+
+    assert answer.status == 400
+    assert answer.body["field"] == "job_id"
+    assert answer.body["message"].startswith(f"job_id {shown} is not a job id: ids are 26-character ULIDs")
+    assert "jobs" not in answer.body  # never the list
+    assert stored() == before
+    assert api("GET", f"/jobs/{job['id']}").status == 200
 
 
 @pytest.mark.parametrize("queue", ["high", "dead"])
