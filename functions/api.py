@@ -32,6 +32,7 @@ from shared.api.models import (
     PreviewResponse,
     RunList,
 )
+from shared.api.requests import NAME_FILTER_LIMIT
 from shared.api.service import JobService
 from shared.clock import SystemClock
 from shared.errors import InvalidInput, SundialError
@@ -111,9 +112,9 @@ def _location(job_id: str) -> str:
 @app.get(
     "/jobs",
     summary="List jobs",
-    description="Newest first, optionally filtered by status and priority. A page may hold fewer "
-    "than `limit` jobs, even none, and still have a `next_token`: the listing ends when `next_token` "
-    "is null.",
+    description="Newest first, optionally filtered by status, priority and name. A page may hold "
+    "fewer than `limit` jobs, even none, and still have a `next_token`: the listing ends when "
+    "`next_token` is null.",
     tags=["jobs"],
     operation_id="list_jobs",
     responses=doc.answers(OK, JobList, "A page of jobs.", {"jobs": [doc.JOB], "next_token": None}, B),
@@ -123,8 +124,17 @@ def list_jobs(
     priority: Annotated[c.Priority | None, Query(description="Only jobs of this priority.")] = None,
     limit: Limit = 50,
     next_token: NextToken = None,
+    name: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=NAME_FILTER_LIMIT,
+            description="Only jobs whose name contains this text, in any case.",
+            examples=["report"],
+        ),
+    ] = None,
 ) -> JobList:
-    return _service().list(status, priority, limit, next_token)
+    return _service().list(status, priority, limit, next_token, name)
 
 
 @app.get(

@@ -15,6 +15,8 @@ from shared.errors import InvalidInput, PayloadTooLarge
 from shared.models import Job, JobStatus, OverlapPolicy, RetryPolicy
 from shared.schedules import check_window, parse_schedule, parse_timezone
 
+# A job's name is at most 200 characters, so a longer filter could match none.
+NAME_FILTER_LIMIT = 200
 RETRY_FIELDS = ("max_retries", "backoff", "timeout_seconds")
 TIMING_FIELDS = ("schedule", "timezone", "run_at", "start_at", "end_at")
 # A PATCH may clear name, payload and the window; these have no "unset" state.
@@ -87,17 +89,24 @@ def check_job_window(job: Job) -> None:
     check_window(job.start_at, job.end_at)
 
 
-def list_filter(status: str | None, priority: str | None) -> Callable[[Job], bool] | None:
+def list_filter(status: str | None, priority: str | None, name: str | None) -> Callable[[Job], bool] | None:
+    """What GET /jobs keeps, or None to keep every job. `name` is a case-insensitive substring of the
+    job's name: a search box finds "nightly-report-eu" by "report" as well as by "nightly"."""
     if status is not None and status not in {s.value for s in JobStatus}:
         raise InvalidInput(
             f"status '{status}' is not one of {', '.join(s.value for s in JobStatus)}", field="status"
         )
     if priority is not None and priority not in {p.value for p in c.Priority}:
         raise InvalidInput(f"priority '{priority}' is not one of high, medium, low", field="priority")
-    if status is None and priority is None:
+    if name is not None and not 1 <= len(name) <= NAME_FILTER_LIMIT:
+        raise InvalidInput(f"name must be 1-{NAME_FILTER_LIMIT} characters", field="name")
+    if status is None and priority is None and name is None:
         return None
+    needle = name.casefold() if name is not None else None
     return lambda job: (
-        (status is None or job.status == status) and (priority is None or job.priority == priority)
+        (status is None or job.status == status)
+        and (priority is None or job.priority == priority)
+        and (needle is None or (job.name is not None and needle in job.name.casefold()))
     )
 
 

@@ -88,9 +88,18 @@ class JobService:
         """Raises JobNotFound."""
         return self._view(self._job(job_id))
 
-    def list(self, status: str | None, priority: str | None, limit: int, next_token: str | None) -> JobList:
-        """Newest first. Raises InvalidInput for a bad filter, limit or token."""
-        keep = list_filter(status, priority)
+    def list(
+        self,
+        status: str | None,
+        priority: str | None,
+        limit: int,
+        next_token: str | None,
+        name: str | None = None,
+    ) -> JobList:
+        """Newest first; `name` keeps the jobs whose name holds it, in any case. A page may hold fewer
+        than `limit` jobs and still have a next_token (see JobStore.list_jobs). Raises InvalidInput for
+        a bad filter, limit or token."""
+        keep = list_filter(status, priority, name)
         if not 1 <= limit <= 100:
             raise InvalidInput("limit must be 1-100", field="limit")
         page = self._store.list_jobs(limit, next_token, keep)

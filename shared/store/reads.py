@@ -27,6 +27,7 @@ _LIST_KEY_ATTRIBUTES = {c.PARTITION_KEY, c.SORT_KEY, c.LIST_PARTITION_ATTRIBUTE,
 _RUN_KEY_ATTRIBUTES = {c.PARTITION_KEY, c.SORT_KEY}
 
 KeyCheck = Callable[[dict[str, str]], bool]
+JobFilter = Callable[[Job], bool]
 
 
 @dataclass(frozen=True)
@@ -101,16 +102,32 @@ class StoreReads:
                 job_id = item[c.PARTITION_KEY]["S"].removeprefix("JOB#")
                 yield DueRow(job_id, item[c.DUE_KEY_ATTRIBUTE]["S"], item[c.SORT_KEY]["S"])
 
-    def list_jobs(self, limit: int, next_token: str | None, keep: Any = None, max_reads: int = 1000) -> Page:
-        """Newest first, filtered by `keep(job)`; reads at most `max_reads` index rows per call, so
-        a rare filter returns a short page with a token rather than a slow answer."""
+    def list_jobs(
+        self, limit: int, next_token: str | None, keep: JobFilter | None = None, max_reads: int = 1000
+    ) -> Page:
+        """Newest first, filtered by `keep(job)`.
+
+        Reads at most `max_reads` index rows per call, so a rare filter answers a short page, even an
+        empty one, with a next_token rather than a slow answer. The token is the position of the last
+        job looked at, so following the tokens with the same filter gives every match exactly once.
+        """
         start = _decode_token(next_token, _is_list_key)
         found: list[Job] = []
         read = 0
         while len(found) < limit and read < max_reads:
-            rows, start = self._list_page(start, min(BATCH_GET_LIMIT, limit - len(found)))
-            read += len(rows)
-            found += [job for job in self._batch_get(rows) if keep is None or keep(job)]
+            # Unfiltered, every row is a job of the page; filtered, read whole batches and stop
+            # mid-batch when the page is full.
+            wanted = min(BATCH_GET_LIMIT, max_reads - read) if keep else limit - len(found)
+            ids, start = self._list_page(start, wanted)
+            read += len(ids)
+            jobs = {job.id: job for job in self._batch_get(ids)}
+            for index, job_id in enumerate(ids):
+                job = jobs.get(job_id)
+                if job is not None and (keep is None or keep(job)):
+                    found.append(job)
+                if len(found) == limit and index < len(ids) - 1:
+                    start = _list_key(job_id)
+                    break
             if start is None:
                 break
         return Page(found, _encode_token(start))
@@ -226,6 +243,16 @@ def _fits_a_key(value: str) -> bool:
     except UnicodeEncodeError:  # a lone surrogate, which JSON's \u escapes can carry
         return False
     return len(encoded) <= _KEY_VALUE_BYTES
+
+
+def _list_key(job_id: str) -> dict[str, Any]:
+    """The list index's key of a job: where a page that ends on it goes on from."""
+    return {
+        c.PARTITION_KEY: {"S": items.job_pk(job_id)},
+        c.SORT_KEY: {"S": items.JOB_SK},
+        c.LIST_PARTITION_ATTRIBUTE: {"S": items.LIST_PK},
+        c.LIST_SORT_ATTRIBUTE: {"S": job_id},
+    }
 
 
 def _is_list_key(key: dict[str, str]) -> bool:
