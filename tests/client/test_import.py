@@ -51,3 +51,19 @@ def test_the_client_imports_without_the_local_stack() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "loaded: []" in result.stdout
+
+
+def test_the_api_commands_run_without_the_local_stack() -> None:
+    result = _run(
+        """
+        from sundial.cli import main
+        try:
+            main(["jobs", "create", "--help"])
+        except SystemExit as exit:
+            print("exit:", exit.code)
+        print("loaded:", sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--target-url" in result.stdout
+    assert "exit: 0" in result.stdout and "loaded: []" in result.stdout

@@ -1,0 +1,79 @@
+"""The `sundial` command.
+
+`jobs` and `preview` talk to an API through sundial.client; `local`, `emulator` and `smoke` run the
+local stack and keep their own parsing (local_stack/cli.py), loaded only when asked for so that the
+API commands never load the emulator. A new command group is one `cli.add_command(...)` line below.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from sundial.commands.exits import SundialGroup
+from sundial.commands.jobs import jobs
+from sundial.commands.preview import preview
+
+COMPLETE_VAR = "_SUNDIAL_COMPLETE"
+LOCAL_STACK_COMMANDS = {
+    "local": "the API, the tick and the workers on an emulator, on this machine",
+    "emulator": "the AWS emulator (moto server) on 127.0.0.1",
+    "smoke": "check a running Sundial end to end",
+}
+
+
+@click.group(name="sundial", cls=SundialGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Sundial: schedule jobs on a deployed or a local Sundial, or run one on this machine.
+
+    Exit codes: 0 ok, 1 usage or invalid input, 2 not found, 3 conflict, 4 authentication or
+    permission, 5 server error, throttling or network.
+    """
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the completion script for SHELL, e.g. `eval "$(sundial completion bash)"`."""
+    from click.shell_completion import get_completion_class  # noqa: PLC0415
+
+    completer = get_completion_class(shell)
+    assert completer is not None  # click ships these three
+    click.echo(completer(cli, {}, "sundial", COMPLETE_VAR).source())
+
+
+def _local_stack_command(name: str, summary: str) -> click.Command:
+    settings = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+
+    @click.command(
+        name=name, help=f"{summary} (`sundial {name} --help` for its options)", context_settings=settings
+    )
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def command(args: tuple[str, ...]) -> int:
+        from local_stack.cli import main as local_stack_main  # noqa: PLC0415
+
+        return local_stack_main([name, *args])
+
+    return command
+
+
+cli.add_command(jobs)
+cli.add_command(preview)
+for _name, _summary in LOCAL_STACK_COMMANDS.items():
+    cli.add_command(_local_stack_command(_name, _summary))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in LOCAL_STACK_COMMANDS:
+        # Exactly the arguments given, untouched by click's parsing.
+        from local_stack.cli import main as local_stack_main  # noqa: PLC0415
+
+        sys.exit(local_stack_main(args))
+    cli.main(args, prog_name="sundial", complete_var=COMPLETE_VAR)
+
+
+if __name__ == "__main__":
+    main()

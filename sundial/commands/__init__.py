@@ -1,0 +1,1 @@
+"""The `sundial` command's API commands, on sundial.client."""

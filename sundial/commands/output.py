@@ -1,0 +1,146 @@
+"""What the commands print: `-o table` for people, `json` and `jsonl` for scripts, and `--watch`."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import click
+from pydantic import BaseModel
+
+from shared.api.models import JobView, RunView
+
+FORMATS = ("table", "json", "jsonl")
+ERROR_WIDTH = 60
+
+output_option = click.option(
+    "-o",
+    "--output",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="table for people; json (one document) or jsonl (one object a line) for scripts",
+)
+
+
+def watch_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    command = click.option(
+        "--count", type=click.IntRange(min=1), help="with --watch: stop after this many refreshes"
+    )(command)
+    command = click.option(
+        "--interval",
+        type=click.FloatRange(min=0.1),
+        default=2.0,
+        show_default=True,
+        help="seconds between refreshes",
+    )(command)
+    return click.option("-w", "--watch", is_flag=True, help="show it again every --interval seconds")(command)
+
+
+def watch(show: Callable[[], None], enabled: bool, interval: float, count: int | None, output: str) -> None:
+    """Shows once, or again every `interval` seconds (`count` times at most; Ctrl-C stops it)."""
+    if not enabled:
+        show()
+        return
+    shown = 0
+    clear = output == "table" and sys.stdout.isatty()
+    try:
+        while count is None or shown < count:
+            if shown:
+                time.sleep(interval)
+            if clear:
+                click.clear()
+            show()
+            shown += 1
+    except KeyboardInterrupt:
+        pass
+
+
+def print_items(items: Sequence[BaseModel], output: str, table: Callable[[Sequence[Any]], str]) -> None:
+    if output == "json":
+        click.echo(json.dumps([item.model_dump(mode="json") for item in items], indent=2))
+    elif output == "jsonl":
+        for item in items:
+            click.echo(item.model_dump_json())
+    else:
+        click.echo(table(items))
+
+
+def print_one(item: BaseModel, output: str, table: Callable[[Any], str]) -> None:
+    if output == "json":
+        click.echo(item.model_dump_json(indent=2))
+    elif output == "jsonl":
+        click.echo(item.model_dump_json())
+    else:
+        click.echo(table(item))
+
+
+def jobs_table(jobs: Sequence[JobView]) -> str:
+    rows = [
+        (
+            job.id,
+            job.name or "",
+            job.status.value + (" (paused)" if job.paused else ""),
+            job.priority.value,
+            job.schedule or f"at {job.run_at}",
+            job.next_run_at or "",
+            str(job.attempt),
+        )
+        for job in jobs
+    ]
+    return table(("ID", "NAME", "STATUS", "PRIORITY", "SCHEDULE", "NEXT RUN", "ATTEMPT"), rows)
+
+
+def job_details(job: JobView) -> str:
+    data = job.model_dump(mode="json")
+    rows = [(name, _cell(value)) for name, value in data.items()]
+    return table(("FIELD", "VALUE"), rows)
+
+
+def runs_table(runs: Sequence[RunView]) -> str:
+    rows = [
+        (
+            run.scheduled_at,
+            str(run.attempt),
+            run.status,
+            run.started_at or "",
+            run.finished_at or "",
+            run.worker or "",
+            _short(run.error or ""),
+        )
+        for run in runs
+    ]
+    return table(("SCHEDULED", "ATTEMPT", "STATUS", "STARTED", "FINISHED", "WORKER", "ERROR"), rows)
+
+
+def instants_table(instants: Sequence[str], timezone: str) -> str:
+    zone = ZoneInfo(timezone)
+    rows = [
+        (instant, datetime.fromisoformat(instant.replace("Z", "+00:00")).astimezone(zone).isoformat())
+        for instant in instants
+    ]
+    return table(("UTC", f"LOCAL ({timezone})"), rows)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    lines = [headers, *rows]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ERROR_WIDTH else text[: ERROR_WIDTH - 1] + "…"
