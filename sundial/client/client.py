@@ -22,6 +22,7 @@ from shared.api.models import (
     RunList,
     RunView,
 )
+from sundial.client.bodies import validated
 from sundial.client.errors import ApiError, Unreachable, error_for
 from sundial.client.signing import SERVICE, Signer, execute_api_region
 from sundial.client.transport import RETRYABLE_STATUSES, Answer, RetryPolicy, Transport, urllib_transport
@@ -87,7 +88,7 @@ class SundialClient:
     ) -> JobView:
         """POST /jobs. A key is generated unless given; retries send the same key and body, so a
         create whose answer was lost is answered with the job it made rather than made twice."""
-        spec = job if isinstance(job, JobCreate) else JobCreate.model_validate(job)
+        spec = validated(JobCreate, job)
         key = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         return self._call("POST", "/jobs", JobView, body=spec, headers=key, safe=True)
 
@@ -132,7 +133,7 @@ class SundialClient:
 
     def update_job(self, job_id: str, patch: JobUpdate | Mapping[str, Any]) -> JobView:
         """PATCH: only the fields set on `patch` are sent, so only they change."""
-        body = patch if isinstance(patch, JobUpdate) else JobUpdate.model_validate(patch)
+        body = validated(JobUpdate, patch)
         return self._call("PATCH", _job_path(job_id), JobView, body=body, safe=False)
 
     def cancel_job(self, job_id: str) -> JobView:
@@ -166,7 +167,7 @@ class SundialClient:
 
     def preview(self, request: PreviewRequest | Mapping[str, Any]) -> PreviewResponse:
         # A POST that changes nothing: safe to repeat.
-        body = request if isinstance(request, PreviewRequest) else PreviewRequest.model_validate(request)
+        body = validated(PreviewRequest, request)
         return self._call("POST", "/schedules/preview", PreviewResponse, body=body, safe=True)
 
     def health(self) -> Health:

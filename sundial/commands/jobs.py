@@ -14,6 +14,7 @@ from shared.constants import Priority
 from shared.models import JobStatus, OverlapPolicy
 from shared.schedules import MisfirePolicy
 from sundial.client import SundialClient
+from sundial.client.bodies import validated
 from sundial.commands import spec
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import (
@@ -110,7 +111,7 @@ def create(
     target = spec.target_from_flags(flags)
     if target is not None:
         body["target"] = target
-    job = spec.validated(JobCreate, body)
+    job = validated(JobCreate, body)
     print_one(connection.client().create_job(job, idempotency_key=idempotency_key), output, job_details)
 
 
@@ -124,7 +125,7 @@ def update(connection: Connection, output: str, job_id: str, file: str | None, *
     body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now)}
     if not body:
         raise click.UsageError("give at least one field to change (see --help)")
-    patch = spec.validated(JobUpdate, body)
+    patch = validated(JobUpdate, body)
     print_one(connection.client().update_job(job_id, patch), output, job_details)
 
 

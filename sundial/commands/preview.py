@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from shared.api.models import PreviewRequest
-from sundial.commands import spec
+from sundial.client.bodies import validated
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import instants_table, output_option, print_one
 
@@ -22,8 +22,6 @@ def preview(
 ) -> None:
     """The next occurrences of SCHEDULE, in UTC and in its zone."""
     body = {"schedule": schedule, "timezone": timezone, "count": count, "after": after}
-    request = spec.validated(
-        PreviewRequest, {name: value for name, value in body.items() if value is not None}
-    )
+    request = validated(PreviewRequest, {name: value for name, value in body.items() if value is not None})
     answer = connection.client().preview(request)
     print_one(answer, output, lambda found: instants_table(found.next_runs, timezone))

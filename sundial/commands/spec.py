@@ -8,14 +8,10 @@ import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
-from pydantic import BaseModel, ValidationError
 
-from sundial.client import InvalidInput
-
-M = TypeVar("M", bound=BaseModel)
 _DURATION = re.compile(r"(\d+)([smhd])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 TARGET_FLAGS = (
@@ -152,25 +148,3 @@ def _headers(pairs: tuple[str, ...]) -> dict[str, str]:
             raise click.BadParameter(f"'{pair}' is not 'Name: value'", param_hint="--header")
         headers[name.strip()] = value.strip()
     return headers
-
-
-def validated(model: type[M], body: Mapping[str, Any]) -> M:
-    """The body as the API's model; InvalidInput naming the field (as the API names it) if it is not."""
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = field_name(first["loc"], body)
-        raise InvalidInput(f"{field}: {first['msg']}" if field else first["msg"], field) from None
-
-
-def field_name(loc: tuple[Any, ...], body: Any) -> str | None:
-    """("target", "http", "url") → "target.url": a union's tag is not a field anyone wrote."""
-    parts: list[str] = []
-    node = body
-    for step in loc:
-        if isinstance(node, Mapping) and step not in node and node.get("type") == step:
-            continue
-        parts.append(f"[{step}]" if isinstance(step, int) else f".{step}")
-        node = node.get(step) if isinstance(node, Mapping) else None
-    return "".join(parts).lstrip(".") or None

@@ -9,6 +9,7 @@ import pytest
 
 from sundial.client import (
     Conflict,
+    InvalidInput,
     RetryPolicy,
     ServerError,
     SundialClient,
@@ -144,3 +145,16 @@ def test_client_errors_are_not_retried() -> None:
     ):
         _client(stub, waits).get_job(JOB_ID)
     assert len(stub.received) == 1 and waits == []
+
+
+def test_a_body_the_models_refuse_is_not_sent() -> None:
+    waits: list[float] = []
+    with StubApi() as stub:
+        client = _client(stub, waits)
+        with pytest.raises(InvalidInput) as bad_target:
+            client.create_job({"target": {"type": "http", "method": "GET"}})
+        with pytest.raises(InvalidInput) as bad_backoff:
+            client.update_job(JOB_ID, {"backoff": [5, "soon"]})
+    assert (bad_target.value.field, bad_target.value.status) == ("target.url", None)
+    assert bad_backoff.value.field == "backoff[1]"
+    assert stub.received == []
