@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from botocore.credentials import Credentials
 from pydantic import BaseModel, ValidationError
@@ -23,7 +23,7 @@ from shared.api.models import (
     RunView,
 )
 from sundial.client.bodies import validated
-from sundial.client.errors import ApiError, Unreachable, error_for
+from sundial.client.errors import ApiError, InvalidInput, Unreachable, error_for
 from sundial.client.signing import SERVICE, Signer, execute_api_region
 from sundial.client.transport import RETRYABLE_STATUSES, Answer, RetryPolicy, Transport, urllib_transport
 
@@ -71,6 +71,9 @@ class SundialClient:
     ) -> None:
         """`sign` None signs exactly when `base_url` is an execute-api host; `region` defaults to the
         URL's, then to the profile's. `credentials` replace botocore's chain (which reads `profile`)."""
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidInput(f"'{base_url}' is not an http(s) URL", field="base_url")
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retries = retries or RetryPolicy()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import ssl
@@ -13,7 +14,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
-from sundial.client.errors import Unreachable
+from sundial.client.errors import ApiError, Unreachable
 
 # Throttling (API Gateway answers it before the handler runs) and answers that a proxy or API
 # Gateway gives when the handler failed, timed out or could not be reached.
@@ -51,9 +52,10 @@ def urllib_transport(
     except urllib.error.URLError as error:
         # urllib wraps what fails while connecting and sending: an incomplete request is not served.
         if isinstance(error.reason, ssl.SSLCertVerificationError):
-            raise
+            untrusted = f"{url}: its TLS certificate is not trusted: {error.reason.verify_message}"
+            raise ApiError(untrusted) from error
         raise Unreachable(f"cannot reach {url}: {error.reason}", sent=False) from error
-    except (OSError, ValueError) as error:  # while waiting for or reading the answer
+    except (OSError, http.client.HTTPException) as error:  # while waiting for or reading the answer
         what = "timed out" if isinstance(error, TimeoutError) else f"failed ({error.__class__.__name__})"
         raise Unreachable(f"{method} {url}: the answer {what}", sent=True) from error
 

@@ -158,3 +158,9 @@ def test_a_body_the_models_refuse_is_not_sent() -> None:
     assert (bad_target.value.field, bad_target.value.status) == ("target.url", None)
     assert bad_backoff.value.field == "backoff[1]"
     assert stub.received == []
+
+
+def test_a_url_that_is_not_http_is_refused_before_any_request() -> None:
+    with pytest.raises(InvalidInput, match="not an http") as refused:
+        SundialClient("127.0.0.1:8000")
+    assert refused.value.field == "base_url"
