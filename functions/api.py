@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -318,6 +319,8 @@ def _unroutable_job_id(path: str, routes: list[Any]) -> str | None:
     if not path.startswith(prefix):
         return None
     job_id, slash, rest = path.removeprefix(prefix).partition("/")
+    if re.fullmatch(JOB_ID_PATTERN, job_id):
+        return None  # a well-formed id on a path no route takes: a 404 or a 405
     probe = f"{prefix}{JOB_ID_EXAMPLE}{slash}{rest}"
     return job_id if any(route.rule.match(probe) for route in routes) else None
 
@@ -350,5 +353,16 @@ def _json_body() -> Any:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    refusal = api_errors.refuse_unreadable(APIGatewayProxyEvent(event))
+    proxy_event = APIGatewayProxyEvent(event)
+    refusal = api_errors.refuse_unreadable(proxy_event) if _reads_a_body(proxy_event) else None
     return refusal if refusal is not None else app.resolve(event, context)
+
+
+def _reads_a_body(event: APIGatewayProxyEvent) -> bool:
+    """Whether the route this request goes to reads its body; the others never look at one."""
+    method = event.http_method.upper()
+    routes = [*app._static_routes, *app._dynamic_routes]
+    return any(
+        route.method == method and route.rule.match(event.path) and route.dependant.body_params
+        for route in routes
+    )

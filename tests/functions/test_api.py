@@ -459,12 +459,16 @@ def test_health_openapi_and_docs(api: Api) -> None:
 def test_an_unknown_route_is_404_and_a_wrong_method_405(api: Api) -> None:
     unknown = api("GET", "/nowhere")
     wrong = api("PUT", "/jobs")
+    wrong_on_a_job = api("PUT", "/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB")
+    under_a_job = api("GET", "/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB/nowhere")
 
     assert unknown.status == 404
     assert unknown.body == {"message": "no route for GET /nowhere", "field": None}
     assert wrong.status == 405
     assert wrong.headers["Allow"] == "GET, POST"
     assert wrong.body["field"] is None
+    assert (wrong_on_a_job.status, wrong_on_a_job.headers["Allow"]) == (405, "DELETE, GET, PATCH")
+    assert (under_a_job.status, under_a_job.body["field"]) == (404, None)
 
 
 def test_an_unexpected_failure_is_a_500_without_details(env: Resources, api: Api) -> None:
@@ -546,3 +550,33 @@ def test_an_sqs_target_may_not_name_sundials_own_queues(
 
     assert (answer.status, answer.body["field"]) == (400, "target.queue_url")
     assert stored() == before
+
+
+@pytest.mark.parametrize(
+    ("headers", "raw", "base64"),
+    [({"Content-Type": "text/plain"}, "hello", False), ({"Content-Type": "application/json"}, "/w==", True)],
+    ids=["text", "not-utf-8"],
+)
+def test_a_call_that_takes_no_body_ignores_one(
+    api: Api, headers: dict[str, str], raw: str, base64: bool
+) -> None:
+    job = create(api, **DAILY)
+    event = api_event("POST", f"/jobs/{job['id']}/pause", headers=headers, raw_body=raw)
+    event["isBase64Encoded"] = base64
+
+    answer = invoke_api(event)
+
+    assert (answer.status, answer.body["paused"]) == (200, True)
+
+
+@pytest.mark.parametrize("path", ["/jobs", "/schedules/preview", "/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB"])
+def test_a_call_that_takes_a_body_refuses_one_that_is_not_json(api: Api, stored: Any, path: str) -> None:
+    method = "PATCH" if path.startswith("/jobs/") else "POST"
+    text = invoke_api(api_event(method, path, headers={"Content-Type": "text/plain"}, raw_body="hello"))
+    binary = api_event(method, path, raw_body="/w==")
+    binary["isBase64Encoded"] = True
+    not_utf8 = invoke_api(binary)
+
+    assert (text.status, text.body["field"]) == (415, "Content-Type")
+    assert (not_utf8.status, not_utf8.body["field"]) == (400, "body")
+    assert stored() == []
