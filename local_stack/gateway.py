@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl
 
 from functions.api import handler as api_handler
 from local_stack.lambda_context import new_context
+from sundial.console.assets import ConsoleAssets
 
 logger = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -34,14 +35,19 @@ _TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded",
 class Gateway:
     """A WSGI application in front of one Lambda handler."""
 
-    def __init__(self, handler: Handler, stage: str = "local") -> None:
+    def __init__(self, handler: Handler, stage: str = "local", console: bool = True) -> None:
         self._handler = handler
         self._stage = stage
+        # The console's page and assets at /console, beside the API it calls; not part of the API
+        # (the deployed stage serves no such path: `sundial console` serves it there).
+        self._console = ConsoleAssets("/console", api_base="") if console else None
         # A Lambda instance serves one request at a time, and the handler's router keeps the current
         # event on a module-level object: concurrent requests in one process would see each other's.
         self._one_at_a_time = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if self._console is not None and self._console.handles(str(environ.get("PATH_INFO") or "/")):
+            return self._console(environ, start_response)
         body = _read_body(environ)
         if body is None:
             return _answer(

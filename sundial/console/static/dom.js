@@ -1,0 +1,64 @@
+// Building DOM nodes from data without innerHTML: job names, errors and payloads are user text.
+
+export function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (name === "checked" || name === "value" || name === "disabled" || name === "selected") node[name] = value;
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(node, children);
+  return node;
+}
+
+function append(node, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+export function replace(node, ...children) {
+  node.replaceChildren();
+  append(node, children);
+  return node;
+}
+
+// A table with a caption and column headers; `rows` are arrays of cells (a node, text, or {num}).
+export function table(caption, headers, rows, attrs = {}) {
+  return h("table", attrs,
+    h("caption", {}, caption),
+    h("thead", {}, h("tr", {}, headers.map((head) => h("th", { scope: "col", class: head.num ? "num" : null }, head.text ?? head)))),
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => cellOf(cell))))));
+}
+
+function cellOf(cell) {
+  if (cell && typeof cell === "object" && "num" in cell) return h("td", { class: "num" }, cell.num ?? "–");
+  return h("td", {}, cell ?? "–");
+}
+
+export function statusBadge(status) {
+  return h("span", { class: `status status-${status}` }, status);
+}
+
+// "2026-12-01T09:00:00.123Z" -> "2026-12-01 09:00:00.123Z": milliseconds kept, starts are that precise.
+export function when(text) {
+  if (!text) return "–";
+  return text.replace("T", " ");
+}
+
+export function announce(message, bad = false) {
+  const region = document.getElementById("announce");
+  region.textContent = message;
+  region.classList.toggle("bad", bad);
+}
+
+// Header names whose values are secrets (docs/api.md): shown masked whatever the API answered.
+const SECRET = /authorization|cookie|token|secret|key|password/i;
+
+export function masked(target) {
+  if (!target || !target.headers) return target;
+  const headers = Object.fromEntries(Object.entries(target.headers).map(([name, value]) => [name, SECRET.test(name) ? "***" : value]));
+  return { ...target, headers };
+}
