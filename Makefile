@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: local test unit lint typecheck chaos bench synth deploy diff smoke install clean
+.PHONY: local test unit lint typecheck chaos bench synth deploy diff smoke install browser clean
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -28,8 +28,21 @@ local test unit chaos bench: export AWS_DEFAULT_REGION ?= us-east-1
 local: $(STAMP)
 	$(BIN)/sundial local
 
-test: $(STAMP) $(NODE_STAMP) lint typecheck
+test: $(STAMP) $(NODE_STAMP) lint typecheck browser
 	$(BIN)/python -m pytest -q
+
+# The console's browser tests drive Debian's headless Chromium through its chromium-driver. Installed
+# only when missing, and only where that is possible (root with apt-get, as CI runs on a fresh
+# clone); elsewhere the tests say why they skip.
+BROWSER_PACKAGES := chromium chromium-driver
+browser:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing $(BROWSER_PACKAGES) for the console's browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(BROWSER_PACKAGES); \
+	else \
+		echo "no chromium and chromedriver, and no apt-get as root to install them: the console's browser tests will skip"; \
+	fi
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q
