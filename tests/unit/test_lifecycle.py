@@ -17,6 +17,7 @@ from shared.lifecycle import (
     caught_up,
     next_occurrence,
 )
+from shared.lifecycle.leases import lease_seconds, resend_lease
 from shared.models import Job, JobStatus, OverlapPolicy, RetryPolicy
 from shared.schedules import MisfirePolicy
 from shared.targets.models import PythonTarget
@@ -157,3 +158,13 @@ def test_dispatch_happens_only_inside_the_horizon() -> None:
     assert Placement(JobStatus.PENDING, T0, T0 + horizon, 0).dispatches_now(T0)
     assert not Placement(JobStatus.PENDING, T0, T0 + horizon + 1, 0).dispatches_now(T0)
     assert not Placement(JobStatus.SUCCEEDED, T0, None, 0).dispatches_now(T0)
+
+
+def test_a_resent_lease_doubles_twice_then_holds() -> None:
+    """A backlog costs a few re-sends, yet a message that keeps going astray is re-sent again
+    within four lease periods: an uncapped doubling held one job past a 15-minute drain."""
+    period = lease_seconds(c.LEASE_CHUNK_SECONDS) * 1000
+    leases = [resend_lease(T0, resent) - T0 for resent in range(8)]
+    assert leases[:3] == [period, 2 * period, 4 * period]
+    assert set(leases[3:]) == {4 * period}
+    assert 4 * period <= 12 * MINUTE
