@@ -1,0 +1,44 @@
+"""The `console` command: `sundial console --api URL [--port 8001]`."""
+
+from __future__ import annotations
+
+import click
+
+from sundial.console.server import DEFAULT_PORT, Target, build_server
+
+
+@click.command("console")
+@click.option(
+    "--api",
+    "api_url",
+    required=True,
+    help="The API's base URL: an execute-api URL with its stage, or any Sundial API.",
+)
+@click.option("--port", default=DEFAULT_PORT, show_default=True, help="The console's port on 127.0.0.1.")
+@click.option(
+    "--sign/--no-sign",
+    default=None,
+    help="Sign the API calls with SigV4 (default: for execute-api URLs only).",
+)
+@click.option("--region", help="The region to sign for, when the URL does not name one.")
+def console(api_url: str, port: int, sign: bool | None, region: str | None) -> None:
+    """Serve the console on loopback, forwarding its API calls (signed for a deployed stage)."""
+    try:
+        target = Target.of(api_url, sign, region)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    try:
+        server = build_server(target, port)
+    except OSError as exc:  # most often: the port is taken
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc}") from exc
+    host, bound = server.server_address[:2]
+    signing = f"signed for {target.signer.region}" if target.signer else "unsigned"
+    click.echo(
+        f"Sundial console on http://{host!s}:{bound}/ for {target.api_url} ({signing}); Ctrl-C stops it",
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

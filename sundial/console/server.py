@@ -1,0 +1,160 @@
+"""`sundial console --api URL`: the console on loopback, its API calls forwarded to a Sundial API.
+
+The deployed API is IAM-only, and stays so: this process signs each forwarded call with SigV4 from
+the user's AWS credentials (sundial.client.signing), so AWS gains no public surface. Only the
+console's own page may use the forwarder: a call must name this server as its Host (no DNS
+rebinding) and carry the console's header, which no other site can send without a CORS preflight
+that this server never allows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http import HTTPStatus
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from sundial.client.errors import Unauthorized
+from sundial.client.signing import Signer, execute_api_region
+from sundial.console.assets import SECURITY_HEADERS, ConsoleAssets
+
+logger = logging.getLogger(__name__)
+StartResponse = Callable[..., Any]
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8001
+API_PREFIX = "/api"
+CONSOLE_HEADER = "X-Sundial-Console"
+FORWARD_TIMEOUT_SECONDS = 30.0
+# What the API reads from a request, and what the console reads from an answer.
+_REQUEST_HEADERS = ("Content-Type", "Idempotency-Key")
+_ANSWER_HEADERS = ("Content-Type", "Allow", "Retry-After")
+MAX_BODY_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the API calls go, and the signer for them (None: sent as they are)."""
+
+    api_url: str
+    signer: Signer | None
+
+    @classmethod
+    def of(cls, api_url: str, sign: bool | None = None, region: str | None = None) -> Target:
+        """Signs for an execute-api URL (in its region), or when asked (in `region`)."""
+        found = region or execute_api_region(api_url)
+        if sign is None:
+            sign = execute_api_region(api_url) is not None
+        if sign and not found:
+            raise ValueError("signing needs a region: give --region, or an execute-api URL")
+        return cls(api_url.rstrip("/"), Signer(found) if sign and found else None)
+
+
+class ConsoleProxy:
+    """WSGI: /api/* forwarded to the target, everything else the console's page and assets."""
+
+    def __init__(self, target: Target, allowed_hosts: Iterable[str]) -> None:
+        self._target = target
+        self._hosts = {host.lower() for host in allowed_hosts}
+        self._assets = ConsoleAssets(prefix="", api_base=API_PREFIX)
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO") or "/")
+        if str(environ.get("HTTP_HOST", "")).lower() not in self._hosts:
+            return _plain(
+                start_response, 421, "Misdirected Request", "this console answers on its own address only"
+            )
+        if path != API_PREFIX and not path.startswith(API_PREFIX + "/"):
+            return self._assets(environ, start_response)
+        if environ.get(f"HTTP_{CONSOLE_HEADER.upper().replace('-', '_')}") != "1":
+            return _plain(
+                start_response, 403, "Forbidden", f"API calls come from the console page ({CONSOLE_HEADER})"
+            )
+        return self._forward(environ, start_response, path.removeprefix(API_PREFIX) or "/")
+
+    def _forward(self, environ: dict[str, Any], start_response: StartResponse, path: str) -> Iterable[bytes]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        if length > MAX_BODY_BYTES:
+            return _plain(start_response, 413, "Request Entity Too Large", "the body is over 10 MB")
+        body = environ["wsgi.input"].read(length) if length > 0 else None
+        query = str(environ.get("QUERY_STRING") or "")
+        url = f"{self._target.api_url}{path}" + (f"?{query}" if query else "")
+        method = str(environ.get("REQUEST_METHOD", "GET"))
+        headers = {
+            name: str(environ[key])
+            for name in _REQUEST_HEADERS
+            if (key := _environ_key(name)) in environ and environ[key]
+        }
+        try:
+            if self._target.signer is not None:
+                headers = self._target.signer.sign(method, url, headers, body)
+            status, answer_headers, answer = _send(method, url, headers, body)
+        except Unauthorized as exc:
+            return _plain(start_response, 401, "Unauthorized", str(exc))
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            logger.warning("forwarding %s %s failed: %s", method, url, exc)
+            return _plain(
+                start_response, 502, "Bad Gateway", f"the API at {self._target.api_url} did not answer"
+            )
+        kept = [(name, value) for name, value in answer_headers if name.title() in _ANSWER_HEADERS]
+        start_response(f"{status} {_reason(status)}", [*kept, ("Content-Length", str(len(answer)))])
+        return [answer]
+
+
+def _send(
+    method: str, url: str, headers: dict[str, str], body: bytes | None
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=FORWARD_TIMEOUT_SECONDS) as response:
+            return response.status, list(response.headers.items()), response.read()
+    except urllib.error.HTTPError as error:  # a 4xx or 5xx answer: the console shows its message
+        return error.code, list(error.headers.items()), error.read()
+
+
+def _environ_key(header: str) -> str:
+    name = header.upper().replace("-", "_")
+    return name if name == "CONTENT_TYPE" else f"HTTP_{name}"
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+def _plain(start_response: StartResponse, status: int, reason: str, message: str) -> list[bytes]:
+    body = json.dumps({"message": message}).encode()
+    start_response(
+        f"{status} {reason}",
+        [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *SECURITY_HEADERS],
+    )
+    return [body]
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug(format, *args)
+
+
+def build_server(target: Target, port: int = DEFAULT_PORT) -> WSGIServer:
+    """The console on 127.0.0.1:`port` (0: a free port), not yet serving."""
+    server = make_server(HOST, port, _placeholder, server_class=_ThreadingServer, handler_class=_QuietHandler)
+    bound = server.server_address[1]
+    server.set_app(ConsoleProxy(target, [f"{HOST}:{bound}", f"localhost:{bound}"]))
+    return server
+
+
+def _placeholder(environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+    raise RuntimeError("the console is served once its port is known")
