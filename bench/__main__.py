@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import bench_next_runs, cost, lateness, priority, throughput
+from bench import bench_next_runs, console_page, cost, lateness, priority, throughput
 from bench.cost_model import EVENTBRIDGE_SCHEDULER_PER_MILLION
 from bench.harness import Aws, Row, machine, versions
 from bench.stack import Listener, running
@@ -43,6 +43,7 @@ def main() -> int:
         scaling = _start_scaling(work)
         try:
             rows += _on_local_stack(work)
+            rows.append(_console_page(work))
             rows += _in_process()
             rows += _next_runs()
             rows.append(_scaling_row(scaling, work))
@@ -69,6 +70,11 @@ def _on_local_stack(work: Path) -> list[Row]:
     finally:
         listener.stop()
     return rows
+
+
+def _console_page(work: Path) -> Row:
+    _say("the console's jobs page with 10,000 jobs in headless Chromium (about a minute)")
+    return console_page.measure(work / "console")
 
 
 def _in_process() -> list[Row]:
