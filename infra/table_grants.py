@@ -1,8 +1,9 @@
 """Each function's access to the jobs table: the DynamoDB actions its code calls, and no more.
 
-`grant_read_write_data` would add Scan (to every function), BatchWriteItem, ConditionCheckItem, DescribeTable and the
-stream reads, none of which Sundial calls. The IAM contract test (tests/infra/test_iam_contract.py)
-records every call the functions make in the test suite and fails on one that these do not allow.
+`grant_read_write_data` would add Scan to every function (only the api scans, for GET /stats), and
+BatchWriteItem, ConditionCheckItem, DescribeTable and the stream reads, which Sundial never calls.
+The IAM contract test (tests/infra/test_iam_contract.py) records every call the functions make in
+the test suite and fails on one that these do not allow.
 """
 
 from __future__ import annotations
