@@ -92,6 +92,9 @@ class Job(BaseModel):
     start_at: int | None = None
     end_at: int | None = None
     attempt: int = 0  # attempts started for the current occurrence
+    # attempts of the current occurrence before its latest retry (POST /retry): the retry policy
+    # counts from here, while attempt numbers go on, so each attempt keeps its own history item
+    retried_after: int = 0
     paused: bool = False
     cancel_requested: bool = False
     trigger_requested: bool = False  # an extra run asked while an attempt ran: it starts when that settles

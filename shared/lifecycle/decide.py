@@ -33,6 +33,7 @@ class Placement:
     clear_deferred: bool = False
     alert: bool = False
     defer_to: int | None = None  # an extra run now; the schedule resumes here after it
+    retried_after: int | None = None  # set by a retry; None keeps the job's (a new occurrence: 0)
 
     def dispatches_now(self, now_ms: int) -> bool:
         """True when the due time falls before the next tick: the writer dispatches it itself."""
@@ -58,7 +59,7 @@ def after_failure(
     occurrence ends DEAD. A cancel asked meanwhile ends it CANCELLED; a pause holds the retry."""
     if job.cancel_requested or is_dead(job):
         return _move_on(job, now_ms, started_ms, JobStatus.DEAD)
-    backoff = 0 if job.trigger_requested else retry_delay_seconds(job.retry.backoff, job.attempt, rng)
+    backoff = 0 if job.trigger_requested else retry_delay_seconds(job.retry.backoff, _retry_attempt(job), rng)
     due = max(now_ms + round(backoff * SECOND_MS), not_before)
     held = job.paused and not job.trigger_requested
     return Placement(JobStatus.FAILED, job.scheduled_at, None if held else due, job.attempt)
@@ -74,7 +75,12 @@ def after_lost(job: Job, now_ms: int) -> Placement:
 
 def is_dead(job: Job) -> bool:
     """True when the attempts of the current occurrence are used up."""
-    return job.attempt > job.retry.max_retries
+    return _retry_attempt(job) > job.retry.max_retries
+
+
+def _retry_attempt(job: Job) -> int:
+    """The attempt's number as the retry policy counts it: from the latest retry."""
+    return job.attempt - job.retried_after
 
 
 def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
@@ -229,10 +235,19 @@ def _extra_instant(job: Job, now_ms: int, resume_at: int | None) -> int:
 
 
 def on_retry(job: Job, now_ms: int) -> Placement:
-    """A dead job's occurrence again, attempts reset, now. Raises Conflict unless dead."""
+    """A dead job's occurrence again, now, with its retry policy afresh. Raises Conflict unless dead.
+
+    Attempt numbers go on from the dead attempt's, so the history keeps every attempt apart."""
     if job.status is not JobStatus.DEAD:
         raise Conflict(f"job '{job.id}' is {job.status.value}, not dead; only dead jobs can be retried")
-    return Placement(JobStatus.PENDING, job.scheduled_at, now_ms, 0, clear_deferred=True)
+    return Placement(
+        JobStatus.PENDING,
+        job.scheduled_at,
+        now_ms,
+        job.attempt,
+        clear_deferred=True,
+        retried_after=job.attempt,
+    )
 
 
 def timing_change_refusal(job: Job) -> str | None:

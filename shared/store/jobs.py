@@ -268,6 +268,10 @@ class JobStore(StoreWrites):
             started_at=None,
         )
         change.remove("resent")
+        if placement.attempt == 0:
+            change.remove("retried_after")
+        elif placement.retried_after is not None:
+            change.set(retried_after=placement.retried_after)
         if placement.clear_deferred:
             change.remove("deferred_at")
         if placement.defer_to is not None:

@@ -6,7 +6,7 @@ import json
 
 from shared import constants as c
 from shared.api.models import JobCreate
-from shared.engine.worker import Outcome
+from shared.engine.worker import Outcome, Worker
 from shared.models import JobStatus
 from tests.adapter.conftest import Engine, python_target
 
@@ -95,6 +95,35 @@ def test_failures_retry_after_the_backoff_then_die_with_a_dead_letter(engine: En
     assert engine.scheduler.tick().claimed == 0  # dead is final: never retried automatically
 
 
+def test_a_retried_dead_job_gets_its_retries_afresh_and_keeps_every_attempt_in_its_history(
+    engine: Engine,
+) -> None:
+    job_id = create(engine, max_retries=1, backoff=[5])
+    engine.targets.failures[job_id] = 99
+    for _ in range(2):
+        [message] = engine.receive()
+        engine.clock.set(max(engine.clock.now_ms(), message.due_at))
+        engine.worker.process(message)
+    assert engine.store.get(job_id).status is JobStatus.DEAD
+
+    engine.service.retry(job_id)
+    outcomes = []
+    for _ in range(2):
+        [message] = engine.receive()
+        engine.clock.set(max(engine.clock.now_ms(), message.due_at))
+        outcomes.append(engine.worker.process(message).outcome)
+
+    assert outcomes == [Outcome.FAILED, Outcome.DEAD]  # one retry again, as the policy says
+    assert engine.targets.count(job_id) == 4
+    runs, _ = engine.store.runs(job_id, 10, None)
+    assert sorted((r.attempt, r.status) for r in runs) == [
+        (1, "failed"),
+        (2, "dead"),
+        (3, "failed"),
+        (4, "dead"),
+    ]
+
+
 def test_a_recurring_job_moves_on_to_its_next_occurrence(engine: Engine) -> None:
     job_id = create(engine, schedule="rate(2 minutes)")
     first = engine.store.get(job_id)
@@ -158,3 +187,33 @@ def _iso(epoch_ms: int) -> str:
     from shared.clock import format_rfc3339
 
     return format_rfc3339(epoch_ms)
+
+
+def test_failures_only_history_leaves_a_recurring_success_to_last_run(engine: Engine) -> None:
+    worker = Worker(
+        engine.store,
+        engine.dispatcher,
+        engine.clock,
+        engine.targets,
+        "w-failures",
+        sleep=lambda _: None,
+        history=c.History.FAILURES,
+    )
+    recurring = create(engine, schedule="rate(1 minute)", max_retries=0)
+    one_off = create(engine)
+    engine.clock.set(engine.store.get(recurring).due_at or 0)
+    results = {m.job_id: worker.process(m).outcome for m in engine.receive()}
+    assert results == {recurring: Outcome.SUCCEEDED, one_off: Outcome.SUCCEEDED}
+    succeeded = engine.store.get(recurring)
+    assert succeeded.last_run is not None and succeeded.last_run.status == "succeeded"
+
+    engine.targets.failures[recurring] = 1
+    engine.clock.set(succeeded.due_at or 0)
+    [message] = engine.receive()
+    assert worker.process(message).outcome is Outcome.DEAD
+
+    runs, _ = engine.store.runs(recurring, 10, None)
+    assert [r.status for r in runs] == ["dead"]  # the success is in last_run only
+    one_off_runs, _ = engine.store.runs(one_off, 10, None)
+    assert [r.status for r in one_off_runs] == ["succeeded"]
+    assert engine.store.get(recurring).last_run.status == "dead"  # type: ignore[union-attr]
