@@ -25,8 +25,8 @@ def _stats() -> StatsService:
 @router.get(
     "/stats",
     summary="Jobs per status and priority, dead jobs, queue depths and the last hour's starts",
-    tags=["Stats"],
-    operation_id="getStats",
+    tags=["service"],
+    operation_id="get_stats",
     # Powertools leaves out the success answer once a route lists any: it is listed here. A failing
     # AWS read is a 500 with the error body, like any route's.
     responses={

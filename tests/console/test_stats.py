@@ -138,7 +138,7 @@ def test_the_route_answers_stats_and_is_in_the_openapi_document(env: Resources) 
     assert [q["priority"] for q in answer.body["queues"]] == ["high", "medium", "low"]
     document = invoke_api(api_event("GET", "/openapi.json")).body
     operation = document["paths"]["/stats"]["get"]
-    assert operation["operationId"] == "getStats" and operation["tags"] == ["Stats"]
+    assert operation["operationId"] == "get_stats" and operation["tags"] == ["service"]
     assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "StatsView"
     )
