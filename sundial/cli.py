@@ -15,6 +15,7 @@ import click
 from sundial.commands.exits import SundialGroup
 from sundial.commands.jobs import jobs
 from sundial.commands.preview import preview
+from sundial.commands.stats import stats
 from sundial.console.command import console
 
 COMPLETE_VAR = "_SUNDIAL_COMPLETE"
@@ -62,6 +63,7 @@ def _local_stack_command(name: str, summary: str) -> click.Command:
 
 cli.add_command(jobs)
 cli.add_command(preview)
+cli.add_command(stats)
 cli.add_command(console)
 for _name, _summary in LOCAL_STACK_COMMANDS.items():
     cli.add_command(_local_stack_command(_name, _summary))

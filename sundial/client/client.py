@@ -22,6 +22,7 @@ from shared.api.models import (
     RunList,
     RunView,
 )
+from shared.api.stats import StatsView
 from sundial.client.bodies import validated
 from sundial.client.errors import ApiError, InvalidInput, Unreachable, error_for
 from sundial.client.signing import SERVICE, Signer, execute_api_region
@@ -175,6 +176,10 @@ class SundialClient:
 
     def health(self) -> Health:
         return self._call("GET", "/health", Health)
+
+    def stats(self) -> StatsView:
+        """GET /stats: jobs per status and priority, dead jobs, queue depths, the last hour's starts."""
+        return self._call("GET", "/stats", StatsView)
 
     # --- the wire ---------------------------------------------------------------------------------
 

@@ -291,3 +291,15 @@ def _json_documents(text: str) -> Sequence[object]:
         while index < len(text) and text[index].isspace():
             index += 1
     return documents
+
+
+@pytest.mark.e2e
+def test_stats_counts_a_new_job(local_api: str) -> None:
+    created(local_api, "--schedule", "rate(1 hour)", "--target-python", "noop")
+    result = sundial(local_api, "stats", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["jobs"]["total"] >= 1
+    assert {queue["priority"] for queue in found["queues"]} == {"high", "medium", "low"}
+    table = sundial(local_api, "stats")
+    assert table.exit_code == 0 and "jobs (" in table.stdout and "oldest due (s)" in table.stdout

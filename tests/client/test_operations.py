@@ -24,6 +24,12 @@ def test_health(client: SundialClient) -> None:
     assert client.health().status == "ok"
 
 
+def test_stats(client: SundialClient) -> None:
+    found = client.stats()
+    assert [queue.priority.value for queue in found.queues] == ["high", "medium", "low"]
+    assert found.jobs.total == sum(sum(row.values()) for row in found.jobs.by_status.values())
+
+
 def test_create_get_update_and_cancel_a_recurring_job(client: SundialClient) -> None:
     spec = JobCreate.model_validate(
         {"name": _tag(), "schedule": "rate(1 hour)", "target": NOOP, "priority": "low", "payload": {"n": 1}}
