@@ -136,4 +136,5 @@ def dispatcher() -> Dispatcher:
         config.dead_letter_queue_url,
         SystemClock(),
         config.extra_lead_seconds,
+        config.precision,
     )

@@ -24,6 +24,10 @@ class Settings(BaseSettings):
     # Only the local stack may run http targets on loopback and private addresses.
     allow_private_targets: bool = Field(default=False, validation_alias=c.ENV_ALLOW_PRIVATE_TARGETS)
     extra_lead_seconds: int = Field(default=0, ge=0, le=5, validation_alias=c.ENV_EXTRA_LEAD_SECONDS)
+    # The deployment's cost choices (infra/settings.py, docs/operations.md): how SQS delays round,
+    # and whether a recurring job's successes leave history items.
+    precision: c.Precision = Field(default=c.Precision.SECOND, validation_alias=c.ENV_PRECISION)
+    history: c.History = Field(default=c.History.ALL, validation_alias=c.ENV_HISTORY)
     # Lambda names the log stream after the execution environment: the worker's identity in run history.
     worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
 

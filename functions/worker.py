@@ -1,5 +1,8 @@
-"""The worker Lambda: SQS batches from the three priority queues, one job attempt per record.
+"""The worker Lambda: SQS batches of up to ten from the three priority queues, one job attempt per
+record, the records of a batch side by side.
 
+Each record runs in a thread of its own (Powertools' AsyncBatchProcessor awaits them together), so a
+batch costs one invocation, one receive and one delete while no job waits for another's target.
 Failed records are reported one by one (ReportBatchItemFailures), so one bad record never redelivers
 its batch. A record that is not a job message can never succeed: it goes to the dead-letter queue
 at once instead of cycling through redeliveries.
@@ -7,13 +10,20 @@ at once instead of cycling through redeliveries.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch import (
+    AsyncBatchProcessor,
+    EventType,
+    async_process_partial_response,
+)
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
@@ -38,6 +48,8 @@ metrics = Metrics(namespace=c.METRICS_NAMESPACE, service=c.METRICS_SERVICE)
 tracer = Tracer(service=c.METRICS_SERVICE)
 # The engine logs through the standard library: same JSON lines, same job keys.
 copy_config_to_registered_loggers(source_logger=logger, include={"shared"})
+# The records of a batch add metrics from their own threads; Metrics keeps them in plain dicts.
+_metrics_lock = threading.Lock()
 
 
 def _deliver(job: Job, delivery: Delivery, limit_seconds: float) -> None:
@@ -54,7 +66,14 @@ def _deliver(job: Job, delivery: Delivery, limit_seconds: float) -> None:
 @clients.lazy
 def _worker() -> Worker:
     config = clients.settings()
-    return Worker(clients.store(), clients.dispatcher(), SystemClock(), _deliver, config.worker_id)
+    return Worker(
+        clients.store(),
+        clients.dispatcher(),
+        SystemClock(),
+        _deliver,
+        config.worker_id,
+        history=config.history,
+    )
 
 
 def record_handler(record: SQSRecord, deadline_ms: int | None = None) -> None:
@@ -77,35 +96,43 @@ def record_handler(record: SQSRecord, deadline_ms: int | None = None) -> None:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A processor per batch: it keeps per-batch state, and the local stack may run batches in threads.
-    processor = BatchProcessor(EventType.SQS, raise_on_entire_batch_failure=False)
+    processor = AsyncBatchProcessor(EventType.SQS, raise_on_entire_batch_failure=False)
     deadline_ms = SystemClock().now_ms() + context.get_remaining_time_in_millis()
-    response = process_partial_response(
-        event, lambda record: record_handler(record, deadline_ms), processor, context
-    )
+    records = event.get("Records") or []
+    # A thread per record: a job's wait for its instant and its target's call hold only its own.
+    with ThreadPoolExecutor(max(1, len(records)), thread_name_prefix="record") as pool:
+
+        async def in_thread(record: SQSRecord) -> None:
+            await asyncio.get_running_loop().run_in_executor(pool, record_handler, record, deadline_ms)
+
+        response = async_process_partial_response(event, in_thread, processor, context)
     return dict(response)
 
 
 def _record(result: AttemptResult) -> None:
     logger.thread_safe_append_keys(attempt=result.attempt)
     if result.outcome is Outcome.DROPPED:
-        metrics.add_metric(name=c.Metric.DUPLICATES_DROPPED, unit=MetricUnit.Count, value=1)
+        _add_metric(c.Metric.DUPLICATES_DROPPED, MetricUnit.Count, 1)
         logger.info("duplicate or stale delivery dropped at the fence")
         return
     if result.outcome is Outcome.DEFERRED:
         logger.info("arrived early; sent again with a delay")
         return
-    metrics.add_metric(name=c.Metric.STARTED, unit=MetricUnit.Count, value=1)
+    _add_metric(c.Metric.STARTED, MetricUnit.Count, 1)
     if result.lateness_ms is not None:
-        metrics.add_metric(
-            name=c.Metric.START_LATENESS_MS, unit=MetricUnit.Milliseconds, value=result.lateness_ms
-        )
+        _add_metric(c.Metric.START_LATENESS_MS, MetricUnit.Milliseconds, result.lateness_ms)
     if result.outcome in ATTEMPT_METRICS:
-        metrics.add_metric(name=ATTEMPT_METRICS[result.outcome], unit=MetricUnit.Count, value=1)
+        _add_metric(ATTEMPT_METRICS[result.outcome], MetricUnit.Count, 1)
     level = logger.info if result.outcome is Outcome.SUCCEEDED else logger.warning
     level(
         "attempt finished",
         extra={"outcome": result.outcome.value, "error": result.error, "lateness_ms": result.lateness_ms},
     )
+
+
+def _add_metric(name: str, unit: MetricUnit, value: float) -> None:
+    with _metrics_lock:
+        metrics.add_metric(name=name, unit=unit, value=value)
 
 
 def _dead_letter(record: SQSRecord, reason: str) -> None:
@@ -118,7 +145,7 @@ def _dead_letter(record: SQSRecord, reason: str) -> None:
     clients.clients().sqs().send_message(
         QueueUrl=clients.settings().dead_letter_queue_url, MessageBody=json.dumps(body)
     )
-    metrics.add_metric(name=c.Metric.UNPARSABLE_MESSAGES, unit=MetricUnit.Count, value=1)
+    _add_metric(c.Metric.UNPARSABLE_MESSAGES, MetricUnit.Count, 1)
     logger.error(
         "unparsable message sent to the dead-letter queue",
         extra={"message_id": record.message_id, "reason": reason},

@@ -62,7 +62,7 @@ class Functions(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         code = code_asset()
-        environment = _environment(table.table_name, queues)
+        environment = _environment(table.table_name, queues, settings)
         made = {name: self._function(name, spec, code, environment) for name, spec in _SPECS.items()}
         self.api, self.scheduler, self.worker = made["Api"], made["Scheduler"], made["Worker"]
         self._bound_scheduler(settings.scheduler_reserved_concurrency)
@@ -86,9 +86,11 @@ class Functions(Construct):
             self.worker.add_event_source(
                 sources.SqsEventSource(
                     queue,
-                    # One job per invocation: a job may use the whole timeout, and one job's start
-                    # never waits for another's.
-                    batch_size=1,
+                    # Up to ten jobs per invocation, run side by side (functions/worker.py): a burst
+                    # shares its receives, deletes and invocations. No batching window, so no job
+                    # waits for a batch to fill; each attempt nests in the invocation's time.
+                    batch_size=c.WORKER_BATCH_SIZE,
+                    max_batching_window=None,
                     report_batch_item_failures=True,
                     # Lambda takes one or the other: provisioned pollers bound the queue's concurrency
                     # themselves (docs/operations.md).
@@ -148,7 +150,7 @@ class Functions(Construct):
         fn.configure_async_invoke(retry_attempts=0, max_event_age=Duration.seconds(c.TICK_SECONDS))
 
 
-def _environment(table_name: str, queues: JobQueues) -> dict[str, str]:
+def _environment(table_name: str, queues: JobQueues, settings: Settings) -> dict[str, str]:
     urls = {priority: queue.queue_url for priority, queue in queues.by_priority.items()}
     return {
         c.ENV_TABLE_NAME: table_name,
@@ -156,6 +158,8 @@ def _environment(table_name: str, queues: JobQueues) -> dict[str, str]:
         c.ENV_QUEUE_URL_MEDIUM: urls[c.Priority.MEDIUM],
         c.ENV_QUEUE_URL_LOW: urls[c.Priority.LOW],
         c.ENV_DEAD_LETTER_QUEUE_URL: queues.dead_letter.queue_url,
+        c.ENV_PRECISION: settings.precision.value,
+        c.ENV_HISTORY: settings.history.value,
         "POWERTOOLS_SERVICE_NAME": c.METRICS_SERVICE,
         "POWERTOOLS_METRICS_NAMESPACE": c.METRICS_NAMESPACE,
         # A handler's response goes to no trace: the API's carries job payloads and target headers

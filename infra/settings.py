@@ -10,7 +10,7 @@ from typing import Any
 
 from constructs import Node
 
-from shared.constants import Priority
+from shared.constants import History, Precision, Priority
 
 PREFIX = "sundial:"
 MAX_CONCURRENCY_KEYS: Mapping[Priority, str] = {
@@ -28,6 +28,10 @@ API_RATE_LIMIT_KEY = PREFIX + "apiRateLimit"
 API_BURST_LIMIT_KEY = PREFIX + "apiBurstLimit"
 DELETION_PROTECTION_KEY = PREFIX + "tableDeletionProtection"
 PROVISIONED_POLLERS_HIGH_KEY = PREFIX + "provisionedPollersHigh"
+PRECISION_KEY = PREFIX + "precision"
+HISTORY_KEY = PREFIX + "history"
+BILLING_MODE_KEY = PREFIX + "billingMode"
+CAPACITY_KEY = PREFIX + "provisionedCapacity"
 
 BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
@@ -42,6 +46,23 @@ _SQS_MINIMUM_POLLERS, _SQS_MAXIMUM_POLLERS = range(2, 201), range(2, 2001)
 _STAGE = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,39}")
 _KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
+ON_DEMAND, PROVISIONED = "on-demand", "provisioned"
+# Application Auto Scaling's bounds for a DynamoDB target utilisation.
+_TARGET_UTILIZATION = range(20, 91)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Provisioned mode: each of the table and its two indexes scales its reads and its writes
+    between these bounds, towards the target utilisation. The defaults carry a steady 10,000
+    executions a minute (about 170 a second at 4 to 5 write units each; docs/operations.md) and
+    cost about $15 a month when idle."""
+
+    read_min: int = 5
+    read_max: int = 1000
+    write_min: int = 5
+    write_max: int = 2000
+    target_utilization: int = 70
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,10 @@ class Settings:
     # deploy could not remove the table it had just created.
     table_deletion_protection: bool = False
     provisioned_pollers: Mapping[Priority, Pollers] = field(default_factory=dict)
+    precision: Precision = Precision.SECOND
+    history: History = History.ALL
+    # None: on-demand (the default); a Capacity: provisioned with auto scaling.
+    provisioned_capacity: Capacity | None = None
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -90,6 +115,9 @@ class Settings:
             api_burst_limit=_integer(node, API_BURST_LIMIT_KEY, DEFAULT_API_BURST_LIMIT, minimum=1),
             table_deletion_protection=_boolean(node, DELETION_PROTECTION_KEY, default=False),
             provisioned_pollers=_pollers(node),
+            precision=Precision(_choice(node, PRECISION_KEY, [p.value for p in Precision], "second")),
+            history=History(_choice(node, HISTORY_KEY, [h.value for h in History], "all")),
+            provisioned_capacity=_capacity(node),
         )
 
 
@@ -202,3 +230,46 @@ def _pollers(node: Node) -> dict[Priority, Pollers]:
             "of 2-2000, not below the minimum (SQS provisioned pollers)"
         )
     return {Priority.HIGH: Pollers(minimum, maximum)}
+
+
+def _choice(node: Node, key: str, allowed: list[str], default: str) -> str:
+    value = _optional_string(node, key)
+    if value is None:
+        return default
+    if value not in allowed:
+        raise ValueError(f"context {key}={value!r}: must be one of {', '.join(allowed)}")
+    return value
+
+
+def _capacity(node: Node) -> Capacity | None:
+    """`sundial:billingMode` provisioned, with `sundial:provisionedCapacity` (a JSON object of any of
+    readMin, readMax, writeMin, writeMax, targetUtilization) overriding the defaults."""
+    if _choice(node, BILLING_MODE_KEY, [ON_DEMAND, PROVISIONED], ON_DEMAND) == ON_DEMAND:
+        if node.try_get_context(CAPACITY_KEY) not in (None, ""):
+            raise ValueError(f"context {CAPACITY_KEY} needs {BILLING_MODE_KEY}={PROVISIONED}")
+        return None
+    raw: Any = node.try_get_context(CAPACITY_KEY)
+    if raw is None or raw == "":
+        raw = {}
+    if isinstance(raw, str):
+        raw = json.loads(raw)
+    names = {
+        "readMin": "read_min",
+        "readMax": "read_max",
+        "writeMin": "write_min",
+        "writeMax": "write_max",
+        "targetUtilization": "target_utilization",
+    }
+    if not isinstance(raw, dict) or not set(raw) <= set(names):
+        raise ValueError(
+            f"context {CAPACITY_KEY}={raw!r}: must be an object with keys among {', '.join(names)}"
+        )
+    try:
+        capacity = Capacity(**{names[k]: int(v) for k, v in raw.items()})
+    except (TypeError, ValueError):
+        raise ValueError(f"context {CAPACITY_KEY}={raw!r}: every value must be an integer") from None
+    if not 1 <= capacity.read_min <= capacity.read_max or not 1 <= capacity.write_min <= capacity.write_max:
+        raise ValueError(f"context {CAPACITY_KEY}={raw!r}: need 1 <= min <= max for reads and writes")
+    if capacity.target_utilization not in _TARGET_UTILIZATION:
+        raise ValueError(f"context {CAPACITY_KEY}={raw!r}: targetUtilization must be 20-90 (percent)")
+    return capacity

@@ -1,9 +1,12 @@
-"""Feeds the worker handler from one queue, as a Lambda event source mapping with batch size 1 does.
+"""Feeds the worker handler from one queue, as the deployed event source mapping does: batches of up
+to ten (infra/functions.py), no batching window, successes deleted in one call, failures left for
+redelivery.
 
-Each queue has its own pool of worker threads, so a flood of low-priority jobs never holds up high
-ones (invariant 7). A poller receives only as many messages as it has idle threads, and each message
-goes to its own thread as a one-record event: a message never waits in a batch behind a slow job,
-nor in a local buffer where it could not be seen by anything else.
+Each queue has its own pool of invocation threads (its maximum concurrency), so a flood of
+low-priority jobs never holds up high ones (invariant 7). A poller receives only when a thread is
+idle, and what one receive returns goes to that thread as one event; the handler runs the records
+side by side, so a message never waits behind a slow job, nor in a local buffer where it could not
+be seen by anything else.
 
 Short polls, often: a delayed message that becomes visible wakes no long poll on the emulator and
 could come back up to a second late; messages arrive a second or two early (invariant 6) and the
@@ -19,18 +22,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from local_stack.lambda_context import new_context
-from local_stack.sqs_events import failed_ids, sqs_event, sqs_record
+from local_stack.sqs_events import sqs_event, sqs_record, succeeded
 from shared import constants as c
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import MessageTypeDef
+    from mypy_boto3_sqs.type_defs import DeleteMessageBatchRequestEntryTypeDef, MessageTypeDef
 
 logger = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], Any]
 POLL_INTERVAL_SECONDS = 0.15
 ERROR_PAUSE_SECONDS = 1.0
-RECEIVE_LIMIT = 10  # SQS's largest ReceiveMessage
 
 
 class QueuePoller:
@@ -52,7 +54,7 @@ class QueuePoller:
         self._capacity = capacity
         self._idle = capacity
         self._changed = threading.Condition()
-        self._handoff: queue.SimpleQueue[MessageTypeDef] = queue.SimpleQueue()
+        self._handoff: queue.SimpleQueue[list[MessageTypeDef]] = queue.SimpleQueue()
         self._handler = handler
         self._region = region
         self._stop = stop
@@ -78,39 +80,37 @@ class QueuePoller:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            idle = self._take_idle()
-            if idle == 0:
+            if not self._take_idle():
                 continue
             try:
-                messages = self._receive(idle)
+                messages = self._receive()
             except Exception:
                 logger.exception("receiving from the %s queue failed", self.priority.value)
                 messages = []
                 self._stop.wait(ERROR_PAUSE_SECONDS)
-            self._give_back(idle - len(messages))
-            for message in messages:
-                self._handoff.put(message)
-            if not messages:
+            if messages:
+                self._handoff.put(messages)
+            else:
+                self._give_back()
                 self._stop.wait(POLL_INTERVAL_SECONDS)
 
-    def _take_idle(self) -> int:
-        """Reserves the idle threads (up to a receive's limit); 0 if none became idle in a poll period."""
+    def _take_idle(self) -> bool:
+        """Reserves an idle thread for the next batch; False if none became idle in a poll period."""
         with self._changed:
             if not self._changed.wait_for(lambda: self._idle > 0, POLL_INTERVAL_SECONDS):
-                return 0
-            taken = min(self._idle, RECEIVE_LIMIT)
-            self._idle -= taken
-            return taken
+                return False
+            self._idle -= 1
+            return True
 
-    def _give_back(self, count: int) -> None:
+    def _give_back(self) -> None:
         with self._changed:
-            self._idle += count
+            self._idle += 1
             self._changed.notify_all()
 
-    def _receive(self, count: int) -> list[MessageTypeDef]:
+    def _receive(self) -> list[MessageTypeDef]:
         response = self._sqs.receive_message(
             QueueUrl=self._url,
-            MaxNumberOfMessages=count,
+            MaxNumberOfMessages=c.WORKER_BATCH_SIZE,
             WaitTimeSeconds=0,  # never a long poll: see the module's docstring
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
@@ -119,18 +119,27 @@ class QueuePoller:
 
     def _work(self) -> None:
         while True:
-            message = self._handoff.get()
+            messages = self._handoff.get()
             try:
-                self._invoke(message)
+                self._invoke(messages)
             except Exception:
-                # As when a Lambda invocation fails: the message comes back after its visibility timeout.
-                logger.exception("the worker handler failed on message %s", message.get("MessageId"))
+                # As when a Lambda invocation fails: the batch comes back after its visibility timeout.
+                logger.exception(
+                    "the worker handler failed on a batch of %d from the %s queue",
+                    len(messages),
+                    self.priority.value,
+                )
             finally:
-                self._give_back(1)
+                self._give_back()
 
-    def _invoke(self, message: MessageTypeDef) -> None:
-        record = sqs_record(dict(message), self._arn, self._region)
-        response = self._handler(sqs_event([record]), new_context("worker", self._region))
-        if record["messageId"] in failed_ids(response):
-            return  # left for redelivery after the visibility timeout, as the event source mapping does
-        self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=record["receiptHandle"])
+    def _invoke(self, messages: list[MessageTypeDef]) -> None:
+        records = [sqs_record(dict(message), self._arn, self._region) for message in messages]
+        response = self._handler(sqs_event(records), new_context("worker", self._region))
+        # Failed records are left for redelivery after the visibility timeout, as the event source
+        # mapping leaves them; the rest go in one DeleteMessageBatch.
+        done: list[DeleteMessageBatchRequestEntryTypeDef] = [
+            {"Id": str(n), "ReceiptHandle": record["receiptHandle"]}
+            for n, record in enumerate(succeeded(records, response))
+        ]
+        if done:
+            self._sqs.delete_message_batch(QueueUrl=self._url, Entries=done)

@@ -27,6 +27,12 @@ def sqs_event(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"Records": records}
 
 
+def succeeded(records: list[dict[str, Any]], response: object) -> list[dict[str, Any]]:
+    """The records a handler did not report as failed (partial batch response)."""
+    failed = failed_ids(response)
+    return [record for record in records if record["messageId"] not in failed]
+
+
 def failed_ids(response: object) -> set[str]:
     """The message ids a handler reported in `batchItemFailures` (partial batch response)."""
     if not isinstance(response, dict):

@@ -50,6 +50,9 @@ QUEUE_VISIBILITY_TIMEOUT_SECONDS: Final = 6 * WORKER_FUNCTION_TIMEOUT_SECONDS
 MAX_RECEIVE_COUNT: Final = 5
 DEAD_LETTER_RETENTION_DAYS: Final = 14
 SEND_BATCH_SIZE: Final = 10
+# Records per worker invocation (SQS's most per receive), run side by side: the deployed event
+# source and the local stack's pollers both hand over batches of up to this many.
+WORKER_BATCH_SIZE: Final = 10
 
 # --- Timing ---------------------------------------------------------------------------------------
 TICK_SECONDS: Final = 60
@@ -104,3 +107,25 @@ ENV_DEAD_LETTER_QUEUE_URL: Final = "SUNDIAL_DEAD_LETTER_QUEUE_URL"
 ENV_ENDPOINT_URL: Final = "SUNDIAL_ENDPOINT_URL"
 ENV_ALLOW_PRIVATE_TARGETS: Final = "SUNDIAL_ALLOW_PRIVATE_TARGETS"
 ENV_EXTRA_LEAD_SECONDS: Final = "SUNDIAL_EXTRA_LEAD_SECONDS"
+ENV_PRECISION: Final = "SUNDIAL_PRECISION"
+ENV_HISTORY: Final = "SUNDIAL_HISTORY"
+
+
+class Precision(StrEnum):
+    """How a message's SQS delay is rounded: the deployment's price of starting on the instant."""
+
+    # Arrive up to a second early; the worker waits out the rest (billed Lambda time): jobs start
+    # within tens of milliseconds of their instant.
+    SECOND = "second"
+    # Arrive on or after the instant, rounded up to SQS's whole seconds: nothing to wait for, and
+    # a job starts up to a second (plus SQS's own pick-up time) after its instant, never before.
+    SQS = "sqs"
+
+
+class History(StrEnum):
+    """Which attempts leave a history item (the job's last_run is kept either way)."""
+
+    ALL = "all"
+    # Failures, timeouts, dead and lost attempts, and one-off successes; a recurring job's successes
+    # only update its last_run: one write per execution fewer.
+    FAILURES = "failures"

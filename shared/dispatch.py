@@ -44,15 +44,27 @@ class JobMessage(BaseModel):
         )
 
 
-def delay_seconds(due_at_ms: int, now_ms: int, extra_lead_seconds: int = 0) -> int:
-    """Whole seconds that make the message visible up to a second (plus any extra lead) before due_at.
+def delay_seconds(
+    due_at_ms: int,
+    now_ms: int,
+    extra_lead_seconds: int = 0,
+    precision: c.Precision = c.Precision.SECOND,
+) -> int:
+    """Whole seconds of SQS delay for a message due at `due_at_ms`, as `precision` rounds them.
 
-    SQS delays come in whole seconds: rounding down makes the message arrive early, and the worker
-    waits out the rest, so a job starts on its instant and never before it. A delay a hair short of
-    a whole second (a recurring job dispatching its next occurrence right after its own instant) is
-    rounded up instead: at most ROUNDING_SLACK_MS late, rather than a second of billed waiting.
+    SECOND: visible up to a second (plus any extra lead) before due_at; the worker waits out the
+    rest, so a job starts on its instant and never before it. A delay a hair short of a whole second
+    (a recurring job dispatching its next occurrence right after its own instant) is rounded up
+    instead: at most ROUNDING_SLACK_MS late, rather than a second of billed waiting.
+
+    SQS: rounded up, so the message is visible on or after due_at and the worker has nothing to wait
+    for; the job starts up to a second late. The extra lead still applies: it makes up for an
+    emulator that hands messages over late, not for rounding.
     """
-    seconds = (due_at_ms - now_ms + ROUNDING_SLACK_MS) // 1000 - extra_lead_seconds
+    if precision is c.Precision.SQS:
+        seconds = -((now_ms - due_at_ms) // 1000) - extra_lead_seconds
+    else:
+        seconds = (due_at_ms - now_ms + ROUNDING_SLACK_MS) // 1000 - extra_lead_seconds
     return max(0, min(c.MAX_DELAY_SECONDS, seconds))
 
 
@@ -64,12 +76,14 @@ class Dispatcher:
         dead_letter_url: str,
         clock: Clock,
         extra_lead_seconds: int = 0,
+        precision: c.Precision = c.Precision.SECOND,
     ) -> None:
         self._sqs = sqs
         self._queue_urls = queue_urls
         self._dead_letter_url = dead_letter_url
         self._clock = clock
         self._extra_lead_seconds = extra_lead_seconds
+        self._precision = precision
 
     @property
     def own_queue_urls(self) -> frozenset[str]:
@@ -119,7 +133,9 @@ class Dispatcher:
             {
                 "Id": entry_id,
                 "MessageBody": message.model_dump_json(),
-                "DelaySeconds": delay_seconds(message.due_at, now_ms, self._extra_lead_seconds),
+                "DelaySeconds": delay_seconds(
+                    message.due_at, now_ms, self._extra_lead_seconds, self._precision
+                ),
             }
             for entry_id, message in entries
         ]

@@ -81,6 +81,7 @@ class Worker:
         worker_id: str,
         sleep: Callable[[float], None] = time.sleep,
         heartbeat_seconds: float = c.HEARTBEAT_EVERY_SECONDS,
+        history: c.History = c.History.ALL,
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
@@ -89,6 +90,7 @@ class Worker:
         self._worker_id = worker_id
         self._sleep = sleep
         self._heartbeat_seconds = heartbeat_seconds
+        self._history = history
 
     def process(self, message: JobMessage, deadline_ms: int | None = None) -> AttemptResult:
         """Handles one delivery end to end; `deadline_ms` is when the invocation ends. Raises only
@@ -188,11 +190,17 @@ class Worker:
         _, placement, run = settle(
             write, job, token, decide, record, self._store, self._dispatcher, self._clock
         )
-        self._store.put_run(Run.of(job.id, run))
+        if self._keeps_history(job, run):
+            self._store.put_run(Run.of(job.id, run))
         if placement.alert:
             self._alert(job, run)
             return Outcome.DEAD
         return Outcome.SUCCEEDED if end.error is None else Outcome.FAILED
+
+    def _keeps_history(self, job: Job, run: RunSummary) -> bool:
+        """Every attempt but a recurring job's success, which History.FAILURES leaves to the job's
+        last_run (the settle wrote it): at one a minute, its history would be most of the table."""
+        return self._history is c.History.ALL or run.status is not RunStatus.SUCCEEDED or not job.is_recurring
 
     def _alert(self, job: Job, run: RunSummary) -> None:
         try:

@@ -189,6 +189,8 @@ def partial_send_failures(client: Any, faults: Faults, probability: float) -> No
     dropped: dict[int, list[str]] = {}
 
     def drop(params: dict[str, Any], **_: Any) -> None:
+        # A call that never got its answer (an outage) must not leave its failure to the thread's next.
+        dropped.pop(threading.get_ident(), None)
         entries = params.get("Entries", [])
         if len(entries) < 2 or faults.rng.random() >= probability:
             return

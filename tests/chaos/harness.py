@@ -492,10 +492,13 @@ class Simulation:
         now: list[tuple[str, bool]] = []
         for message in due:
             if JobMessage.model_validate_json(message[0]).job_id in self.long_jobs:
-                self._background.append(self.long_pool.submit(self._deliver, message))
+                self._background.append(self.long_pool.submit(self._deliver, message, self._pick_worker()))
             else:
                 now.append(message)
-        results = list(self.pool.map(self._deliver, now))
+        # As the event source hands them over: batches of up to ten, each to one worker.
+        size = c.WORKER_BATCH_SIZE
+        batches = [now[start : start + size] for start in range(0, len(now), size)]
+        results = [result for batch in self.pool.map(self._deliver_batch, batches) for result in batch]
         finished = [f for f in self._background if f.done()]
         self._background = [f for f in self._background if f not in finished]
         for result in results + [f.result() for f in finished]:
@@ -539,12 +542,28 @@ class Simulation:
                 self._push(self.base.now_ms() + 30 * SECOND, body)
         return due
 
-    def _deliver(self, delivery: tuple[str, bool]) -> AttemptResult | None:
-        """One delivery to a random worker. A worker that dies, or learns it lost its lease, after
-        the side effect leaves a re-execution behind: the ledger's allowance for re-runs."""
+    def _deliver_batch(self, batch: list[tuple[str, bool]]) -> list[AttemptResult | None]:
+        """One batch to a random worker, its records side by side as functions/worker.py runs them.
+        An invocation that ends before its deletes (a crash or timeout after its records) leaves
+        every record of it, finished or not, to come back after the visibility timeout."""
+        worker = self._pick_worker()
+        with ThreadPoolExecutor(len(batch)) as records:
+            results = list(records.map(lambda delivery: self._deliver(delivery, worker), batch))
+        if self.faults.roll("worker invocation ended before deleting its batch", 0.01):
+            for (body, _), result in zip(batch, results, strict=True):
+                if result is not None:  # a failed record was put back already
+                    self._push(self.base.now_ms() + REDELIVERY_MS, body)
+        return results
+
+    def _pick_worker(self) -> Worker:
+        with self.ledger.lock:
+            return self._rng.choice(self.workers)
+
+    def _deliver(self, delivery: tuple[str, bool], worker: Worker) -> AttemptResult | None:
+        """One record of a batch. A worker that dies, or learns it lost its lease, after the side
+        effect leaves a re-execution behind: the ledger's allowance for re-runs."""
         body, late = delivery
         message = JobMessage.model_validate_json(body)
-        worker = self._rng.choice(self.workers)
         effects_before = self._effects_of(message.job_id)
         try:
             result = worker.process(message)

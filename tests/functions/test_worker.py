@@ -6,6 +6,7 @@ import copy
 import io
 import json
 import logging
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -145,3 +146,31 @@ def test_a_job_that_dies_is_dead_lettered_and_the_api_revives_it(
     revived = invoke_api(api_event("POST", f"/jobs/{job_id}/retry"))
 
     assert (revived.status, revived.body["status"], revived.body["attempt"]) == (200, "queued", 0)
+
+
+def test_the_records_of_a_batch_run_side_by_side_each_settled_on_its_own(
+    env: Resources, sqs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each target waits for all the others: run one after another, the first would wait alone and
+    # fail on the barrier's timeout.
+    count = c.WORKER_BATCH_SIZE
+    together = threading.Barrier(count, timeout=10)
+    threads: set[str] = set()
+
+    def deliver(job: Any, delivery: Any, limit_seconds: float) -> None:
+        threads.add(threading.current_thread().name)
+        if job.name == "fails":
+            together.wait()
+            raise RuntimeError("this one fails")
+        together.wait()
+
+    monkeypatch.setattr(worker, "_deliver", deliver)
+    ids = [create(name="fails" if n == 0 else f"ok-{n}", max_retries=0) for n in range(count)]
+    bodies = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+
+    result = run(sqs_event(*bodies))
+
+    assert result == {"batchItemFailures": []}
+    assert len(threads) == count
+    statuses = {job_id: job(job_id)["status"] for job_id in ids}
+    assert statuses == {job_id: "dead" if n == 0 else "succeeded" for n, job_id in enumerate(ids)}

@@ -33,6 +33,10 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "sundial:startLatenessP99ThresholdMs": 2500,
     "sundial:tableDeletionProtection": "true",
     "sundial:provisionedPollersHigh": "5,50",
+    "sundial:precision": "sqs",
+    "sundial:history": "failures",
+    "sundial:billingMode": "provisioned",
+    "sundial:provisionedCapacity": '{"writeMin": 10, "writeMax": 1500, "targetUtilization": 60}',
 }
 
 

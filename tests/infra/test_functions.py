@@ -53,6 +53,8 @@ def test_every_function_gets_the_same_environment(synthesised: Synthesised) -> N
         c.ENV_QUEUE_URL_MEDIUM: {"Ref": queue_ids[c.QUEUE_NAMES[c.Priority.MEDIUM]]},
         c.ENV_QUEUE_URL_LOW: {"Ref": queue_ids[c.QUEUE_NAMES[c.Priority.LOW]]},
         c.ENV_DEAD_LETTER_QUEUE_URL: {"Ref": queue_ids[c.DEAD_LETTER_QUEUE_NAME]},
+        c.ENV_PRECISION: "second",
+        c.ENV_HISTORY: "all",
         "POWERTOOLS_SERVICE_NAME": "sundial",
         "POWERTOOLS_METRICS_NAMESPACE": "Sundial",
         "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
@@ -110,7 +112,9 @@ def test_worker_has_one_event_source_per_queue(synthesised: Synthesised) -> None
     assert set(sources) == set(c.QUEUE_NAMES.values())
     for mapping in sources.values():
         assert mapping["FunctionName"] == {"Ref": worker_id}
-        assert mapping["BatchSize"] == 1
+        assert mapping["BatchSize"] == 10
+        # No batching window: a message never waits for a batch to fill.
+        assert mapping.get("MaximumBatchingWindowInSeconds", 0) == 0
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
@@ -273,3 +277,12 @@ def test_function_roles_write_only_their_own_log_group(synthesised: Synthesised)
     for role in synthesised.of_type("AWS::IAM::Role").values():
         if "lambda.amazonaws.com" in str(role["Properties"]["AssumeRolePolicyDocument"]):
             assert "ManagedPolicyArns" not in role["Properties"]
+
+
+def test_precision_and_history_reach_every_function(
+    synthesised: Synthesised, configured: Synthesised
+) -> None:
+    for stack, expected in ((synthesised, ("second", "all")), (configured, ("sqs", "failures"))):
+        for _, properties in _functions(stack).values():
+            variables = properties["Environment"]["Variables"]
+            assert (variables[c.ENV_PRECISION], variables[c.ENV_HISTORY]) == expected

@@ -29,6 +29,17 @@ def test_defaults() -> None:
     assert settings.table_deletion_protection is False
     assert settings.target_kms_key_arns == ()
     assert dict(settings.provisioned_pollers) == {}
+    assert (settings.precision, settings.history, settings.provisioned_capacity) == ("second", "all", None)
+
+
+def test_provisioned_capacity_defaults_and_overrides() -> None:
+    from infra.settings import Capacity
+
+    assert _settings({"sundial:billingMode": "provisioned"}).provisioned_capacity == Capacity()
+    chosen = _settings(
+        {"sundial:billingMode": "provisioned", "sundial:provisionedCapacity": {"readMax": 50, "writeMin": 20}}
+    ).provisioned_capacity
+    assert chosen == Capacity(read_max=50, write_min=20)
 
 
 @pytest.mark.parametrize(
@@ -88,6 +99,22 @@ def test_target_arns_from_cdk_json_or_the_command_line(raw: Any, expected: tuple
         ({"sundial:provisionedPollersHigh": "1,10"}, "minimum of 2-200"),
         ({"sundial:provisionedPollersHigh": "20,10"}, "not below the minimum"),
         ({"sundial:provisionedPollersHigh": "many"}, "MIN,MAX"),
+        ({"sundial:precision": "minute"}, "sundial:precision=.*second, sqs"),
+        ({"sundial:history": "none"}, "sundial:history=.*all, failures"),
+        ({"sundial:billingMode": "PAY_PER_REQUEST"}, "sundial:billingMode=.*on-demand, provisioned"),
+        ({"sundial:provisionedCapacity": {"writeMax": 9}}, "needs sundial:billingMode=provisioned"),
+        (
+            {
+                "sundial:billingMode": "provisioned",
+                "sundial:provisionedCapacity": '{"writeMin": 9, "writeMax": 5}',
+            },
+            "min <= max",
+        ),
+        (
+            {"sundial:billingMode": "provisioned", "sundial:provisionedCapacity": {"targetUtilization": 95}},
+            "20-90",
+        ),
+        ({"sundial:billingMode": "provisioned", "sundial:provisionedCapacity": {"wcu": 5}}, "keys among"),
     ],
 )
 def test_unusable_values_name_the_key(context: dict[str, Any], message: str) -> None:
