@@ -20,7 +20,12 @@ class SundialStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         settings = Settings.from_context(self.node)
-        table = JobsTable(self, "Jobs", deletion_protection=settings.table_deletion_protection)
+        table = JobsTable(
+            self,
+            "Jobs",
+            deletion_protection=settings.table_deletion_protection,
+            capacity=settings.provisioned_capacity,
+        )
         queues = JobQueues(self, "Queues")
         functions = Functions(self, "Functions", table=table.table, queues=queues, settings=settings)
         api = JobsApi(self, "Api", handler=functions.api, settings=settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -165,3 +166,38 @@ def test_every_queue_is_encrypted_and_refuses_plain_http(synthesised: Synthesise
         assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
         protected.update(q["Ref"] for q in policy["Properties"]["Queues"])
     assert protected == set(synthesised.of_type("AWS::SQS::Queue"))
+
+
+def test_provisioned_billing_scales_the_table_and_both_indexes(
+    synthesised: Synthesised, configured: Synthesised
+) -> None:
+    assert not synthesised.of_type("AWS::ApplicationAutoScaling::ScalableTarget")
+    table_id, table = next(iter(configured.of_type("AWS::DynamoDB::Table").items()))
+    properties = table["Properties"]
+    assert properties.get("BillingMode", "PROVISIONED") == "PROVISIONED"  # CloudFormation's default
+    assert properties["ProvisionedThroughput"] == {"ReadCapacityUnits": 5, "WriteCapacityUnits": 10}
+    for index in properties["GlobalSecondaryIndexes"]:
+        assert index["ProvisionedThroughput"] == {"ReadCapacityUnits": 5, "WriteCapacityUnits": 10}
+    targets = configured.of_type("AWS::ApplicationAutoScaling::ScalableTarget")
+    scaled = {}
+    for logical_id, target in targets.items():
+        p = target["Properties"]
+        resource = json.dumps(p["ResourceId"])
+        assert table_id in resource
+        where = next((i for i in (c.DUE_INDEX_NAME, c.LIST_INDEX_NAME) if i in resource), "table")
+        scaled[(where, p["ScalableDimension"].rsplit(":", 1)[-1])] = (
+            p["MinCapacity"],
+            p["MaxCapacity"],
+            logical_id,
+        )
+    assert {key: bounds[:2] for key, bounds in scaled.items()} == {
+        (where, dimension): ((5, 1000) if dimension == "ReadCapacityUnits" else (10, 1500))
+        for where in ("table", c.DUE_INDEX_NAME, c.LIST_INDEX_NAME)
+        for dimension in ("ReadCapacityUnits", "WriteCapacityUnits")
+    }
+    policies = configured.of_type("AWS::ApplicationAutoScaling::ScalingPolicy").values()
+    tracked = {policy["Properties"]["ScalingTargetId"]["Ref"] for policy in policies}
+    assert tracked == {bounds[2] for bounds in scaled.values()}
+    for policy in policies:
+        config = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+        assert config["TargetValue"] == 60
