@@ -8,12 +8,22 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 
 from local_stack.emulator import DEFAULT_PORT as EMULATOR_PORT
 from local_stack.emulator import FAULT_SEED_ENV, FAULTS_ENV, Emulator, FaultSpec
 from local_stack.logs import configure_logging
-from local_stack.options import DEFAULT_PORT, DEFAULT_WORKERS, LocalOptions
+from local_stack.options import (
+    DEFAULT_PORT,
+    DEFAULT_WORKERS,
+    EPHEMERAL_ENV,
+    STATE_DIR_ENV,
+    LocalOptions,
+    state_dir,
+)
+from local_stack.state.directory import StateError
+from local_stack.state.tables_on_disk import TablesOnDisk
 from shared import constants as c
 
 
@@ -22,18 +32,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     try:
         if args.command == "emulator":
-            return run_emulator(args.port, args.faults, args.fault_seed)
+            path = state_dir(args.state_dir, args.ephemeral)
+            return run_emulator(args.port, args.faults, args.fault_seed, path)
         if args.command == "smoke":
             return _run_smoke(args)
         _hand_faults_to_child(args)
         return _run_local(_local_options(args))
-    except OSError as exc:  # most often: the port is taken
+    except (OSError, StateError) as exc:  # most often: the port is taken, or the state is in use
         print(f"sundial {args.command}: {exc}", file=sys.stderr)
         return 1
 
 
-def run_emulator(port: int, faults: FaultSpec | None = None, fault_seed: int | None = None) -> int:
-    """The emulator in the foreground until SIGINT or SIGTERM."""
+def run_emulator(
+    port: int, faults: FaultSpec | None = None, fault_seed: int | None = None, state: Path | None = None
+) -> int:
+    """The emulator in the foreground until SIGINT or SIGTERM; its tables in `state` (None: memory).
+    Raises StateError before it listens when `state` cannot be used."""
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -41,14 +55,23 @@ def run_emulator(port: int, faults: FaultSpec | None = None, fault_seed: int | N
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    emulator = Emulator("127.0.0.1", port, faults, fault_seed).start()
+    tables = TablesOnDisk.open(state) if state is not None else None
+    emulator = Emulator("127.0.0.1", port, faults, fault_seed, tables).start()
     print(f"emulator listening on {emulator.endpoint_url}", flush=True)
+    print(f"emulator state: {_state_line(state, emulator)}", flush=True)
     if emulator.faults.spec:
         spec, seed = emulator.faults.spec, emulator.faults.seed
         print(f"emulator faults: {spec} (seed {seed}); counts at GET /_sundial/faults", flush=True)
     stop.wait()
     emulator.stop()
     return 0
+
+
+def _state_line(state: Path | None, emulator: Emulator) -> str:
+    restored = emulator.restored
+    if state is None or restored is None:
+        return "in memory only (--ephemeral): it ends with this process"
+    return f"{state} ({restored.items} items restored in {restored.seconds:.2f} s)"
 
 
 def _hand_faults_to_child(args: argparse.Namespace) -> None:
@@ -91,12 +114,18 @@ def _run_smoke(args: argparse.Namespace) -> int:
 
 
 def _local_options(args: argparse.Namespace) -> LocalOptions:
+    if args.endpoint_url and (args.state_dir is not None or args.ephemeral is not None):
+        raise SystemExit(
+            "sundial local: the emulator at --endpoint-url keeps its own state: "
+            "give --state-dir or --ephemeral to `sundial emulator` instead"
+        )
     return LocalOptions(
         port=args.port,
         endpoint_url=args.endpoint_url,
         tick_seconds=args.tick_seconds,
         workers=args.workers,
         allow_private=args.allow_private,
+        state_dir=None if args.endpoint_url else state_dir(args.state_dir, args.ephemeral),
     )
 
 
@@ -108,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
         "emulator", help="the AWS emulator (moto server) on 127.0.0.1", formatter_class=shown
     )
     emulator.add_argument("--port", type=int, default=EMULATOR_PORT, help="its port on 127.0.0.1")
+    _state_options(emulator)
     _fault_options(emulator, from_environment=True)
     local = commands.add_parser(
         "local", help="the API, the tick and the workers, on an emulator", formatter_class=shown
@@ -135,6 +165,7 @@ def _parser() -> argparse.ArgumentParser:
         default=True,
         help="let http targets reach loopback and private addresses",
     )
+    _state_options(local)
     _fault_options(local, from_environment=False)
     _smoke_options(
         commands.add_parser("smoke", help="check a running Sundial end to end", formatter_class=shown)
@@ -156,6 +187,23 @@ def _smoke_options(smoke: argparse.ArgumentParser) -> None:
     )
     smoke.add_argument("--endpoint-url", help="the emulator a local API runs on")
     smoke.add_argument("--timeout", type=_positive, default=120.0, help="seconds to wait for the jobs")
+
+
+def _state_options(parser: argparse.ArgumentParser) -> None:
+    # Defaults of None: state_dir() tells "not given" from given, and reads the environment then.
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help=f"where the tables are kept across restarts and crashes (default: ${STATE_DIR_ENV}, "
+        "else .sundial in the working directory); delete it to start afresh",
+    )
+    where.add_argument(
+        "--ephemeral",
+        action="store_const",
+        const=True,
+        help=f"keep the tables in memory only: they end with the emulator (also ${EPHEMERAL_ENV}=1)",
+    )
 
 
 def _fault_options(parser: argparse.ArgumentParser, from_environment: bool) -> None:

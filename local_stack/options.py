@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from shared import constants as c
 
 DEFAULT_PORT = 8000
 DEFAULT_WORKERS = 14
+DEFAULT_STATE_DIR = Path(".sundial")
+# `sundial local` hands its state directory to the emulator it starts through these, as it does its
+# faults; a developer may set them too.
+STATE_DIR_ENV = "SUNDIAL_STATE_DIR"
+EPHEMERAL_ENV = "SUNDIAL_EPHEMERAL"
 # Worker threads per queue, in these proportions (as the deployed MaximumConcurrency: high gets most).
 POOL_WEIGHTS = {c.Priority.HIGH: 4, c.Priority.MEDIUM: 2, c.Priority.LOW: 1}
 
@@ -19,6 +27,25 @@ class LocalOptions:
     tick_seconds: float = c.TICK_SECONDS
     workers: int = DEFAULT_WORKERS
     allow_private: bool = True
+    state_dir: Path | None = None  # None: the emulator keeps its tables in memory only
+
+
+def state_dir(
+    given: str | None, ephemeral: bool | None, environ: Mapping[str, str] = os.environ
+) -> Path | None:
+    """Where the tables live: --state-dir, else $SUNDIAL_STATE_DIR, else .sundial/ here; None when
+    --ephemeral (or $SUNDIAL_EPHEMERAL=1) asks for memory only. An absolute path, so that a child
+    started elsewhere finds the same directory."""
+    if ephemeral is None:
+        ephemeral = environ.get(EPHEMERAL_ENV, "").lower() in ("1", "true", "yes")
+    if ephemeral:
+        return None
+    return Path(given or environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR).absolute()
+
+
+def state_environment(path: Path | None) -> dict[str, str]:
+    """What the emulator child of `sundial local` reads to keep its tables where `path` says."""
+    return {STATE_DIR_ENV: str(path), EPHEMERAL_ENV: ""} if path else {EPHEMERAL_ENV: "1"}
 
 
 def pool_sizes(workers: int) -> dict[c.Priority, int]:

@@ -86,18 +86,23 @@ class DirectoryLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
             os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise StateError(f"cannot lock {self._file}: {exc.strerror}") from exc
             raise StateError(
-                f"state directory {self._file.parent} is in use by another running Sundial (pid {holder}): "
-                "stop it first, or give another --state-dir"
+                f"state directory {self._file.parent} is in use by another running Sundial"
+                f"{f' (pid {holder})' if holder else ''}: stop it first, or give another --state-dir"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         return self
+
+    def sign(self) -> None:
+        """Writes our pid into the lock file, for the message another process gets. Apart from
+        acquire, so that a start refused after taking the lock leaves the file as it was."""
+        assert self._fd is not None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
 
     def release(self) -> None:
         if self._fd is not None:

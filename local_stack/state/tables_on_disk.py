@@ -82,6 +82,7 @@ class TablesOnDisk:
             unreadable = f"cannot read {exc.filename}: {exc.strerror}"
             raise StateError(f"state directory {self.path}: {unreadable}") from exc
         torn = self._open_log(log_path, scan)
+        self._lock.sign()
         log_records = scan.records - 1 if scan else 0
         seconds = time.monotonic() - started
         return Restored(self._generation, tables.count(), log_records, torn, seconds)
