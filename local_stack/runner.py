@@ -1,7 +1,9 @@
 """`sundial local`: the whole scheduler on this machine, from the same handlers as the deployed stack.
 
 The emulator holds every bit of state, so this process can be killed at any moment and started again
-against the same emulator: leases expire and the next tick reclaims what was in flight.
+against the same emulator: leases expire and the next tick reclaims what was in flight. With a state
+directory, the emulator it starts keeps its tables there, and both processes can be killed: a start
+that finds the directory free hands on at once what was in flight (local_stack.recovery).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -23,11 +26,16 @@ from local_stack.banner import banner
 from local_stack.child import EmulatorProcess, free_port
 from local_stack.environment import handler_settings, use_emulator
 from local_stack.gateway import Gateway
-from local_stack.options import LocalOptions, pool_sizes
+from local_stack.options import LocalOptions, pool_sizes, state_environment
 from local_stack.pollers import QueuePoller
+from local_stack.recovery import hand_on_in_flight
 from local_stack.resources import Resources, ensure_resources
+from local_stack.state import directory
+from local_stack.state.directory import DirectoryLock, StateError
+from local_stack.state.tables_on_disk import holds_state
 from local_stack.ticker import Ticker
 from shared import constants as c
+from shared.clock import SystemClock
 
 logger = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -38,23 +46,59 @@ CHILD_CHECK_SECONDS = 1.0
 
 
 def run_local(options: LocalOptions) -> int:
-    """Runs until SIGINT or SIGTERM; returns the exit status."""
+    """Runs until SIGINT or SIGTERM; returns the exit status. Raises StateError (nothing changed)
+    when the state directory cannot be used."""
     stop = _stop_on_signals()
-    # Started before any thread exists (see local_stack.child) and stopped last, after the drain.
     if options.endpoint_url:
-        return _serve(options, options.endpoint_url, stop, None)
-    child = EmulatorProcess(free_port(HOST), HOST).start()
+        return _serve(options, options.endpoint_url, stop, None, recover=False)
+    lock, recover = _claim_state(options.state_dir)
+    os.environ.update(state_environment(options.state_dir))
     try:
-        return _serve(options, child.endpoint_url, stop, child)
+        # Started before any thread exists (see local_stack.child) and stopped last, after the drain.
+        child = _start_emulator()
+        try:
+            return _serve(options, child.endpoint_url, stop, child, recover)
+        finally:
+            child.stop()
     finally:
-        child.stop()
+        if lock is not None:
+            lock.release()
+
+
+def _claim_state(path: Path | None) -> tuple[DirectoryLock | None, bool]:
+    """The directory's `sundial local` lock, and whether it holds tables from an earlier run. Holding
+    the lock, we know the last local stack on it is gone, workers and all."""
+    if path is None:
+        return None, False
+    directory.check(path)
+    path.mkdir(parents=True, exist_ok=True)
+    # Asked before our own lock file is made, so that a directory in use is left as it was; the
+    # emulator takes this lock for good once started.
+    DirectoryLock(path, directory.EMULATOR_LOCK).acquire().release()
+    lock = DirectoryLock(path, directory.LOCAL_LOCK).acquire()
+    lock.sign()
+    return lock, holds_state(path)
+
+
+def _start_emulator() -> EmulatorProcess:
+    try:
+        return EmulatorProcess(free_port(HOST), HOST).start()
+    except (RuntimeError, TimeoutError) as exc:
+        # It printed why (a state directory in use, from a newer format...) before it exited.
+        raise StateError(f"the emulator did not start: {exc}") from None
 
 
 def _serve(
-    options: LocalOptions, endpoint_url: str, stop: threading.Event, child: EmulatorProcess | None
+    options: LocalOptions,
+    endpoint_url: str,
+    stop: threading.Event,
+    child: EmulatorProcess | None,
+    recover: bool,
 ) -> int:
     region = use_emulator()
     resources = _resources(endpoint_url, region)
+    if recover:
+        _hand_on_in_flight(resources, endpoint_url, region)
     os.environ.update(handler_settings(resources, endpoint_url, allow_private=options.allow_private))
     api, scheduler, worker = (_handler(name) for name in ("api", "scheduler", "worker"))
     server = make_server(HOST, options.port, Gateway(api), threaded=True)
@@ -82,6 +126,18 @@ def _resources(endpoint_url: str, region: str) -> Resources:
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
     sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name=region)
     return ensure_resources(dynamodb, sqs)
+
+
+def _hand_on_in_flight(resources: Resources, endpoint_url: str, region: str) -> None:
+    dynamodb = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
+    started = time.monotonic()
+    done = hand_on_in_flight(dynamodb, resources.table_name, SystemClock())
+    logger.info(
+        "restarted on saved state: %d queued and %d running jobs handed to the first tick (%.2f s)",
+        done.queued,
+        done.running,
+        time.monotonic() - started,
+    )
 
 
 def _handler(function: str) -> Handler:

@@ -68,6 +68,12 @@ class JobStore(StoreWrites):
         change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until))
         return self._transition(Event.RESEND, job.id, change, token=job.token)
 
+    def expire_lease(self, job_id: str, token: str, now_ms: int) -> Job:
+        """RUNNING+token → its lease ended now: its worker is known to be gone (a local stack started
+        again on its saved state), so the next tick reclaims the attempt instead of waiting out the
+        lease. The heartbeat's row and write, with a lease in the past. Raises StaleDelivery."""
+        return self.heartbeat(job_id, token, now_ms - 1, now_ms)
+
     def release(self, job_id: str, token: str, now_ms: int) -> Job:
         """A queued job whose message could not be sent: due for the next tick at once."""
         change = x.Change().set(lease_until=now_ms - 1, updated_at=now_ms)

@@ -1,0 +1,67 @@
+"""The start-up pass of a `sundial local` that finds its state directory free: hand on at once what
+was in flight when the last one stopped.
+
+The queues died with the last emulator (they are not kept: the table is the source of truth), and
+the last workers with their process. Every queued job's lease is released and every running
+attempt's lease ended now, each through the store's conditional write on the token it holds; the
+first tick then resends the queued ones (same token, so a copy that did survive is dropped at the
+fence) and reclaims the running ones (the lost attempt counted, the retry sent), as it would have
+after their leases ran out, minutes later.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from shared import constants as c
+from shared.clock import Clock
+from shared.errors import JobNotFound, StaleDelivery
+from shared.models import JobStatus
+from shared.store import DueRow, JobStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+logger = logging.getLogger(__name__)
+# Far enough ahead for any lease: the index rows of every job in flight, however long its lease.
+_EVERY_ROW_MS = 10 * 365 * 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class Recovery:
+    queued: int = 0
+    running: int = 0
+    moved_on: int = 0  # changed since the index was read: their own writes decide
+
+
+def hand_on_in_flight(dynamodb: DynamoDBClient, table_name: str, clock: Clock) -> Recovery:
+    """Ends the lease of every queued and running job. Only for a start whose predecessor (its
+    workers and its emulator) is known to be gone: a running attempt is taken from its worker."""
+    store = JobStore(dynamodb, table_name, clock)
+    queued = running = moved_on = 0
+    for row in _lease_rows(store, clock.now_ms() + _EVERY_ROW_MS):
+        try:
+            job = store.get(row.job_id)
+            if job.token is None:
+                continue
+            if job.status is JobStatus.QUEUED:
+                store.release(job.id, job.token, clock.now_ms())
+                queued += 1
+            elif job.status is JobStatus.RUNNING:
+                store.expire_lease(job.id, job.token, clock.now_ms())
+                running += 1
+        except (StaleDelivery, JobNotFound):
+            moved_on += 1
+    return Recovery(queued, running, moved_on)
+
+
+def _lease_rows(store: JobStore, up_to_ms: int) -> list[DueRow]:
+    rows = [
+        row
+        for priority in c.PRIORITIES
+        for shard in range(c.DUE_SHARDS)
+        for row in store.due_rows(priority, shard, up_to_ms)
+    ]
+    return [row for row in rows if row.is_lease]
