@@ -16,7 +16,7 @@ from botocore.config import Config
 
 from functions.settings import Settings
 from shared.clock import SystemClock
-from shared.dispatch import Dispatcher
+from shared.dispatch import Dispatcher, SharedSends
 from shared.store import JobStore
 from shared.targets import AwsClients, aws_client_config
 
@@ -131,6 +131,20 @@ def store() -> JobStore:
 def dispatcher() -> Dispatcher:
     config = settings()
     return Dispatcher(
+        clients().sqs(),
+        config.queue_urls,
+        config.dead_letter_queue_url,
+        SystemClock(),
+        config.extra_lead_seconds,
+        config.precision,
+    )
+
+
+@lazy
+def worker_dispatcher() -> SharedSends:
+    """The worker's: the records of a batch share their sends (shared.dispatch.SharedSends)."""
+    config = settings()
+    return SharedSends(
         clients().sqs(),
         config.queue_urls,
         config.dead_letter_queue_url,

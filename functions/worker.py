@@ -59,7 +59,7 @@ def _deliver(job: Job, delivery: Delivery, limit_seconds: float) -> None:
         timeout_seconds=limit_seconds,
         clients=clients.aws_clients(),
         allow_private=clients.settings().allow_private_targets,
-        forbidden_queue_urls=clients.dispatcher().own_queue_urls,
+        forbidden_queue_urls=clients.worker_dispatcher().own_queue_urls,
     )
 
 
@@ -68,7 +68,7 @@ def _worker() -> Worker:
     config = clients.settings()
     return Worker(
         clients.store(),
-        clients.dispatcher(),
+        clients.worker_dispatcher(),
         SystemClock(),
         _deliver,
         config.worker_id,

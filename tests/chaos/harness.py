@@ -30,7 +30,7 @@ from shared import constants as c
 from shared.api.models import JobCreate, JobUpdate
 from shared.api.service import JobService
 from shared.clock import FixedClock
-from shared.dispatch import Dispatcher, JobMessage
+from shared.dispatch import Dispatcher, JobMessage, SharedSends
 from shared.engine.scheduler import Scheduler, TickReport
 from shared.engine.worker import AttemptResult, Outcome, Worker
 from shared.errors import Conflict
@@ -357,7 +357,8 @@ class Simulation:
 
         crash_on(ddb, "dynamodb.UpdateItem", crash_completion)
         store = WorkerStore(ddb, self.resources.table_name, clock, intents=self.intents, faults=self.faults)
-        dispatcher = Dispatcher(sqs, self.resources.queue_urls, self.resources.dead_letter_queue_url, clock)
+        # As deployed: the records of a batch share their sends (functions/clients.py).
+        dispatcher = SharedSends(sqs, self.resources.queue_urls, self.resources.dead_letter_queue_url, clock)
         return Worker(
             store, dispatcher, clock, self._target, f"w{index}", sleep=lambda _: None, heartbeat_seconds=0.05
         )

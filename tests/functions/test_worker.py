@@ -17,6 +17,7 @@ from functions.worker import handler
 from local_stack.lambda_context import new_context
 from local_stack.resources import Resources
 from shared import constants as c
+from shared import dispatch
 from tests.functions.conftest import api_event, emf_metrics, invoke_api, load_event
 
 NOOP = {"type": "python", "handler": "noop"}
@@ -174,3 +175,25 @@ def test_the_records_of_a_batch_run_side_by_side_each_settled_on_its_own(
     assert len(threads) == count
     statuses = {job_id: job(job_id)["status"] for job_id in ids}
     assert statuses == {job_id: "dead" if n == 0 else "succeeded" for n, job_id in enumerate(ids)}
+
+
+def test_a_batch_of_recurring_jobs_sends_their_next_occurrences_in_one_request(
+    env: Resources, sqs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A window no loaded test machine outlasts; ten messages fill a request and leave at once.
+    monkeypatch.setattr(dispatch, "SHARED_SEND_WINDOW_SECONDS", 5.0)
+    ids = [create(name=f"every-minute-{n}", schedule="rate(1 minute)") for n in range(c.WORKER_BATCH_SIZE)]
+    take(sqs, env.queue_urls[c.Priority.MEDIUM])  # the first occurrences, a minute away
+    for job_id in ids:
+        assert invoke_api(api_event("POST", f"/jobs/{job_id}/trigger")).status == 200
+    bodies = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    sends: list[int] = []
+    clients.clients().sqs().meta.events.register(
+        "provide-client-params.sqs.SendMessageBatch", lambda params, **_: sends.append(len(params["Entries"]))
+    )
+
+    result = run(sqs_event(*bodies))
+
+    assert result == {"batchItemFailures": []}
+    assert sends == [c.WORKER_BATCH_SIZE]  # ten next occurrences, one request
+    assert all(job(job_id)["status"] == "queued" for job_id in ids)

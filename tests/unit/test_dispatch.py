@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 
 from shared import constants as c
-from shared.dispatch import delay_seconds
+from shared.clock import FixedClock
+from shared.dispatch import JobMessage, SharedSends, delay_seconds
 
 NOW = 1_796_000_000_000
 
@@ -52,3 +58,54 @@ def test_sqs_precision_arrives_on_or_within_a_second_after_the_instant() -> None
     for due_in_ms in range(0, 900_000, 977):
         visible = NOW + delay_seconds(NOW + due_in_ms, NOW, 0, c.Precision.SQS) * 1000
         assert NOW + due_in_ms <= visible < NOW + due_in_ms + 1000, due_in_ms
+
+
+class StubSqs:
+    """SendMessageBatch calls, answered with the entries whose bodies name a job in `refuse` failed."""
+
+    def __init__(self, refuse: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        self.calls: list[list[str]] = []
+        self._refuse = refuse
+        self._lock = threading.Lock()
+
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
+        with self._lock:
+            self.calls.append([JobMessage.model_validate_json(e["MessageBody"]).job_id for e in Entries])
+        failed = [
+            e for e in Entries if JobMessage.model_validate_json(e["MessageBody"]).job_id in self._refuse
+        ]
+        return {"Failed": [{"Id": e["Id"], "SenderFault": False, "Code": "x"} for e in failed]}
+
+
+def _message(n: int) -> JobMessage:
+    return JobMessage(job_id=f"job-{n}", token="t", due_at=NOW + 60_000, priority=c.Priority.MEDIUM)
+
+
+def test_shared_sends_put_concurrent_sends_in_one_request_and_answer_each_caller_for_its_own() -> None:
+    sqs = StubSqs(refuse={"job-3"})
+    urls = dict.fromkeys(c.PRIORITIES, "https://queue")
+    shared = SharedSends(sqs, urls, "https://dead", FixedClock(NOW), window_seconds=5.0)  # type: ignore[arg-type]
+    start = threading.Barrier(c.SEND_BATCH_SIZE)
+
+    def send(n: int) -> list[str]:
+        start.wait()
+        return [m.job_id for m in shared.send([_message(n)])]
+
+    began = time.monotonic()
+    with ThreadPoolExecutor(c.SEND_BATCH_SIZE) as pool:
+        answers = list(pool.map(send, range(c.SEND_BATCH_SIZE)))
+
+    # Ten messages fill a batch: it leaves at once, not after the 5 s window.
+    assert time.monotonic() - began < 2.5
+    first, *retries = sqs.calls
+    assert sorted(first) == sorted(f"job-{n}" for n in range(10))
+    assert retries == [["job-3"], ["job-3"]]  # the refused entry is retried alone, as without sharing
+    assert answers == [["job-3"] if n == 3 else [] for n in range(c.SEND_BATCH_SIZE)]
+
+
+def test_a_lone_shared_send_leaves_after_the_window() -> None:
+    sqs = StubSqs()
+    urls = dict.fromkeys(c.PRIORITIES, "https://queue")
+    shared = SharedSends(sqs, urls, "https://dead", FixedClock(NOW), window_seconds=0.05)  # type: ignore[arg-type]
+    assert shared.send([_message(1)]) == []
+    assert sqs.calls == [["job-1"]]
