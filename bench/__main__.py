@@ -1,5 +1,6 @@
-"""`make bench`: every figure of issue 7, measured in one run, printed as a table with its goal, and
-written to bench/results.json with the date, the machine and the versions it ran with.
+"""`make bench`: every figure, measured in one run, printed as a table with its spread and its goal,
+and written to bench/results.json with the date, the machine (and its load when the run started)
+and the versions it ran with. Each timing figure is the median of several runs.
 
 Order: the scaling child starts first at a lower CPU priority (it mostly loads its emulator, and
 counts items, not seconds); the timing measurements run meanwhile in the foreground.
@@ -16,14 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import bench_next_runs, console_page, cost, lateness, priority, throughput
+from bench import bench_next_runs, burst, console_page, cost, lateness, priority, throughput
 from bench.cost_model import EVENTBRIDGE_SCHEDULER_PER_MILLION
 from bench.harness import Aws, Row, machine, versions
 from bench.stack import Listener, running
 
 RESULTS = Path(__file__).with_name("results.json")
-# Worker threads for `sundial local`: the medium pool (2/7 of them) must keep up with 500 jobs in two
-# minutes while each thread waits out the second or two a message arrives early.
+# Worker invocations at once for `sundial local` (split 4:2:1), each running a batch of up to ten.
 WORKERS = 42
 TICK_SECONDS = 60.0
 SCALING_TIMEOUT_SECONDS = 900
@@ -42,9 +42,10 @@ def main() -> int:
         work = Path(temp)
         scaling = _start_scaling(work)
         try:
-            rows += _on_local_stack(work)
+            in_process = _in_process()
+            rows += in_process
+            rows += _on_local_stack(work, _worker_writes_per_execution(in_process))
             rows.append(_console_page(work))
-            rows += _in_process()
             rows += _next_runs()
             rows.append(_scaling_row(scaling, work))
         finally:
@@ -56,13 +57,16 @@ def main() -> int:
     return 0
 
 
-def _on_local_stack(work: Path) -> list[Row]:
-    _say("start lateness and priority isolation on `sundial local` (about 4 minutes)")
+def _on_local_stack(work: Path, writes_per_execution: float) -> list[Row]:
+    _say("start lateness, priority isolation and bursts on `sundial local` (about 14 minutes)")
     listener = Listener()
     try:
         with running(work, WORKERS, TICK_SECONDS) as stack:
             rows = lateness.measure(stack, listener)
+            _say("priority isolation: five idle windows, a flood, five flooded windows")
             rows.append(priority.measure(stack, listener))
+            _say("three bursts of 1,000 jobs due in one second")
+            rows += burst.measure(stack, listener, writes_per_execution)
     except Exception:
         # The log lives in a directory that is about to go: show its end before it does.
         print((work / "sundial-local.log").read_text(errors="replace")[-4000:], file=sys.stderr)
@@ -88,6 +92,15 @@ def _in_process() -> list[Row]:
     for row in cost_rows:
         row.detail["assumptions"] = assumptions
     return rows + cost_rows
+
+
+def _worker_writes_per_execution(rows: list[Row]) -> float:
+    """The item writes a worker makes per execution of a one-off claimed by a tick, at the
+    defaults, as the cost run counted them (the burst's jobs are such one-offs)."""
+    row = next(r for r in rows if r.name == f"cost: one-off, claimed by a tick [{cost.DEFAULT.label}]")
+    calls: dict[str, float] = row.detail["calls_per_execution"]["worker"]
+    writes = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems")
+    return sum(count for operation, count in calls.items() if operation in writes)
 
 
 def _next_runs() -> list[Row]:
@@ -140,16 +153,26 @@ def _write(info: dict[str, Any], rows: list[Row]) -> None:
 
 
 def _print(info: dict[str, Any], rows: list[Row]) -> None:
-    width = max(len(row.name) for row in rows)
+    width = min(100, max(len(row.name) for row in rows))
+    load = info["machine"]["load_average_at_start"]
+    cpus = info["machine"]["cpu_count"] or 1
     print()
-    print(
-        f"Sundial benchmarks, {info['date']}, {info['machine']['uname']}, {info['machine']['cpu_count']} CPUs"
-    )
-    print(f"{'figure':<{width}}  {'value':>10}  {'unit':<10} {'goal':<12} met")
+    print(f"Sundial benchmarks, {info['date']}, {info['machine']['uname']}, {cpus} CPUs")
+    busy = " (a loaded machine: timing figures are slower than on an idle one)" if load[0] >= cpus else ""
+    print(f"load average at start: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}{busy}")
+    print(f"{'figure':<{width}}  {'value':>10}  {'unit':<10} {'goal':<32} {'met':<4} spread")
     for row in rows:
         met = "" if row.met is None else ("yes" if row.met else "NO")
-        print(f"{row.name:<{width}}  {row.value:>10}  {row.unit:<10} {row.goal or '':<12} {met}")
+        print(
+            f"{row.name[:width]:<{width}}  {row.value:>10}  {row.unit:<10} {row.goal or '':<32} {met:<4} "
+            f"{row.spread or ''}"
+        )
     print(f"EventBridge Scheduler: ${EVENTBRIDGE_SCHEDULER_PER_MILLION:.2f} per million invocations")
+    cost_rows = [row for row in rows if "assumptions" in row.detail]
+    if cost_rows:
+        print("cost assumptions:")
+        for key, value in cost_rows[0].detail["assumptions"].items():
+            print(f"  {key}: {value}")
     print(f"({info['seconds']:.0f} s; details in bench/{RESULTS.name})")
 
 

@@ -9,33 +9,41 @@ Assumptions (also written to results.json):
 - Lambda memory as infra/functions.py declares it; billed time is AWS_CALL_MS per AWS call (divided
   by the tick's threads for the scheduler) plus the worker's measured wait; the target's own time
   is not ours to count.
-- The deployed worker reads through a Lambda event source mapping with batch size 1: one
-  ReceiveMessage and one DeleteMessage per message (empty polls of idle queues are a fixed monthly
-  cost, not counted per execution).
+- The deployed worker reads through a Lambda event source mapping with batches of up to ten: the
+  messages of one queue that become visible in the same second share an invocation, one
+  ReceiveMessage and one DeleteMessageBatch; their attempts run side by side, so the invocation
+  bills the longest of them, not their sum (empty polls of idle queues are a fixed monthly cost,
+  not counted per execution). `batch_size=1` prices the worker as it was before batches.
+- SQS makes a message visible exactly when its DelaySeconds end, and the worker starts on it at
+  once: lateness here is the engine's own (rounding, the worker's wait, AWS_CALL_MS per call), not
+  SQS's pick-up time.
 - A tick reads every shard each minute whatever is due: that fixed part (measured as an empty tick)
   is shared by EXECUTIONS_PER_MINUTE executions, the brief's peak.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from bench import cost_model as m
-from bench.harness import Aws, Row, client
+from bench.harness import Aws, Row, client, percentile
 from bench.meter import Meter
 from local_stack.environment import use_emulator
+from shared import constants as c
 from shared.api.models import JobCreate
 from shared.api.service import JobService
 from shared.clock import FixedClock, format_rfc3339
-from shared.dispatch import Dispatcher, JobMessage
+from shared.dispatch import SHARED_SEND_WINDOW_SECONDS, Dispatcher, JobMessage, SharedSends
 from shared.engine.scheduler import Scheduler
-from shared.engine.worker import Outcome, Worker
+from shared.engine.worker import AttemptResult, Outcome, Worker
 from shared.models import Job
 from shared.store import JobStore
 from shared.targets import Delivery
@@ -46,18 +54,69 @@ AWS_CALL_MS = 10.0
 MEMORY_GB = {"api": 0.5, "scheduler": 1.0, "worker": 0.25}
 TICK_THREADS = 8
 EXECUTIONS_PER_MINUTE = 10_000
-ESM_REQUESTS_PER_MESSAGE = 2  # ReceiveMessage + DeleteMessage
-GOAL_PER_MILLION = 3.00
+ESM_REQUESTS_PER_BATCH = 2  # ReceiveMessage + DeleteMessageBatch
+GOAL_PER_MILLION = 3.00  # a recurring execution on-demand, with failure history
+GOAL_PROVISIONED_PER_MILLION = 1.50  # the same at the steady peak, provisioned
+TARGET_UTILIZATION = 0.70  # infra/settings.py's default for provisioned auto scaling
+# The comparison: EventBridge Scheduler invoking a Lambda target that writes one history item.
+TARGET_MEMORY_GB = 0.125
+TARGET_SECONDS = 0.02
+
+
+@dataclass(frozen=True)
+class Config:
+    """A deployment's cost choices, as functions/settings.py and infra/settings.py take them."""
+
+    precision: c.Precision = c.Precision.SECOND
+    history: c.History = c.History.ALL
+    batch_size: int = c.WORKER_BATCH_SIZE
+
+    @property
+    def label(self) -> str:
+        return f"precision={self.precision.value}, history={self.history.value}, batch={self.batch_size}"
+
+
+BEFORE = Config(batch_size=1)
+DEFAULT = Config()
+CHEAPEST = Config(c.Precision.SQS, c.History.FAILURES)
 
 
 def _no_target(job: Job, delivery: Delivery, limit_seconds: float = 0.0) -> None:
     """The target's own cost is the customer's; ours ends when it is called."""
 
 
+class BatchClock(FixedClock):
+    """The engine's simulated clock. Inside a batch each record's thread keeps its own time from the
+    instant SQS showed its message, as each record runs in its own thread in AWS: the records' calls
+    and waits overlap instead of adding up."""
+
+    def __init__(self, now_ms: int) -> None:
+        super().__init__(now_ms)
+        self._own = threading.local()
+
+    def now_ms(self) -> int:
+        own: int | None = getattr(self._own, "ms", None)
+        return super().now_ms() if own is None else own
+
+    def advance(self, seconds: float) -> None:
+        if getattr(self._own, "ms", None) is None:
+            super().advance(seconds)
+        else:
+            self._own.ms += round(seconds * 1000)
+
+    @contextlib.contextmanager
+    def own_time(self, start_ms: int) -> Iterator[None]:
+        self._own.ms = start_ms
+        try:
+            yield
+        finally:
+            self._own.ms = None
+
+
 class CostEngine:
     """Store, dispatch, tick, worker and API service on one table, their calls metered."""
 
-    def __init__(self, aws: Aws, start_ms: int) -> None:
+    def __init__(self, aws: Aws, start_ms: int, config: Config = DEFAULT) -> None:
         region = use_emulator()
         endpoint = aws.emulator.endpoint_url
         resources = aws.resources
@@ -69,12 +128,39 @@ class CostEngine:
                 f"after-call.{metered.meta.service_model.service_id.hyphenize()}", self._took
             )
         self._clock_lock = threading.Lock()
-        self.clock = FixedClock(start_ms)
+        self.clock = BatchClock(start_ms)
         store = JobStore(dynamodb, resources.table_name, self.clock)
-        dispatcher = Dispatcher(sqs, resources.queue_urls, resources.dead_letter_queue_url, self.clock)
+        self.config = config
+        dispatcher = Dispatcher(
+            sqs,
+            resources.queue_urls,
+            resources.dead_letter_queue_url,
+            self.clock,
+            precision=config.precision,
+        )
         self.scheduler = Scheduler(store, dispatcher, self.clock)
+        # The deployed worker's sends: shared by the records of a batch (functions/clients.py).
+        worker_sends = (
+            SharedSends(
+                sqs,
+                resources.queue_urls,
+                resources.dead_letter_queue_url,
+                self.clock,
+                precision=config.precision,
+                window_seconds=SHARED_SEND_WINDOW_SECONDS,
+            )
+            if config.batch_size > 1
+            else dispatcher
+        )
         self.worker = Worker(
-            store, dispatcher, self.clock, _no_target, "bench", sleep=self._wait, heartbeat_seconds=3600
+            store,
+            worker_sends,
+            self.clock,
+            _no_target,
+            "bench",
+            sleep=self._wait,
+            heartbeat_seconds=3600,
+            history=config.history,
         )
         self.service = JobService(store, dispatcher, self.clock, allow_private_targets=True)
         self.reader = JobStore(aws.dynamodb, resources.table_name, self.clock)  # unmetered
@@ -84,6 +170,10 @@ class CostEngine:
         self._backlog: list[tuple[int, str, str]] = []
         self.invocations: Counter[str] = Counter()
         self.waited_seconds = 0.0
+        self.worker_seconds = 0.0  # billed: the longest attempt of each batch
+        self.billed_wait_seconds = 0.0
+        self._waits = threading.local()  # each record's own wait
+        self.lateness_ms: list[int] = []
         self.executions = 0
         self.outcomes: Counter[str] = Counter()
 
@@ -113,15 +203,54 @@ class CostEngine:
             self._pull()
             if not self._backlog or self._backlog[0][0] > until_ms:
                 return
-            visible_at, _, body = heapq.heappop(self._backlog)
-            # Each message has a Lambda of its own: it starts when SQS shows it, even if the one
-            # before it in this loop (running alongside it, in AWS) moved the clock past that.
-            self.clock.set(visible_at)
-            with self.meter.acting_as("worker"):
+            self._invoke(self._next_batch())
+
+    def _next_batch(self) -> list[tuple[int, str]]:
+        """The first visible message and those of its queue visible in the same second, up to the
+        batch size: what one receive of the event source would return."""
+        visible_at, _, body = heapq.heappop(self._backlog)
+        queue = JobMessage.model_validate_json(body).priority
+        batch, kept = [(visible_at, body)], []
+        while self._backlog and self._backlog[0][0] // 1000 == visible_at // 1000:
+            entry = heapq.heappop(self._backlog)
+            if (
+                len(batch) < self.config.batch_size
+                and JobMessage.model_validate_json(entry[2]).priority == queue
+            ):
+                batch.append((entry[0], entry[2]))
+            else:
+                kept.append(entry)
+        for entry in kept:
+            heapq.heappush(self._backlog, entry)
+        return batch
+
+    def _invoke(self, batch: list[tuple[int, str]]) -> None:
+        """One worker invocation: its records side by side, each from the instant SQS showed its
+        message; it lasts as long as its longest record (plus the shared sends' window)."""
+        started = batch[0][0]
+
+        def record(entry: tuple[int, str]) -> tuple[AttemptResult, int, float]:
+            visible_at, body = entry
+            with self.clock.own_time(visible_at):
+                self._waits.seconds = 0.0
                 result = self.worker.process(JobMessage.model_validate_json(body))
-            self.invocations["worker"] += 1
+                return result, self.clock.now_ms() - started, self._waits.seconds
+
+        with self.meter.acting_as("worker"), ThreadPoolExecutor(len(batch)) as pool:
+            done = list(pool.map(record, batch))
+        longest = max(took for _, took, _ in done)
+        longest_unwaited = max(took - waited * 1000 for _, took, waited in done)
+        for result, _, _ in done:
             self.outcomes[result.outcome.value] += 1
-            self.executions += result.outcome is Outcome.SUCCEEDED
+            if result.outcome is Outcome.SUCCEEDED:
+                self.executions += 1
+                if result.lateness_ms is not None:
+                    self.lateness_ms.append(result.lateness_ms)
+        window = SHARED_SEND_WINDOW_SECONDS * 1000 if self.config.batch_size > 1 else 0.0
+        self.invocations["worker"] += 1
+        self.worker_seconds += (longest + window) / 1000
+        # What the waits for the instant added to the invocation's billed time (they overlap).
+        self.billed_wait_seconds += (longest - longest_unwaited) / 1000
 
     def _pull(self) -> None:
         for url in self._queue_urls:
@@ -145,7 +274,9 @@ class CostEngine:
             self.clock.advance(AWS_CALL_MS / 1000)
 
     def _wait(self, seconds: float) -> None:
-        self.waited_seconds += seconds
+        with self._clock_lock:
+            self.waited_seconds += seconds
+        self._waits.seconds += seconds
         self.clock.advance(seconds)
 
 
@@ -202,7 +333,7 @@ SCENARIOS = (
     Scenario(
         "recurring rate(1 minute), dispatched by its completion",
         True,
-        10,
+        20,  # two full batches a second, as at a peak
         lambda n, now: _body(schedule="rate(1 minute)"),
         _minutes(6),
     ),
@@ -246,8 +377,8 @@ def per_execution(engine: CostEngine, scenario: Scenario, fixed: FixedTick) -> t
             busy_seconds = (calls - fixed.calls * invocations) * AWS_CALL_MS / 1000 / TICK_THREADS
             invocations = 0
         if function == "worker":
-            bill.sqs_requests += ESM_REQUESTS_PER_MESSAGE * invocations
-            busy_seconds += engine.waited_seconds
+            bill.sqs_requests += ESM_REQUESTS_PER_BATCH * invocations
+            busy_seconds = engine.worker_seconds
         if function == "api":
             bill.api_requests += invocations
         bill.add_lambda(function, invocations, MEMORY_GB[function] * busy_seconds)
@@ -259,14 +390,18 @@ def per_execution(engine: CostEngine, scenario: Scenario, fixed: FixedTick) -> t
     each = total.scaled(1 / runs).plus(fixed_share)
     calls = {function: _calls_per_execution(engine, function, fixed, runs) for function in functions}
     detail = {
+        "config": engine.config.label,
         "executions": engine.executions,
+        "worker_invocations": engine.invocations["worker"],
+        "records_per_worker_invocation": round(
+            engine.outcomes.total() / max(1, engine.invocations["worker"]), 2
+        ),
         "outcomes": dict(engine.outcomes),
         "calls_per_execution": calls,
         "worker_wait_seconds_per_execution": round(engine.waited_seconds / runs, 3),
-        # The part of the worker's GB-seconds spent waiting for the instant, priced on its own.
-        "worker_wait_dollars_per_million": round(
-            engine.waited_seconds / runs * MEMORY_GB["worker"] * m.PRICE_PER_GB_SECOND * 1e6, 3
-        ),
+        "billed_worker_seconds_per_execution": round(engine.worker_seconds / runs, 4),
+        "billed_worker_wait_seconds_per_execution": round(engine.billed_wait_seconds / runs, 4),
+        "lateness_ms": _spread(engine.lateness_ms),
         "item_sizes_bytes": dict(meter.item_sizes),
     }
     return each, detail
@@ -280,15 +415,27 @@ def _calls_per_execution(engine: CostEngine, function: str, fixed: FixedTick, ru
     return {op: round(n / runs, 3) for op, n in sorted(counts.items()) if n}
 
 
-def run_scenario(aws: Aws, scenario: Scenario, fixed: FixedTick, start_ms: int) -> Row:
-    engine = CostEngine(aws, start_ms)
+@dataclass(frozen=True)
+class Priced:
+    """One scenario under one configuration: its bill per execution and what was measured."""
+
+    scenario: Scenario
+    config: Config
+    each: m.Bill
+    detail: dict[str, Any]
+
+    @property
+    def per_million(self) -> float:
+        return self.each.total_dollars() * 1e6
+
+
+def run_scenario(aws: Aws, scenario: Scenario, fixed: FixedTick, start_ms: int, config: Config) -> Priced:
+    engine = CostEngine(aws, start_ms, config)
     job_ids = [engine.create(scenario.body(n, start_ms)) for n in range(scenario.jobs)]
     scenario.run(engine, job_ids)
     each, detail = per_execution(engine, scenario, fixed)
-    dollars = {name: round(value * 1e6, 3) for name, value in each.dollars().items()}
-    per_million = each.total_dollars() * 1e6
     detail.update(
-        dollars_per_million=dollars,
+        dollars_per_million={name: round(value * 1e6, 3) for name, value in each.dollars().items()},
         units_per_execution={
             "write_units": round(each.write_units, 3),
             "read_units": round(each.read_units, 4),
@@ -297,27 +444,189 @@ def run_scenario(aws: Aws, scenario: Scenario, fixed: FixedTick, start_ms: int) 
             "lambda_gb_seconds": {k: round(v, 5) for k, v in each.gb_seconds.items()},
             "api_gateway_requests": each.api_requests,
         },
-        eventbridge_scheduler_per_million=m.EVENTBRIDGE_SCHEDULER_PER_MILLION,
     )
-    goal = f"<= ${GOAL_PER_MILLION:.2f}" if scenario.recurring else None
-    met = per_million <= GOAL_PER_MILLION if scenario.recurring else None
-    return Row(f"cost: {scenario.name}", round(per_million, 2), "$/million", goal, met, detail)
+    return Priced(scenario, config, each, detail)
+
+
+def _row(priced: Priced) -> Row:
+    """An execution kind's price on-demand; the goal holds recurring ones with failure history."""
+    goal_applies = priced.scenario.recurring and priced.config.history is c.History.FAILURES
+    value = priced.per_million
+    return Row(
+        f"cost: {priced.scenario.name} [{priced.config.label}]",
+        round(value, 3),
+        "$/million",
+        f"<= ${GOAL_PER_MILLION:.2f}" if goal_applies else None,
+        value <= GOAL_PER_MILLION if goal_applies else None,
+        priced.detail,
+    )
+
+
+def peak_rows(priced: Priced) -> list[Row]:
+    """A steady EXECUTIONS_PER_MINUTE of this execution kind, on-demand and provisioned, per million
+    and per month, beside EventBridge Scheduler invoking a Lambda target that writes its own history."""
+    per_second = EXECUTIONS_PER_MINUTE / 60
+    per_month = per_second * m.SECONDS_PER_MONTH
+    each = priced.each
+    on_demand = each.total_dollars()
+    dynamodb_on_demand = each.dollars()["dynamodb"]
+    provisioned_dynamodb = m.provisioned_dynamodb_per_execution(
+        each.write_units, each.read_units, per_second, TARGET_UTILIZATION
+    )
+    provisioned = on_demand - dynamodb_on_demand + provisioned_dynamodb
+    target = m.PRICE_PER_LAMBDA_REQUEST + TARGET_MEMORY_GB * TARGET_SECONDS * m.PRICE_PER_GB_SECOND
+    scheduler = m.EVENTBRIDGE_SCHEDULER_PER_MILLION / 1e6
+    history_on_demand = m.PRICE_PER_WRITE_UNIT
+    history_provisioned = m.provisioned_dynamodb_per_execution(1, 0, per_second, TARGET_UTILIZATION)
+    detail = {
+        "executions_per_minute": EXECUTIONS_PER_MINUTE,
+        "executions_per_month": round(per_month),
+        "config": priced.config.label,
+        "write_units_per_execution": round(each.write_units, 3),
+        "read_units_per_execution": round(each.read_units, 4),
+        "provisioned_wcu": round(each.write_units * per_second / TARGET_UTILIZATION),
+        "provisioned_rcu": round(each.read_units * per_second / TARGET_UTILIZATION, 1),
+        "target_utilization": TARGET_UTILIZATION,
+    }
+    name = f"peak {EXECUTIONS_PER_MINUTE:,}/min of '{priced.scenario.name}' [{priced.config.label}]"
+    goal_applies = priced.config.history is c.History.FAILURES
+    rows = [
+        Row(
+            f"{name}, on-demand",
+            round(on_demand * 1e6, 3),
+            "$/million",
+            f"<= ${GOAL_PER_MILLION:.2f}" if goal_applies else None,
+            on_demand * 1e6 <= GOAL_PER_MILLION if goal_applies else None,
+            {**detail, "dollars_per_month": round(on_demand * per_month)},
+        ),
+        Row(
+            f"{name}, provisioned",
+            round(provisioned * 1e6, 3),
+            "$/million",
+            f"<= ${GOAL_PROVISIONED_PER_MILLION:.2f}" if goal_applies else None,
+            provisioned * 1e6 <= GOAL_PROVISIONED_PER_MILLION if goal_applies else None,
+            {**detail, "dollars_per_month": round(provisioned * per_month)},
+        ),
+    ]
+    for mode, history in (("on-demand", history_on_demand), ("provisioned", history_provisioned)):
+        compared = scheduler + target + history
+        rows.append(
+            Row(
+                f"EventBridge Scheduler + Lambda target + 1 history write, {mode}",
+                round(compared * 1e6, 3),
+                "$/million",
+                None,
+                None,
+                {
+                    "dollars_per_month_at_peak": round(compared * per_month),
+                    "scheduler": m.EVENTBRIDGE_SCHEDULER_PER_MILLION,
+                    "lambda_target_per_million": round(target * 1e6, 3),
+                    "target_memory_gb": TARGET_MEMORY_GB,
+                    "target_seconds": TARGET_SECONDS,
+                    "history_write_per_million": round(history * 1e6, 3),
+                    # Sundial calling the same Lambda target pays the same target invocation on top.
+                    "sundial_with_the_same_target_per_million": round(
+                        ((on_demand if mode == "on-demand" else provisioned) + target) * 1e6, 3
+                    ),
+                },
+            )
+        )
+    return rows
+
+
+def precision_rows(second: Priced, sqs: Priced) -> list[Row]:
+    """Lateness and billed waiting per execution under each precision, for one execution kind."""
+    rows = []
+    for priced in (second, sqs):
+        lateness = priced.detail["lateness_ms"]
+        rows.append(
+            Row(
+                f"precision={priced.config.precision.value} ({priced.scenario.name}): lateness p50 / p99, "
+                "billed worker wait per execution",
+                priced.detail["billed_worker_wait_seconds_per_execution"],
+                "s waited",
+                None,
+                None,
+                {
+                    "lateness_p50_ms": lateness["p50"],
+                    "lateness_p99_ms": lateness["p99"],
+                    "lateness_min_ms": lateness["min"],
+                    "lateness_max_ms": lateness["max"],
+                    "worker_wait_dollars_per_million": round(
+                        priced.detail["billed_worker_wait_seconds_per_execution"]
+                        * MEMORY_GB["worker"]
+                        * m.PRICE_PER_GB_SECOND
+                        * 1e6,
+                        3,
+                    ),
+                },
+            )
+        )
+    return rows
+
+
+# Which configurations each execution kind is priced under: before batches, the defaults, failure
+# history, and the cheapest settings; recurring kinds under all of them.
+FAILURES = Config(history=c.History.FAILURES)
+PLAN: dict[str, tuple[Config, ...]] = {
+    "one-off, dispatched by its create": (BEFORE, DEFAULT, CHEAPEST),
+    "one-off, claimed by a tick": (DEFAULT, CHEAPEST),
+    "recurring rate(1 minute), dispatched by its completion": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
+    "recurring daily, claimed by a tick": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
+}
+PEAK_KIND = "recurring rate(1 minute), dispatched by its completion"
+PRECISION_KIND = "one-off, dispatched by its create"
 
 
 def measure(aws: Aws) -> tuple[list[Row], dict[str, Any]]:
     start_ms = (time.time_ns() // 1_000_000 // MINUTE_MS) * MINUTE_MS + 17_000
     fixed = empty_tick(aws.on_same_emulator("cost-empty-"), start_ms)
-    rows = [
-        run_scenario(aws.on_same_emulator(f"cost-{n}-"), scenario, fixed, start_ms)
-        for n, scenario in enumerate(SCENARIOS)
-    ]
+    priced: dict[tuple[str, Config], Priced] = {}
+    for n, scenario in enumerate(SCENARIOS):
+        for k, config in enumerate(PLAN[scenario.name]):
+            emulated = aws.on_same_emulator(f"cost-{n}-{k}-")
+            priced[(scenario.name, config)] = run_scenario(emulated, scenario, fixed, start_ms, config)
+    rows = [_row(p) for p in priced.values()]
+    rows += peak_rows(priced[(PEAK_KIND, FAILURES)]) + peak_rows(priced[(PEAK_KIND, CHEAPEST)])[:2]
+    rows += precision_rows(priced[(PRECISION_KIND, DEFAULT)], priced[(PRECISION_KIND, CHEAPEST)])
     assumptions = {
+        "region": "us-east-1, list prices",
+        "prices": {
+            "dynamodb_write_unit_on_demand": m.PRICE_PER_WRITE_UNIT,
+            "dynamodb_read_unit_on_demand": m.PRICE_PER_READ_UNIT,
+            "dynamodb_wcu_hour": m.PRICE_PER_WCU_HOUR,
+            "dynamodb_rcu_hour": m.PRICE_PER_RCU_HOUR,
+            "sqs_request": m.PRICE_PER_SQS_REQUEST,
+            "lambda_request": m.PRICE_PER_LAMBDA_REQUEST,
+            "lambda_gb_second_arm64": m.PRICE_PER_GB_SECOND,
+            "api_gateway_request": m.PRICE_PER_API_REQUEST,
+            "eventbridge_scheduler_invocation": m.EVENTBRIDGE_SCHEDULER_PER_MILLION / 1e6,
+        },
+        "units": "write and read units counted from the calls the engine made on the emulator, "
+        "sized by DynamoDB's rules (bench/meter.py), index writes from real key changes",
         "lambda_memory_gb": MEMORY_GB,
         "aws_call_ms": AWS_CALL_MS,
         "scheduler_threads": TICK_THREADS,
         "executions_per_minute_sharing_a_tick": EXECUTIONS_PER_MINUTE,
-        "esm_requests_per_message": ESM_REQUESTS_PER_MESSAGE,
+        "esm_requests_per_batch": ESM_REQUESTS_PER_BATCH,
+        "batches": "messages of one queue visible in the same second share an invocation (up to 10)",
+        "provisioned_target_utilization": TARGET_UTILIZATION,
+        "provisioned": "capacity held at the steady load over the target utilisation; the idle "
+        "minimum (infra/settings.py) is not counted at the peak",
         "empty_tick": {"read_units": fixed.bill.read_units, "calls": fixed.calls},
         "transaction_index_writes": "counted twice, like the items (an upper bound)",
+        "eventbridge_comparison": f"$1.00 per million invocations, a {TARGET_MEMORY_GB * 1000:.0f} MB "
+        f"Lambda target of {TARGET_SECONDS * 1000:.0f} ms, one history write of one unit",
     }
     return rows, assumptions
+
+
+def _spread(values: list[int]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p99": None, "min": None, "max": None}
+    return {
+        "p50": percentile(values, 0.5),
+        "p99": percentile(values, 0.99),
+        "min": min(values),
+        "max": max(values),
+    }

@@ -16,14 +16,17 @@ KB = 1024
 READ_UNIT_BYTES = 4 * KB
 INDEX_ENTRY_OVERHEAD = 100
 
-# List prices from issue 7 (us-east-1, on-demand; Lambda arm64).
+# List prices, us-east-1 (DynamoDB on-demand and provisioned standard table class; Lambda arm64).
 PRICE_PER_WRITE_UNIT = 0.625 / 1e6
 PRICE_PER_READ_UNIT = 0.125 / 1e6
+PRICE_PER_WCU_HOUR = 0.00065
+PRICE_PER_RCU_HOUR = 0.00013
 PRICE_PER_SQS_REQUEST = 0.40 / 1e6
 PRICE_PER_LAMBDA_REQUEST = 0.20 / 1e6
 PRICE_PER_GB_SECOND = 0.0000133334
 PRICE_PER_API_REQUEST = 3.50 / 1e6
 EVENTBRIDGE_SCHEDULER_PER_MILLION = 1.00
+SECONDS_PER_MONTH = 730 * 3600  # AWS prices a month as 730 hours
 SQS_REQUEST_CHUNK_BYTES = 64 * KB  # each 64 KB of a request is billed as one request
 
 Item = dict[str, Any]
@@ -150,3 +153,15 @@ class Bill:
 
     def total_dollars(self) -> float:
         return sum(self.dollars().values())
+
+
+def provisioned_dynamodb_per_execution(
+    write_units: float, read_units: float, executions_per_second: float, target_utilization: float
+) -> float:
+    """Dollars per execution of a provisioned table carrying a steady load: auto scaling holds the
+    capacity at the load over the target utilisation, billed by the hour whether used or not. Read
+    units are counted as read_units() counts them: an eventual read of 4 KB takes half of one."""
+    wcu = write_units * executions_per_second / target_utilization
+    rcu = read_units * executions_per_second / target_utilization
+    dollars_per_second = (wcu * PRICE_PER_WCU_HOUR + rcu * PRICE_PER_RCU_HOUR) / 3600
+    return dollars_per_second / executions_per_second

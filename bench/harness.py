@@ -6,6 +6,7 @@ import math
 import os
 import platform
 import random
+import statistics
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -41,6 +42,7 @@ class Row:
     goal: str | None = None
     met: bool | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    spread: str | None = None  # how the repetitions behind `value` spread, as printed
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,6 +55,29 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(fraction * len(ordered)))
     return ordered[rank - 1]
+
+
+@dataclass(frozen=True)
+class Repeated:
+    """A figure measured several times: the median is the figure, the rest says how far to trust it."""
+
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    def describe(self, digits: int = 3) -> str:
+        low, high = min(self.values), max(self.values)
+        return f"median of {len(self.values)}, range {low:.{digits}f}-{high:.{digits}f}"
+
+    def as_dict(self, digits: int = 4) -> dict[str, Any]:
+        return {
+            "median": round(self.median, digits),
+            "min": round(min(self.values), digits),
+            "max": round(max(self.values), digits),
+            "runs": [round(v, digits) for v in self.values],
+        }
 
 
 def machine() -> dict[str, Any]:
@@ -129,7 +154,7 @@ def job_items(due_times: Iterable[int], seed: int) -> Iterator[dict[str, Any]]:
     now_ms = time.time_ns() // 1_000_000
     for due_at in due_times:
         priority = rng.choice(c.PRIORITIES)
-        yield items.job_to_item(pending_job(str(ULID()), due_at, priority, now_ms))
+        yield items.job_to_item(pending_job(str(ULID()), due_at, priority, now_ms), "bench-load")
 
 
 def batch_write(dynamodb: Any, table: str, job_items_: Iterable[dict[str, Any]], threads: int = 2) -> int:

@@ -87,3 +87,12 @@ def test_bills_add_and_scale_per_function() -> None:
     assert (total.write_units, total.read_units) == (1.0, 0.5)
     assert total.lambda_requests == {"worker": 1.0, "api": 0.5}
     assert total.gb_seconds == {"worker": 0.75, "api": 0.05}
+
+
+def test_provisioned_capacity_is_the_steady_load_over_the_target_utilisation() -> None:
+    # 100 executions a second at 4 write units: 400 WCU used, 800 provisioned at 50 %.
+    each = m.provisioned_dynamodb_per_execution(4, 0, 100, 0.5)
+    assert each * 100 * 3600 == pytest.approx(800 * m.PRICE_PER_WCU_HOUR)
+    assert m.provisioned_dynamodb_per_execution(0, 2, 100, 1.0) * 100 * 3600 == pytest.approx(
+        200 * m.PRICE_PER_RCU_HOUR
+    )
