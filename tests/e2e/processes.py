@@ -33,6 +33,10 @@ class Process:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if "SUNDIAL_STATE_DIR" not in env:
+            # A test's stack starts empty and meets no other stack's state directory; one that
+            # tests persistence names its directory with --state-dir, which wins.
+            env.setdefault("SUNDIAL_EPHEMERAL", "1")
         with self.log_path.open("ab") as log:
             self.popen = subprocess.Popen(
                 [*sundial_command(), *args], stdout=log, stderr=subprocess.STDOUT, env=env
