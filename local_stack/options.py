@@ -33,14 +33,16 @@ class LocalOptions:
 def state_dir(
     given: str | None, ephemeral: bool | None, environ: Mapping[str, str] = os.environ
 ) -> Path | None:
-    """Where the tables live: --state-dir, else $SUNDIAL_STATE_DIR, else .sundial/ here; None when
-    --ephemeral (or $SUNDIAL_EPHEMERAL=1) asks for memory only. An absolute path, so that a child
-    started elsewhere finds the same directory."""
-    if ephemeral is None:
-        ephemeral = environ.get(EPHEMERAL_ENV, "").lower() in ("1", "true", "yes")
+    """Where the tables live (None: in memory only). An option given wins over the environment:
+    --ephemeral, --state-dir, then $SUNDIAL_EPHEMERAL=1, $SUNDIAL_STATE_DIR, else .sundial/ here.
+    An absolute path, so that a child started elsewhere finds the same directory."""
     if ephemeral:
         return None
-    return Path(given or environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR).absolute()
+    if given:
+        return Path(given).absolute()
+    if environ.get(EPHEMERAL_ENV, "").lower() in ("1", "true", "yes"):
+        return None
+    return Path(environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR).absolute()
 
 
 def state_environment(path: Path | None) -> dict[str, str]:

@@ -106,10 +106,19 @@ def _serve(
     ticker = Ticker(scheduler, options.tick_seconds, region, stop).start()
     pollers = _pollers(resources, endpoint_url, region, options.workers, worker, stop)
     print(banner(_url(server), endpoint_url, own_emulator=child is not None), flush=True)
+    print(_state_line(options, child is not None), flush=True)
     status = _wait_for_stop(stop, child)
     logger.info("stopping: no new ticks or messages; waiting for the attempts in flight")
     _shut_down(server, ticker, pollers)
     return status
+
+
+def _state_line(options: LocalOptions, own_emulator: bool) -> str:
+    if not own_emulator:
+        return "  State:     kept by the emulator given with --endpoint-url\n"
+    if options.state_dir is None:
+        return "  State:     in memory only (--ephemeral): it ends with this process\n"
+    return f"  State:     {options.state_dir} (kept across restarts and crashes; delete it to start afresh)\n"
 
 
 def _wait_for_stop(stop: threading.Event, child: EmulatorProcess | None) -> int:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from moto.dynamodb.exceptions import ResourceNotFoundException
 from moto.dynamodb.models import dynamodb_backends
-from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import Table
 
 Attributes = dict[str, Any]
@@ -95,7 +95,20 @@ def _place(
     if attributes is None:
         slots.pop(slot, None)
     else:
-        slots[slot] = Item(hash_value, range_value, attributes)
+        slots[slot] = _item(hash_value, range_value, attributes)
+
+
+def _item(hash_value: DynamoType, range_value: DynamoType | None, attributes: Attributes) -> Item:
+    """An Item as moto's own deepcopy makes one: Item() checks the size on each attribute it adds
+    (quadratic in attributes, most of a restore's time), and this image passed that check once."""
+    item = cast(Item, Item.__new__(Item))
+    item.hash_key, item.range_key = hash_value, range_value
+    values = LimitedSizeDict.__new__(LimitedSizeDict)
+    dict.__init__(values)
+    for name, value in attributes.items():
+        dict.__setitem__(values, name, DynamoType(value))
+    item.attrs = values
+    return item
 
 
 def _tables() -> Iterator[tuple[TableRef, Table]]:
