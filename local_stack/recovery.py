@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from shared import constants as c
 from shared.clock import Clock
 from shared.errors import JobNotFound, StaleDelivery
+from shared.lifecycle import leases
 from shared.models import JobStatus
 from shared.store import DueRow, JobStore
 
@@ -25,8 +26,18 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 logger = logging.getLogger(__name__)
-# Far enough ahead for any lease: the index rows of every job in flight, however long its lease.
-_EVERY_ROW_MS = 10 * 365 * 24 * 3600 * 1000
+SECOND_MS = 1000
+# No write gives a lease further ahead than a doubled resend's, or a dispatch's near the horizon, so
+# every in-flight row lies before now plus this (twice over, for clocks). Reading no further keeps
+# the pass from paging through the run rows of every job waiting for later.
+_LEASE_REACH_MS = (
+    2
+    * SECOND_MS
+    * (
+        c.DISPATCH_HORIZON_SECONDS
+        + leases.lease_seconds(c.LEASE_CHUNK_SECONDS) * 2**leases.MAX_RESEND_DOUBLINGS
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -41,7 +52,7 @@ def hand_on_in_flight(dynamodb: DynamoDBClient, table_name: str, clock: Clock) -
     workers and its emulator) is known to be gone: a running attempt is taken from its worker."""
     store = JobStore(dynamodb, table_name, clock)
     queued = running = moved_on = 0
-    for row in _lease_rows(store, clock.now_ms() + _EVERY_ROW_MS):
+    for row in _lease_rows(store, clock.now_ms() + _LEASE_REACH_MS):
         try:
             job = store.get(row.job_id)
             if job.token is None:
