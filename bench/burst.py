@@ -31,7 +31,7 @@ REPETITIONS = 3
 # (the horizon), which claims the burst and sends it with delays.
 LEAD_SECONDS = 85.0
 GRACE_SECONDS = 120.0
-RAW_UPDATES = 300
+RAW_UPDATES = 500
 RAW_THREADS = 8
 GOAL_DRAIN = 0.8
 
