@@ -102,7 +102,9 @@ def _handler(listener: Listener) -> type[BaseHTTPRequestHandler]:
 class LocalStack:
     """`sundial local` with an emulator of its own, its output in a log file."""
 
-    def __init__(self, log_dir: Path, workers: int, tick_seconds: float) -> None:
+    def __init__(
+        self, log_dir: Path, workers: int, tick_seconds: float, state_dir: Path | None = None
+    ) -> None:
         use_emulator()  # dummy credentials for this process's own look at the emulator's queues
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
@@ -110,6 +112,8 @@ class LocalStack:
         script = Path(sys.executable).parent / "sundial"
         command = [str(script)] if script.exists() else [sys.executable, "-m", "local_stack.cli"]
         args = ["local", "--port", str(port), "--workers", str(workers), "--tick-seconds", str(tick_seconds)]
+        # In memory unless a figure is about the state directory: runs must not share one.
+        args += ["--state-dir", str(state_dir)] if state_dir else ["--ephemeral"]
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 [*command, *args],
@@ -161,8 +165,10 @@ class LocalStack:
 
 
 @contextlib.contextmanager
-def running(log_dir: Path, workers: int, tick_seconds: float) -> Iterator[LocalStack]:
-    stack = LocalStack(log_dir, workers, tick_seconds)
+def running(
+    log_dir: Path, workers: int, tick_seconds: float, state_dir: Path | None = None
+) -> Iterator[LocalStack]:
+    stack = LocalStack(log_dir, workers, tick_seconds, state_dir)
     try:
         yield stack
     finally:
