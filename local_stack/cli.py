@@ -10,6 +10,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from local_stack.emulator import DEFAULT_PORT as EMULATOR_PORT
 from local_stack.emulator import FAULT_SEED_ENV, FAULTS_ENV, Emulator, FaultSpec
@@ -32,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     try:
         if args.command == "emulator":
-            path = state_dir(args.state_dir, args.ephemeral)
+            path = state_dir(_given(args, "state_dir"), _given(args, "ephemeral"))
             return run_emulator(args.port, args.faults, args.fault_seed, path)
         if args.command == "smoke":
             return _run_smoke(args)
@@ -114,7 +115,8 @@ def _run_smoke(args: argparse.Namespace) -> int:
 
 
 def _local_options(args: argparse.Namespace) -> LocalOptions:
-    if args.endpoint_url and (args.state_dir is not None or args.ephemeral is not None):
+    given, ephemeral = _given(args, "state_dir"), _given(args, "ephemeral")
+    if args.endpoint_url and (given is not None or ephemeral is not None):
         raise SystemExit(
             "sundial local: the emulator at --endpoint-url keeps its own state: "
             "give --state-dir or --ephemeral to `sundial emulator` instead"
@@ -125,7 +127,7 @@ def _local_options(args: argparse.Namespace) -> LocalOptions:
         tick_seconds=args.tick_seconds,
         workers=args.workers,
         allow_private=args.allow_private,
-        state_dir=None if args.endpoint_url else state_dir(args.state_dir, args.ephemeral),
+        state_dir=None if args.endpoint_url else state_dir(given, ephemeral),
     )
 
 
@@ -190,11 +192,13 @@ def _smoke_options(smoke: argparse.ArgumentParser) -> None:
 
 
 def _state_options(parser: argparse.ArgumentParser) -> None:
-    # Defaults of None: state_dir() tells "not given" from given, and reads the environment then.
+    # Not set unless given (SUPPRESS: no "default: None" in the help either): state_dir() then
+    # reads the environment.
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--state-dir",
         metavar="DIR",
+        default=argparse.SUPPRESS,
         help=f"where the tables are kept across restarts and crashes (default: ${STATE_DIR_ENV}, "
         "else .sundial in the working directory); delete it to start afresh",
     )
@@ -202,8 +206,13 @@ def _state_options(parser: argparse.ArgumentParser) -> None:
         "--ephemeral",
         action="store_const",
         const=True,
+        default=argparse.SUPPRESS,
         help=f"keep the tables in memory only: they end with the emulator (also ${EPHEMERAL_ENV}=1)",
     )
+
+
+def _given(args: argparse.Namespace, name: str) -> Any:
+    return getattr(args, name, None)
 
 
 def _fault_options(parser: argparse.ArgumentParser, from_environment: bool) -> None:
