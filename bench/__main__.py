@@ -59,7 +59,7 @@ def main() -> int:
 
 
 def _on_local_stack(work: Path, writes_per_execution: float) -> list[Row]:
-    _say("start lateness, priority isolation and bursts on `sundial local` (about 15 min on a loaded machine)")
+    _say("start lateness, priority isolation and bursts on `sundial local` (about 15 min when loaded)")
     listener = Listener()
     try:
         with running(work, WORKERS, TICK_SECONDS) as stack:
