@@ -74,7 +74,8 @@ def test_a_dead_job_is_retried_and_its_runs_are_paged(client: SundialClient) -> 
     assert runs[0] == first.runs[0]
 
     revived = client.retry_job(job.id)
-    assert revived.status.value != "dead" and revived.attempt == 0
+    # Attempt numbers go on after a retry, so the history keeps both rounds apart.
+    assert revived.status.value != "dead" and revived.attempt == 2
     assert dead.last_run is not None
     first_started = dead.last_run.started_at
     again = _wait(
@@ -86,7 +87,9 @@ def test_a_dead_job_is_retried_and_its_runs_are_paged(client: SundialClient) -> 
             and view.last_run.started_at != first_started
         ),
     )
-    assert again.attempt == 2
+    assert again.attempt == 4  # the retry policy counted afresh: one retry again
+    history = [(r.attempt, r.status) for r in client.iter_runs(job.id)]
+    assert history == [(4, "dead"), (3, "failed"), (2, "dead"), (1, "failed")]
 
 
 def _wait(
