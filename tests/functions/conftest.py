@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,25 @@ def table_items(dynamodb: Any, table_name: str) -> list[dict[str, Any]]:
     for page in dynamodb.get_paginator("scan").paginate(TableName=table_name):
         items += page["Items"]
     return items
+
+
+Api = Callable[..., "Answer"]
+
+
+@pytest.fixture
+def api(env: Resources) -> Api:
+    """The api handler called with an API Gateway event, as API Gateway calls it."""
+
+    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
+        return invoke_api(api_event(method, path, body, **kwargs))
+
+    return call
+
+
+@pytest.fixture
+def stored(env: Resources, dynamodb: Any) -> Callable[[], list[dict[str, Any]]]:
+    """Every item of the table, as a test's check of what a call changed."""
+    return lambda: table_items(dynamodb, env.table_name)
 
 
 def emf_metrics(stdout: str) -> dict[str, float]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,25 +10,10 @@ from local_stack.resources import Resources
 from shared.clock import SystemClock
 from shared.constants import Priority
 from shared.store import JobStore
-from tests.functions.conftest import Answer, api_event, invoke_api, load_event, table_items
+from tests.functions.conftest import Api, api_event, invoke_api, load_event
 
 NOOP = {"type": "python", "handler": "noop"}
 DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}
-
-Api = Callable[..., Answer]
-
-
-@pytest.fixture
-def api(env: Resources) -> Api:
-    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
-        return invoke_api(api_event(method, path, body, **kwargs))
-
-    return call
-
-
-@pytest.fixture
-def stored(env: Resources, dynamodb: Any) -> Callable[[], list[dict[str, Any]]]:
-    return lambda: table_items(dynamodb, env.table_name)
 
 
 def create(api: Api, **fields: Any) -> dict[str, Any]:

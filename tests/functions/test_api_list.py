@@ -3,7 +3,6 @@ newest first, however the filter thins the pages out."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,23 +11,13 @@ from local_stack.resources import Resources
 from shared.api.requests import list_filter
 from shared.clock import SystemClock
 from shared.store import JobStore
-from tests.functions.conftest import Answer, api_event, invoke_api
+from tests.functions.conftest import Api
 
 NOOP = {"type": "python", "handler": "noop"}
 DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}
 # Oldest first; those with "report" in any case match the filter below.
 NAMES = ["Nightly-REPORT-eu", "cleanup", None, "weekly report", "sync", "reporter", "backup", "export"]
 MATCHING = [name for name in NAMES if name and "report" in name.lower()]
-
-Api = Callable[..., Answer]
-
-
-@pytest.fixture
-def api(env: Resources) -> Api:
-    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
-        return invoke_api(api_event(method, path, body, **kwargs))
-
-    return call
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ stored as sent but answered masked."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,25 +13,10 @@ from shared import constants as c
 from shared.clock import SystemClock
 from shared.store import JobStore
 from shared.targets.models import HttpTarget
-from tests.functions.conftest import Answer, api_event, invoke_api, table_items
+from tests.functions.conftest import Api
 
 DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}
 ACCOUNT = "123456789012"
-
-Api = Callable[..., Answer]
-
-
-@pytest.fixture
-def api(env: Resources) -> Api:
-    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
-        return invoke_api(api_event(method, path, body, **kwargs))
-
-    return call
-
-
-@pytest.fixture
-def stored(env: Resources, dynamodb: Any) -> Callable[[], list[dict[str, Any]]]:
-    return lambda: table_items(dynamodb, env.table_name)
 
 
 @pytest.fixture

@@ -5,27 +5,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from local_stack.resources import Resources
-from tests.functions.conftest import Answer, api_event, invoke_api
+from tests.functions.conftest import Answer, Api
 
 NOOP = {"type": "python", "handler": "noop"}
 DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}
 OTHER_JOB = "01JD0000000000000000000000"
-
-Api = Callable[..., Answer]
-
-
-@pytest.fixture
-def api(env: Resources) -> Api:
-    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
-        return invoke_api(api_event(method, path, body, **kwargs))
-
-    return call
 
 
 def token(key: Any) -> str:
