@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from local_stack.options import DEFAULT_WORKERS, pool_sizes
 from shared import constants as c
 from tests.e2e.api import parse_rfc3339, rfc3339, wait_until
 from tests.e2e.conftest import Stack, record_lateness
@@ -126,19 +127,21 @@ def test_a_flood_of_slow_low_jobs_does_not_delay_high_and_medium_ones(
     stack: Stack, listener: Listener
 ) -> None:
     now = time.time()
+    # Three times what the low pool runs at once (its invocations, each a batch of up to ten).
+    low_capacity = pool_sizes(DEFAULT_WORKERS)[c.Priority.LOW] * c.WORKER_BATCH_SIZE
     flood = [
         stack.api.create(
             name=f"flood-{n}",
-            run_at=rfc3339(now + 3.0),
+            run_at=rfc3339(now + 6.0),
             priority="low",
             target={"type": "http", "url": listener.url("sleep/2/flood")},
         )["id"]
-        for n in range(8)
+        for n in range(3 * low_capacity)
     ]
     urgent = [
         stack.api.create(
             name=f"urgent-{priority}",
-            run_at=rfc3339(now + 5.0),
+            run_at=rfc3339(now + 8.0),
             priority=priority,
             target={"type": "http", "url": listener.url(f"ok/urgent-{priority}")},
         )["id"]
