@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 T = TypeVar("T")
+D = TypeVar("D", bound=Dispatcher)
 
 # One lock for every cache: the local stack may call the handlers from several threads at once, and
 # building two boto3 clients concurrently from the default session is not safe.
@@ -129,22 +130,18 @@ def store() -> JobStore:
 
 @lazy
 def dispatcher() -> Dispatcher:
-    config = settings()
-    return Dispatcher(
-        clients().sqs(),
-        config.queue_urls,
-        config.dead_letter_queue_url,
-        SystemClock(),
-        config.extra_lead_seconds,
-        config.precision,
-    )
+    return _dispatching(Dispatcher)
 
 
 @lazy
 def worker_dispatcher() -> SharedSends:
     """The worker's: the records of a batch share their sends (shared.dispatch.SharedSends)."""
+    return _dispatching(SharedSends)
+
+
+def _dispatching(kind: type[D]) -> D:
     config = settings()
-    return SharedSends(
+    return kind(
         clients().sqs(),
         config.queue_urls,
         config.dead_letter_queue_url,
