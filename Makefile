@@ -28,8 +28,17 @@ local test unit chaos bench: export AWS_DEFAULT_REGION ?= us-east-1
 local: $(STAMP)
 	$(BIN)/sundial local
 
+# The suites that run the local stack as processes mostly wait on its ticks and targets, so they run
+# beside the in-process suites rather than after them: two cores, about half the wall time. Their
+# output follows the other run's, and either run's failure fails the target.
+PROCESS_SUITES := tests/e2e tests/local_state tests/console tests/client
 test: $(STAMP) $(NODE_STAMP) lint typecheck browser
-	$(BIN)/python -m pytest -q
+	@$(BIN)/python -m pytest -q -p no:cacheprovider $(PROCESS_SUITES) > .test-processes.log 2>&1 & \
+	processes=$$!; \
+	$(BIN)/python -m pytest -q $(addprefix --ignore=,$(PROCESS_SUITES)); in_process=$$?; \
+	wait $$processes; as_processes=$$?; \
+	echo; echo "== $(PROCESS_SUITES)"; cat .test-processes.log; rm -f .test-processes.log; \
+	[ $$in_process -eq 0 ] && [ $$as_processes -eq 0 ]
 
 # The console's browser tests drive Debian's headless Chromium through its chromium-driver. Installed
 # only when missing, and only where that is possible (root with apt-get, as CI runs on a fresh
