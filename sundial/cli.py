@@ -20,9 +20,9 @@ from sundial.console.command import console
 
 COMPLETE_VAR = "_SUNDIAL_COMPLETE"
 LOCAL_STACK_COMMANDS = {
-    "local": "the API, the tick and the workers on an emulator, on this machine",
-    "emulator": "the AWS emulator (moto server) on 127.0.0.1",
-    "smoke": "check a running Sundial end to end",
+    "local": "Run the API, the tick and the workers on an emulator, on this machine",
+    "emulator": "Run the AWS emulator (moto server) on 127.0.0.1",
+    "smoke": "Check a running Sundial end to end",
 }
 
 
