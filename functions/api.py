@@ -225,7 +225,7 @@ def trigger_job(job_id: JobId) -> JobView:
 @app.post(
     "/jobs/<job_id>/retry",
     summary="Revive a dead job",
-    description="Attempts reset and it runs now. 409 unless the job is `dead`.",
+    description="It runs now, its retry policy counted afresh; attempt numbers go on. 409 unless `dead`.",
     tags=["jobs"],
     operation_id="retry_job",
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),

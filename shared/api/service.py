@@ -193,7 +193,7 @@ class JobService:
         return self._act(job_id, decide)
 
     def retry(self, job_id: str) -> JobView:
-        """Revives a dead job: attempts reset, runs now. Raises Conflict unless dead."""
+        """Revives a dead job: it runs now, its retry policy counted afresh. Raises Conflict unless dead."""
 
         def decide(job: Job) -> tuple[Job, Placement | None]:
             placement = lifecycle.on_retry(job, self._clock.now_ms())

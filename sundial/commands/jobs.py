@@ -219,4 +219,4 @@ _action(
     "resume", SundialClient.resume_job, "Resume a paused job; missed occurrences follow its misfire policy."
 )
 _action("trigger", SundialClient.trigger_job, "Run one extra occurrence now.")
-_action("retry", SundialClient.retry_job, "Revive a dead job: attempts reset, it runs now.")
+_action("retry", SundialClient.retry_job, "Revive a dead job: it runs now, its retries counted afresh.")
