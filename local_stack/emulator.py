@@ -28,7 +28,7 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from local_stack.state.app import PersistentApp
+from local_stack.state.app import PersistentApp, whole_response
 from local_stack.state.tables_on_disk import Restored, TablesOnDisk
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -221,16 +221,7 @@ class _Request:
 
     def call(self, app: WsgiApp) -> _Answer:
         environ = {**self.environ, "wsgi.input": io.BytesIO(self.body), "CONTENT_LENGTH": str(len(self.body))}
-        started: list[tuple[str, list[tuple[str, str]]]] = []
-        written: list[bytes] = []
-
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            started.append((status, list(headers)))
-            return written.append
-
-        chunks = list(app(environ, start_response))
-        status, headers = started[-1]
-        return _Answer(status, headers, b"".join([*written, *chunks]))
+        return _Answer(*whole_response(app, environ))
 
 
 class FaultCounts:

@@ -130,6 +130,21 @@ def _image(region: str, name: str, item_or_key: Json) -> Json:
     return {**ref.record(), "k": key, "i": tables.image(table, key)}
 
 
+def whole_response(app: WsgiApp, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+    """Calls a WSGI app and holds its whole response (status, headers, body), so that it can be
+    looked at before anything is sent."""
+    started: list[tuple[str, list[tuple[str, str]]]] = []
+    written: list[bytes] = []
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        started.append((status, list(headers)))
+        return written.append
+
+    chunks = list(app(environ, start_response))
+    status, headers = started[-1]
+    return status, headers, b"".join([*written, *chunks])
+
+
 class _Answer:
     def __init__(self, status: str, headers: list[tuple[str, str]], body: bytes) -> None:
         self.status, self.headers, self.body = status, headers, body
@@ -140,16 +155,7 @@ class _Answer:
 
     @classmethod
     def of(cls, app: WsgiApp, environ: dict[str, Any]) -> _Answer:
-        started: list[tuple[str, list[tuple[str, str]]]] = []
-        written: list[bytes] = []
-
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            started.append((status, list(headers)))
-            return written.append
-
-        chunks = list(app(environ, start_response))
-        status, headers = started[-1]
-        return cls(status, headers, b"".join([*written, *chunks]))
+        return cls(*whole_response(app, environ))
 
     def send(self, start_response: Callable[..., Any]) -> list[bytes]:
         start_response(self.status, self.headers)
