@@ -19,7 +19,17 @@ from typing import Any
 
 from ulid import ULID
 
-from bench.harness import Repeated, Row, batch_write, client, http_target, now_ms, pending_job, percentile
+from bench.harness import (
+    Repeated,
+    Row,
+    batch_write,
+    client,
+    http_target,
+    now_ms,
+    pending_job,
+    percentile,
+    raw_claim,
+)
 from bench.stack import Listener, LocalStack
 from local_stack.resources import ensure_resources
 from shared import constants as c
@@ -50,20 +60,7 @@ def raw_write_rate(stack: LocalStack, run: int) -> float:
     batch_write(dynamodb, table, loaded)
 
     def update(item: dict[str, Any]) -> None:
-        dynamodb.update_item(
-            TableName=table,
-            Key={"pk": item["pk"], "sk": item["sk"]},
-            UpdateExpression="SET #status = :queued, #version = #version + :one",
-            ConditionExpression="#status IN (:pending, :failed)",
-            ExpressionAttributeNames={"#status": "status", "#version": "version"},
-            ExpressionAttributeValues={
-                ":queued": {"S": "queued"},
-                ":pending": {"S": "pending"},
-                ":failed": {"S": "failed"},
-                ":one": {"N": "1"},
-            },
-            ReturnValues="ALL_NEW",
-        )
+        raw_claim(dynamodb, table, {"pk": item["pk"], "sk": item["sk"]})
 
     started = time.perf_counter()
     with ThreadPoolExecutor(RAW_THREADS) as pool:

@@ -192,3 +192,21 @@ def _chunks(values: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[s
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def raw_claim(dynamodb: Any, table: str, key: dict[str, Any]) -> None:
+    """The conditional update a claim makes, alone: the emulator's raw cost of one, to measure against."""
+    dynamodb.update_item(
+        TableName=table,
+        Key=key,
+        UpdateExpression="SET #status = :queued, #version = #version + :one",
+        ConditionExpression="#status IN (:pending, :failed)",
+        ExpressionAttributeNames={"#status": "status", "#version": "version"},
+        ExpressionAttributeValues={
+            ":queued": {"S": "queued"},
+            ":pending": {"S": "pending"},
+            ":failed": {"S": "failed"},
+            ":one": {"N": "1"},
+        },
+        ReturnValues="ALL_NEW",
+    )

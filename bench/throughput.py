@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.harness import Aws, Repeated, Row, batch_write, job_items, now_ms
+from bench.harness import Aws, Repeated, Row, batch_write, job_items, now_ms, raw_claim
 from shared import constants as c
 from shared.clock import SystemClock
 from shared.dispatch import Dispatcher, JobMessage
@@ -74,20 +74,7 @@ def raw_once(aws: Aws, updates: int, sends: SendCounter) -> float:
     ]
 
     def update(key: dict[str, Any]) -> None:
-        aws.dynamodb.update_item(
-            TableName=table,
-            Key=key,
-            UpdateExpression="SET #status = :queued, #version = #version + :one",
-            ConditionExpression="#status IN (:pending, :failed)",
-            ExpressionAttributeNames={"#status": "status", "#version": "version"},
-            ExpressionAttributeValues={
-                ":queued": {"S": "queued"},
-                ":pending": {"S": "pending"},
-                ":failed": {"S": "failed"},
-                ":one": {"N": "1"},
-            },
-            ReturnValues="ALL_NEW",
-        )
+        raw_claim(aws.dynamodb, table, key)
 
     def send_all() -> None:
         for n in range(sends.calls):
