@@ -159,7 +159,7 @@ def _parser() -> argparse.ArgumentParser:
         "--workers",
         type=_positive_int,
         default=DEFAULT_WORKERS,
-        help="worker threads, split 4:2:1 high:medium:low",
+        help="jobs run at once, split 10:4:1 high:medium:low",
     )
     local.add_argument(
         "--allow-private",

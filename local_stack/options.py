@@ -1,4 +1,4 @@
-"""What `sundial local` can be told, and how its worker threads are split between the queues."""
+"""What `sundial local` can be told, and how the jobs it runs at once are split between the queues."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from pathlib import Path
 from shared import constants as c
 
 DEFAULT_PORT = 8000
-DEFAULT_WORKERS = 14
+DEFAULT_WORKERS = 30
 DEFAULT_STATE_DIR = Path(".sundial")
 # `sundial local` hands its state directory to the emulator it starts through these, as it does its
 # faults; a developer may set them too.
 STATE_DIR_ENV = "SUNDIAL_STATE_DIR"
 EPHEMERAL_ENV = "SUNDIAL_EPHEMERAL"
-# Worker threads per queue, in these proportions (as the deployed MaximumConcurrency: high gets most).
-POOL_WEIGHTS = {c.Priority.HIGH: 4, c.Priority.MEDIUM: 2, c.Priority.LOW: 1}
+# Jobs at once per queue, in the proportions of the deployed stack's default MaximumConcurrency
+# (50:20:5, infra/settings.py), so that a burst drains in priority order here as it does there.
+POOL_WEIGHTS = {c.Priority.HIGH: 10, c.Priority.MEDIUM: 4, c.Priority.LOW: 1}
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,6 @@ def state_environment(path: Path | None) -> dict[str, str]:
 
 
 def pool_sizes(workers: int) -> dict[c.Priority, int]:
-    """Splits `workers` threads between the queues by POOL_WEIGHTS, at least one each."""
+    """Splits `workers` jobs at once between the queues by POOL_WEIGHTS, at least one each."""
     total = sum(POOL_WEIGHTS.values())
     return {priority: max(1, workers * weight // total) for priority, weight in POOL_WEIGHTS.items()}

@@ -2,11 +2,13 @@
 to ten (infra/functions.py), no batching window, successes deleted in one call, failures left for
 redelivery.
 
-Each queue has its own pool of invocation threads (its maximum concurrency), so a flood of
-low-priority jobs never holds up high ones (invariant 7). A poller receives only when a thread is
-idle, and what one receive returns goes to that thread as one event; the handler runs the records
-side by side, so a message never waits behind a slow job, nor in a local buffer where it could not
-be seen by anything else.
+Each queue has its own pool, sized in jobs at once, so a flood of low-priority jobs never holds up
+high ones (invariant 7). A poller receives only as many messages as its pool has free places (up to
+a batch), and what one receive returns goes to one invocation thread as one event; the handler runs
+the records side by side, so a message never waits behind a slow job, nor in a local buffer where
+it could not be seen by anything else. Places are counted in jobs rather than invocations because
+every job here writes to one emulator, which runs a few dozen executions a second: ten jobs per
+invocation thread would let a low flood queue hundreds of writes ahead of a high job's fence.
 
 Short polls, often: a delayed message that becomes visible wakes no long poll on the emulator and
 could come back up to a second late; messages arrive a second or two early (invariant 6) and the
@@ -51,7 +53,7 @@ class QueuePoller:
         self._url = queue_url
         attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
         self._arn = attributes["Attributes"]["QueueArn"]
-        self._capacity = capacity
+        self._capacity = capacity  # jobs at once
         self._idle = capacity
         self._changed = threading.Condition()
         self._handoff: queue.SimpleQueue[list[MessageTypeDef]] = queue.SimpleQueue()
@@ -80,37 +82,42 @@ class QueuePoller:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            if not self._take_idle():
+            places = self._take_idle()
+            if not places:
                 continue
             try:
-                messages = self._receive()
+                messages = self._receive(places)
             except Exception:
                 logger.exception("receiving from the %s queue failed", self.priority.value)
                 messages = []
                 self._stop.wait(ERROR_PAUSE_SECONDS)
+            self._give_back(places - len(messages))
             if messages:
                 self._handoff.put(messages)
             else:
-                self._give_back()
                 self._stop.wait(POLL_INTERVAL_SECONDS)
 
-    def _take_idle(self) -> bool:
-        """Reserves an idle thread for the next batch; False if none became idle in a poll period."""
+    def _take_idle(self) -> int:
+        """Reserves the free places for the next batch, up to a batch; 0 if none came free in a poll
+        period."""
         with self._changed:
             if not self._changed.wait_for(lambda: self._idle > 0, POLL_INTERVAL_SECONDS):
-                return False
-            self._idle -= 1
-            return True
+                return 0
+            places = min(self._idle, c.WORKER_BATCH_SIZE)
+            self._idle -= places
+            return places
 
-    def _give_back(self) -> None:
+    def _give_back(self, places: int) -> None:
+        if not places:
+            return
         with self._changed:
-            self._idle += 1
+            self._idle += places
             self._changed.notify_all()
 
-    def _receive(self) -> list[MessageTypeDef]:
+    def _receive(self, places: int) -> list[MessageTypeDef]:
         response = self._sqs.receive_message(
             QueueUrl=self._url,
-            MaxNumberOfMessages=c.WORKER_BATCH_SIZE,
+            MaxNumberOfMessages=places,
             WaitTimeSeconds=0,  # never a long poll: see the module's docstring
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
@@ -130,7 +137,7 @@ class QueuePoller:
                     self.priority.value,
                 )
             finally:
-                self._give_back()
+                self._give_back(len(messages))
 
     def _invoke(self, messages: list[MessageTypeDef]) -> None:
         records = [sqs_record(dict(message), self._arn, self._region) for message in messages]

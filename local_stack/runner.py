@@ -165,7 +165,7 @@ def _pollers(
 ) -> list[QueuePoller]:
     sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name=region)
     sizes = pool_sizes(workers)
-    logger.info("worker threads per queue: %s", {p.value: n for p, n in sizes.items()})
+    logger.info("jobs at once per queue: %s", {p.value: n for p, n in sizes.items()})
     return [
         QueuePoller(
             sqs, priority, resources.queue_urls[priority], sizes[priority], handler, region, stop

@@ -31,8 +31,8 @@ def test_a_poller_hands_over_batches_and_deletes_all_but_the_reported_failures(
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
 
     stop = threading.Event()
-    # One invocation at a time: every message it receives must come in one event, not one apiece.
-    poller = QueuePoller(sqs, c.Priority.LOW, url, 1, handler, "us-east-1", stop).start()
+    # Room for a whole batch: the messages one receive returns must come in one event, not one apiece.
+    poller = QueuePoller(sqs, c.Priority.LOW, url, c.WORKER_BATCH_SIZE, handler, "us-east-1", stop).start()
     try:
         assert handled.wait(10)
     finally:
@@ -53,3 +53,46 @@ def test_a_poller_hands_over_batches_and_deletes_all_but_the_reported_failures(
         "0",
         "1",
     )
+
+
+def test_a_poller_never_runs_more_jobs_at_once_than_its_pool_has_places(
+    resources: Resources, sqs: Any
+) -> None:
+    """Places are jobs, not invocations: a pool of three never has a fourth job running, however the
+    messages are batched, so a flood on one queue cannot pile up writes on the shared emulator."""
+    url = resources.queue_urls[c.Priority.LOW]
+    total = 12
+    for start in (0, 10):
+        entries = [
+            {"Id": str(n), "MessageBody": json.dumps({"n": n})} for n in range(start, min(start + 10, total))
+        ]
+        sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    lock = threading.Lock()
+    running = 0
+    most = 0
+    handled: list[int] = []
+    done = threading.Event()
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        nonlocal running, most
+        with lock:
+            running += len(event["Records"])
+            most = max(most, running)
+        time.sleep(0.3)
+        with lock:
+            running -= len(event["Records"])
+            handled.extend(json.loads(record["body"])["n"] for record in event["Records"])
+            if len(handled) >= total:
+                done.set()
+        return {"batchItemFailures": []}
+
+    stop = threading.Event()
+    poller = QueuePoller(sqs, c.Priority.LOW, url, 3, handler, "us-east-1", stop).start()
+    try:
+        assert done.wait(20)
+    finally:
+        stop.set()
+        assert poller.drain(5)
+
+    assert sorted(handled) == list(range(total))
+    assert most == 3

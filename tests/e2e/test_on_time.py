@@ -127,8 +127,8 @@ def test_a_flood_of_slow_low_jobs_does_not_delay_high_and_medium_ones(
     stack: Stack, listener: Listener
 ) -> None:
     now = time.time()
-    # Three times what the low pool runs at once (its invocations, each a batch of up to ten).
-    low_capacity = pool_sizes(DEFAULT_WORKERS)[c.Priority.LOW] * c.WORKER_BATCH_SIZE
+    # Three times what the low pool runs at once.
+    low_capacity = pool_sizes(DEFAULT_WORKERS)[c.Priority.LOW]
     flood = [
         stack.api.create(
             name=f"flood-{n}",
