@@ -10,9 +10,11 @@ sees those faults only as HTTP answers, after its SDK's own retries, exactly as 
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
+import pickle
 import random
 import threading
 import uuid
@@ -20,12 +22,17 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from moto import backends as moto_backends
+from moto.core.utils import unix_time
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+from moto.dynamodb.parsing.validators import Validator
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
     MotoRequestHandler,
     create_backend_app,
 )
+from moto.sqs.models import Message, SQSBackend
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from local_stack.state.app import PersistentApp, whole_response
@@ -85,6 +92,40 @@ def _values(table: Table, hash_set: Any) -> list[Any]:
 
 
 Table.all_items = _all_items_sorted_by_value  # type: ignore[method-assign]
+
+
+def _retained(self: SQSBackend, queue_name: str, message: Message) -> bool:
+    """moto's retention check on each message a receive returns, reading the one attribute it needs.
+
+    moto builds every attribute of the queue three times over for it, counting the queue's messages
+    each time, so a receive from a queue holding a burst cost more than the jobs' own writes.
+    """
+    retention_seconds = int(self.get_queue(queue_name).message_retention_period)  # type: ignore[attr-defined]
+    return bool(retention_seconds + (message.sent_timestamp or 0) / 1000 > unix_time())
+
+
+SQSBackend.is_message_valid_based_on_retention_period = _retained  # type: ignore[method-assign]
+
+
+# moto parses an UpdateExpression twice per write (to check it, then to apply it) and deep-copies
+# the tree before each use; the store sends the same few expressions with different values, so the
+# trees are parsed once, kept unchanged, and copied through pickle, which is several times faster.
+_parse_update_expression = functools.lru_cache(maxsize=512)(UpdateExpressionParser.make)
+UpdateExpressionParser.make = _parse_update_expression
+
+
+def _validator_init(self: Validator, expression: Any, *args: Any, **kwargs: Any) -> None:
+    _moto_validator_init(self, None, *args, **kwargs)
+    self.node_to_validate = pickle.loads(pickle.dumps(expression, pickle.HIGHEST_PROTOCOL))
+
+
+_moto_validator_init = Validator.__init__
+Validator.__init__ = _validator_init  # type: ignore[method-assign]
+
+
+# moto lists its own package directory on every request to match the Host header against it.
+_MOTO_MODULES = tuple(moto_backends.list_of_moto_modules())
+moto_backends.list_of_moto_modules = lambda: _MOTO_MODULES
 
 
 # --- faults ---------------------------------------------------------------------------------------
