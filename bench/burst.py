@@ -60,7 +60,7 @@ def raw_write_rate(stack: LocalStack, run: int) -> float:
     batch_write(dynamodb, table, loaded)
 
     def update(item: dict[str, Any]) -> None:
-        raw_claim(dynamodb, table, {"pk": item["pk"], "sk": item["sk"]})
+        raw_claim(dynamodb, table, item)
 
     started = time.perf_counter()
     with ThreadPoolExecutor(RAW_THREADS) as pool:

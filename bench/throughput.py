@@ -66,15 +66,14 @@ def raw_once(aws: Aws, updates: int, sends: SendCounter) -> float:
     later = now_ms() + 24 * 3600 * 1000
     loaded = list(job_items((later + n for n in range(updates)), seed=updates))
     batch_write(aws.dynamodb, table, loaded)
-    keys = [{"pk": item["pk"], "sk": item["sk"]} for item in loaded]
     urls = list(aws.resources.queue_urls.values())
     per_call = max(1, round(sends.entries / max(1, sends.calls)))
     bodies = sends.bodies or [
         JobMessage(job_id="x", token="t", due_at=0, priority=c.Priority.LOW).model_dump_json()
     ]
 
-    def update(key: dict[str, Any]) -> None:
-        raw_claim(aws.dynamodb, table, key)
+    def update(item: dict[str, Any]) -> None:
+        raw_claim(aws.dynamodb, table, item)
 
     def send_all() -> None:
         for n in range(sends.calls):
@@ -87,7 +86,7 @@ def raw_once(aws: Aws, updates: int, sends: SendCounter) -> float:
     started = time.perf_counter()
     with ThreadPoolExecutor(THREADS) as pool, ThreadPoolExecutor(1) as sender:
         sent = sender.submit(send_all)
-        list(pool.map(update, keys))
+        list(pool.map(update, loaded))
         sent.result()
     return time.perf_counter() - started
 
