@@ -335,7 +335,9 @@ SCENARIOS = (
         "recurring rate(1 minute), dispatched by its completion",
         True,
         20,  # two full batches a second, as at a peak
-        lambda n, now: _body(schedule="rate(1 minute)"),
+        # Anchored on one whole second, as the executions of a steady peak fill each second: jobs
+        # created one after another would straddle a second and split a batch.
+        lambda n, now: _body(schedule="rate(1 minute)", start_at=format_rfc3339(now - now % 1000 + 5_000)),
         _minutes(6),
     ),
     Scenario(
