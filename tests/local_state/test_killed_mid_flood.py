@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from local_stack.options import DEFAULT_WORKERS
 from tests.e2e.api import Api, rfc3339, wait_until
 from tests.e2e.listener import Call, Listener
 from tests.e2e.processes import Process, start_local
@@ -40,7 +41,7 @@ RATE_SECONDS = 15
 # target sees the same idempotency key twice). Only calls this close before the kill may repeat.
 KILL_WINDOW_SECONDS = 2.0
 SETTLE_SECONDS = 150
-WORKERS = 14  # sundial local's default: attempts in flight at the kill are at most this many
+WORKERS = DEFAULT_WORKERS  # jobs at once: attempts in flight at the kill are at most this many
 TICK = ("--tick-seconds", "5")
 
 
@@ -77,18 +78,25 @@ def test_every_job_survives_a_sigkill_of_both_processes_mid_flood(tmp_path: Path
         history_before = _histories(Api(url), early_ids)
         long = [spec for spec in specs if spec.kind == ONE_OFF and spec not in early][:LONG]
         for spec in long:
+            # High: a place free for each at once, whatever the flood holds of the other queues.
+            spec.fields["priority"] = "high"
             spec.fields["target"]["url"] = listener.url(f"sleep/{LONG_SECONDS}/{spec.n}")
             spec.fields["timeout_seconds"] = 3 * LONG_SECONDS
         with ThreadPoolExecutor(6) as pool:
             rest = [spec for spec in specs if spec not in early and spec not in long]
-            futures = [pool.submit(_create, Api(url), spec, flood) for spec in rest]
-            wait_until(lambda: len(flood.acknowledged) >= KILL_AFTER - 40, 60, "the flood stalled")
+            # The flood's first part, then the long jobs, then the rest with the kill in its midst:
+            # however fast creates are, the kill cannot come after the last of them.
+            first_part = KILL_AFTER - 40 - len(early)
+            futures = [pool.submit(_create, Api(url), spec, flood) for spec in rest[:first_part]]
+            for future in futures:
+                future.result()
             # Attempts running when the kill comes, for the restart to hand on.
             for spec in long:
                 _create(Api(url), spec, flood, run_in=0.5)
             long_ids = {flood.acknowledged[spec.n] for spec in long}
             called = lambda: long_ids <= {call.job_id for call in listener.calls()}  # noqa: E731
             wait_until(called, 30, "the long jobs did not start")
+            futures += [pool.submit(_create, Api(url), spec, flood) for spec in rest[first_part:]]
             wait_until(lambda: len(flood.acknowledged) >= KILL_AFTER, 60, "the flood stalled")
             killed_at = time.time()
             os.kill(emulator_pid, signal.SIGKILL)
