@@ -87,6 +87,11 @@ def record_handler(record: SQSRecord, deadline_ms: int | None = None) -> None:
     logger.thread_safe_append_keys(job_id=message.job_id)
     try:
         _record(_worker().process(message, deadline_ms))
+    except Exception:
+        # Named here, since the batch only reports the record: its job waits for the redelivery or
+        # for its lease, which can be minutes, and whoever looks should find why.
+        logger.exception("the delivery failed; SQS delivers it again and the job's lease hands it on")
+        raise
     finally:
         logger.thread_safe_remove_keys(["job_id", "attempt"])
 

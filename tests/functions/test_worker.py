@@ -93,7 +93,9 @@ def test_a_batch_runs_each_job_and_sends_an_unparsable_record_to_the_dead_letter
     assert [(line["job_id"], line["attempt"]) for line in finished] == [(job_id, 1)]
 
 
-def test_one_failing_record_is_reported_alone(env: Resources, sqs: Any) -> None:
+def test_one_failing_record_is_reported_alone_and_logged_with_its_job(
+    env: Resources, sqs: Any, log_lines: io.StringIO
+) -> None:
     ok, broken = create(), create()
     bodies = take(sqs, env.queue_urls[c.Priority.MEDIUM])
     ordered = sorted(bodies, key=lambda b: json.loads(b)["job_id"] != ok)
@@ -110,6 +112,9 @@ def test_one_failing_record_is_reported_alone(env: Resources, sqs: Any) -> None:
     assert result == {"batchItemFailures": [{"itemIdentifier": "message-1"}]}
     assert job(ok)["status"] == "succeeded"
     assert job(broken)["status"] == "queued"
+    failed = [json.loads(line) for line in log_lines.getvalue().splitlines() if "delivery failed" in line]
+    assert [(line["level"], line["job_id"]) for line in failed] == [("ERROR", broken)]
+    assert "dynamodb unreachable" in failed[0]["exception"]
 
 
 def test_a_duplicate_delivery_is_dropped_and_counted(
