@@ -3,16 +3,13 @@ success, exactly the errors it answers, a summary, a description, a tag, an oper
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from openapi_spec_validator import validate
 
-from local_stack.resources import Resources
-from tests.functions.conftest import Answer, api_event, invoke_api
+from tests.functions.conftest import Api
 
-Api = Callable[..., Answer]
 JOB = "#/components/schemas/JobView"
 ERROR = "#/components/schemas/ErrorBody"
 
@@ -41,14 +38,6 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str, dict[str, str], set[str]]] = {
     ),
     ("get", "/health"): ("get_health", "service", {"200": "#/components/schemas/HealthView"}, set()),
 }
-
-
-@pytest.fixture
-def api(env: Resources) -> Api:
-    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
-        return invoke_api(api_event(method, path, body, **kwargs))
-
-    return call
 
 
 @pytest.fixture
