@@ -25,9 +25,10 @@ from shared.dispatch import JobMessage
 from tests.chaos.faults import error_response
 
 DYNAMODB_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems"})
-# Two retries after the first call, 50 ms then 100 ms apart (DynamoDB's legacy backoff): three
-# throttles in a row reach the code under test, one or two are absorbed by the SDK.
-CLIENT_CONFIG = Config(retries={"mode": "legacy", "max_attempts": 3}, max_pool_connections=4)
+# Three attempts in all, two of them retries (DynamoDB's legacy backoff): three throttles in a row
+# reach the code under test, one or two are absorbed by the SDK. (`max_attempts` would count the
+# retries alone, and absorb three.)
+CLIENT_CONFIG = Config(retries={"mode": "legacy", "total_max_attempts": 3}, max_pool_connections=4)
 SQS_JSON = "application/x-amz-json-1.0"
 
 
