@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
+from shared.engine.patience import Patience
 from shared.errors import StaleDelivery
 from shared.lifecycle import Placement
 from shared.models import Job, JobStatus, RunSummary
@@ -37,19 +39,23 @@ def settle(
     store: JobStore,
     dispatcher: Dispatcher,
     clock: Clock,
+    patience: Patience,
 ) -> tuple[Job, Placement, RunSummary]:
     """Writes `decide(job)` conditional on the token and on no user action since `job` was read.
 
     When a cancel, pause or resume came in between (the token still ours), decides again from the
     job as it now is, so the write never overwrites an intent it did not see. A due time inside the
-    horizon is claimed in the same write and sent right after (invariant 6). Raises StaleDelivery
-    when the token is no longer ours (a zombie)."""
+    horizon is claimed in the same write and sent right after (invariant 6). A throttle or an AWS
+    fault is ridden out with `patience`, repeating the same write, which recognises itself if an
+    earlier try was applied. Raises StaleDelivery when the token is no longer ours (a zombie)."""
     for _ in range(REDECIDE_ROUNDS):
         placement = decide(job)
         run = record(placement)
         next_token = new_token() if placement.dispatches_now(clock.now_ms()) else None
         try:
-            updated = write(job, token, placement, run, next_token)
+            updated = patience.call(
+                partial(write, job, token, placement, run, next_token), f"settling job {job.id}"
+            )
         except StaleDelivery as exc:
             current = exc.current
             if current is None or current.status is not JobStatus.RUNNING or current.token != token:

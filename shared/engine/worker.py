@@ -22,6 +22,7 @@ from shared import lifecycle
 from shared.clock import Clock, format_rfc3339
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.heartbeat import Heartbeat
+from shared.engine.patience import Patience
 from shared.engine.settle import settle
 from shared.errors import StaleDelivery
 from shared.lifecycle import Placement
@@ -35,6 +36,9 @@ SECOND_MS = 1000
 MAX_EARLY_WAIT_MS = 3 * SECOND_MS
 # Time an invocation keeps after an attempt's limit to settle it, send what follows and write history.
 SETTLE_HEADROOM_SECONDS = 30
+# How long the settle and the history item ride out throttles and AWS faults; within the headroom,
+# with time to spare for the send that follows and the alert.
+SETTLE_PATIENCE_SECONDS = 20
 
 Deliver = Callable[[Job, Delivery, float], None]
 
@@ -124,7 +128,7 @@ class Worker:
             (deadline_ms or self._clock.now_ms() + round(limit * SECOND_MS)) if end.still_running else 0
         )
         try:
-            outcome = self.finish(job, token, started, end, not_before)
+            outcome = self.finish(job, token, started, end, not_before, deadline_ms)
         except StaleDelivery:
             return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
         return AttemptResult(outcome, job.id, job.attempt, lateness, end.error)
@@ -171,12 +175,22 @@ class Worker:
             return AttemptEnd(f"timed out after {limit_seconds:g} s", timed_out=True, still_running=True)
         return ended[0]
 
-    def finish(self, job: Job, token: str, started: int, end: AttemptEnd, not_before: int = 0) -> Outcome:
+    def finish(
+        self,
+        job: Job,
+        token: str,
+        started: int,
+        end: AttemptEnd,
+        not_before: int = 0,
+        deadline_ms: int | None = None,
+    ) -> Outcome:
         """Settles a fenced attempt that ended as `end`: the job first, then the history item (the
         history never shows an attempt whose result the job did not keep); a dead occurrence's alert
-        is owed from the settle on, and sent after it. Raises StaleDelivery when the token is no
-        longer ours; `not_before` holds a retry back while the call may still run."""
+        is owed from the settle on, and sent after it. Both writes ride out throttles and AWS faults
+        until the invocation (ending at `deadline_ms`) must stop. Raises StaleDelivery when the
+        token is no longer ours; `not_before` holds a retry back while the call may still run."""
         now_ms = self._clock.now_ms()
+        patience = self._patience(now_ms, deadline_ms)
 
         def record(placement: Placement) -> RunSummary:
             return self._summary(job, started, now_ms, _run_status(end, placement), end.error)
@@ -188,14 +202,22 @@ class Worker:
             decide = lambda current: lifecycle.after_failure(current, now_ms, started, None, not_before)  # noqa: E731
             write = self._store.fail
         _, placement, run = settle(
-            write, job, token, decide, record, self._store, self._dispatcher, self._clock
+            write, job, token, decide, record, self._store, self._dispatcher, self._clock, patience
         )
         if self._keeps_history(job, run):
-            self._store.put_run(Run.of(job.id, run))
+            history = Run.of(job.id, run)
+            patience.call(lambda: self._store.put_run(history), f"history of job {job.id}")
         if placement.alert:
             self._alert(job, run)
             return Outcome.DEAD
         return Outcome.SUCCEEDED if end.error is None else Outcome.FAILED
+
+    def _patience(self, now_ms: int, deadline_ms: int | None) -> Patience:
+        until_ms = now_ms + SETTLE_PATIENCE_SECONDS * SECOND_MS
+        if deadline_ms is not None:
+            spare_ms = (SETTLE_HEADROOM_SECONDS - SETTLE_PATIENCE_SECONDS) * SECOND_MS
+            until_ms = min(until_ms, deadline_ms - spare_ms)
+        return Patience(self._clock, self._sleep, until_ms)
 
     def _keeps_history(self, job: Job, run: RunSummary) -> bool:
         """Every attempt but a recurring job's success, which History.FAILURES leaves to the job's

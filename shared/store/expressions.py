@@ -6,6 +6,7 @@ does, so each state change reads as the rule it enforces.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from collections.abc import Iterable
@@ -45,6 +46,12 @@ def status_in(statuses: Iterable[JobStatus]) -> tuple[str, dict[str, str]]:
 
 def new_write_id() -> str:
     return secrets.token_hex(8)
+
+
+def repeatable_write_id(*parts: str) -> str:
+    """The id of a write that may be built again and sent again after an error: built from the same
+    parts it has the same id, so a repeat finds its own earlier try applied, not a stranger's write."""
+    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).hexdigest()
 
 
 @dataclass

@@ -208,8 +208,11 @@ class JobStore(StoreWrites):
         next_token: str | None,
     ) -> Job:
         change = self._placement_change(job, placement, next_token)
-        change.set(last_run=run.model_dump_json(exclude_none=True))
+        last_run = run.model_dump_json(exclude_none=True)
+        change.set(last_run=last_run)
         change.condition_values[":token"] = token
+        # The worker repeats this write after a throttle or a fault: the repeat must know it.
+        change.write_id = x.repeatable_write_id(event.value, token, next_token or "", last_run)
         return self._settle(event, job, placement, run, change)
 
     def _settle(self, event: Event, job: Job, placement: Placement, run: RunSummary, change: x.Change) -> Job:

@@ -7,7 +7,9 @@ import json
 import time
 from typing import Any
 
+import botocore.endpoint
 import pytest
+import urllib3
 from botocore.exceptions import ClientError
 
 from shared import constants as c
@@ -19,9 +21,11 @@ from shared.errors import Conflict
 from shared.models import JobStatus
 from tests.adapter.conftest import Engine, python_target
 from tests.chaos.faults import error_response
+from tests.model.boundary import NoWait as _NoWait
 
 SECOND = 1000
 LEASE = (c.LEASE_CHUNK_SECONDS + c.LEASE_MARGIN_SECONDS) * SECOND
+_http = urllib3.PoolManager()
 
 
 def create(engine: Engine, **fields: Any) -> str:
@@ -201,6 +205,83 @@ def test_a_heartbeat_between_the_ticks_read_and_its_kill_saves_the_attempt(engin
     engine.worker.finish(job, message.token, job.started_at or 0, _ok())
     runs, _ = engine.store.runs(job_id, 10, None)
     assert [r.status for r in runs] == ["succeeded"]  # no `lost` row for a kept success
+
+
+# 7b. A settle that meets throttles or faults past the SDK's retries is tried again, not left to the
+# lease: the tick would otherwise record the attempt as lost and call the target a second time.
+@pytest.mark.parametrize("write", ["UpdateItem", "PutItem"], ids=["the settle", "the history item"])
+def test_a_settle_throttled_past_the_sdks_retries_is_kept(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, write: str
+) -> None:
+    monkeypatch.setattr(botocore.endpoint, "time", _NoWait())
+    job_id = create(engine, max_retries=0)
+    [message] = engine.receive()
+    engine.clock.set(message.due_at)
+    faults = _SettleFaults(engine, lose_first_answer=False, operations={write, "GetItem"})
+    engine.targets.during[job_id] = faults.arm
+
+    result = engine.worker.process(message)
+
+    assert f"throttled {write}" in faults.hits  # every SDK retry of the first try
+    assert result.outcome is Outcome.SUCCEEDED
+    assert engine.store.get(job_id).status is JobStatus.SUCCEEDED
+    runs, _ = engine.store.runs(job_id, 10, None)
+    assert [r.status for r in runs] == ["succeeded"]
+    engine.clock.advance(LEASE / SECOND + 1)
+    run_due(engine)
+    assert engine.targets.count(job_id) == 1
+
+
+def test_a_settle_applied_with_its_answer_lost_is_recognised_by_its_repeat(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write is applied but its answer is lost, its SDK retries and the read that would find it
+    are throttled: the repeat, built again, must know its own write and go on to the history and
+    the next occurrence's message, not take it for a stranger's and report the lease lost."""
+    monkeypatch.setattr(botocore.endpoint, "time", _NoWait())
+    job_id = create(engine, schedule="rate(30 seconds)")
+    engine.clock.set(engine.store.get(job_id).due_at or 0)
+    [message] = engine.receive()
+    faults = _SettleFaults(engine, lose_first_answer=True, operations={"UpdateItem", "GetItem"})
+    engine.targets.during[job_id] = faults.arm
+
+    result = engine.worker.process(message)
+
+    assert faults.hits[0] == "lost UpdateItem" and "throttled GetItem" in faults.hits
+    assert result.outcome is Outcome.SUCCEEDED
+    runs, _ = engine.store.runs(job_id, 10, None)
+    assert [r.status for r in runs] == ["succeeded"]
+    job = engine.store.get(job_id)
+    assert job.status is JobStatus.QUEUED  # the next occurrence, 30 s on, dispatched by the settle
+    assert [m.token for m in engine.receive()] == [job.token]
+
+
+class _SettleFaults:
+    """Once armed (from inside the target call), the first UpdateItem may be applied and answered
+    500; from then on every call of `operations` is throttled until the worker waits (its sleep
+    moves the test clock)."""
+
+    def __init__(self, engine: Engine, lose_first_answer: bool, operations: set[str]) -> None:
+        self._clock = engine.clock
+        self._lose = lose_first_answer
+        self._operations = operations
+        self._armed_at: int | None = None
+        self.hits: list[str] = []
+        engine.store._client.meta.events.register("before-send.dynamodb", self._before_send)
+
+    def arm(self) -> None:
+        self._armed_at = self._clock.now_ms()
+
+    def _before_send(self, request: Any, **_: Any) -> Any:
+        operation = request.headers.get("X-Amz-Target", b"").decode().rsplit(".", 1)[-1]
+        if self._armed_at != self._clock.now_ms() or operation not in self._operations:
+            return None
+        if self._lose and not self.hits and operation == "UpdateItem":
+            self.hits.append("lost UpdateItem")
+            _http.request(request.method, request.url, body=request.body, headers=dict(request.headers))
+            return error_response(request, "InternalServerError", status=500)
+        self.hits.append(f"throttled {operation}")
+        return error_response(request, "ThrottlingException")
 
 
 # 8. Misfire policies after 10.5 minutes down: run_all runs each missed one, run_once the latest.

@@ -117,8 +117,10 @@ def test_complete_and_fail_refuse_a_zombie(engine: Engine) -> None:
     finished = engine.store.complete(running, job.token, done, run, None)
     assert finished.status is JobStatus.SUCCEEDED and finished.token is None
     assert _index_rows(engine) == []  # terminal jobs leave the due index
+    # The same write again (a worker repeating it after an error) knows itself; any other is refused.
+    assert engine.store.complete(running, job.token, done, run, None) == finished
     with pytest.raises(StaleDelivery):
-        engine.store.complete(running, job.token, done, run, None)
+        engine.store.complete(running, job.token, done, run.model_copy(update={"worker": "other"}), None)
 
 
 def test_reclaim_needs_an_expired_lease_and_the_index_row_it_read(engine: Engine) -> None:
