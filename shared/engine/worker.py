@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -27,7 +28,7 @@ from shared.engine.settle import settle
 from shared.errors import StaleDelivery
 from shared.lifecycle import Placement
 from shared.models import Job, Run, RunStatus, RunSummary
-from shared.store import JobStore
+from shared.store import JobStore, new_token
 from shared.targets import Delivery, TargetTimedOut
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,8 @@ SETTLE_HEADROOM_SECONDS = 30
 # How long the settle and the history item ride out throttles and AWS faults; within the headroom,
 # with time to spare for the send that follows and the alert.
 SETTLE_PATIENCE_SECONDS = 20
+# How long a fence rides them out: the job is late by as much, but starts.
+FENCE_PATIENCE_SECONDS = 10
 
 Deliver = Callable[[Job, Delivery, float], None]
 
@@ -108,13 +111,27 @@ class Worker:
         if early_ms > 0:
             self._sleep(early_ms / SECOND_MS)
         try:
-            now_ms = self._clock.now_ms()
-            job = self._store.fence(
-                message.job_id, message.token, self._worker_id, now_ms, message.timeout_seconds
-            )
+            job = self.fence(message)
         except StaleDelivery:
             return AttemptResult(Outcome.DROPPED, message.job_id)
         return self._run(job, message.token, deadline_ms)
+
+    def fence(self, message: JobMessage) -> Job:
+        """Takes the job for this delivery, riding out throttles and AWS faults for a few seconds:
+        a fence left to SQS's redelivery would start the job minutes late. Raises StaleDelivery."""
+        now_ms = self._clock.now_ms()
+        delivery_id = new_token()
+        patience = Patience(self._clock, self._sleep, now_ms + FENCE_PATIENCE_SECONDS * SECOND_MS)
+        fence = partial(
+            self._store.fence,
+            message.job_id,
+            message.token,
+            self._worker_id,
+            now_ms,
+            message.timeout_seconds,
+            delivery_id,
+        )
+        return patience.call(fence, f"fencing job {message.job_id}")
 
     def _run(self, job: Job, token: str, deadline_ms: int | None) -> AttemptResult:
         started = job.started_at or self._clock.now_ms()

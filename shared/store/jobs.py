@@ -94,29 +94,39 @@ class JobStore(StoreWrites):
     # --- the worker -------------------------------------------------------------------------------
 
     def fence(
-        self, job_id: str, token: str, worker: str, now_ms: int, timeout_seconds: int = c.LEASE_CHUNK_SECONDS
+        self,
+        job_id: str,
+        token: str,
+        worker: str,
+        now_ms: int,
+        timeout_seconds: int = c.LEASE_CHUNK_SECONDS,
+        delivery_id: str | None = None,
     ) -> Job:
         """QUEUED+token → RUNNING before anything runs; counts the attempt. A late delivery whose
         lease ran short gets a fresh one (and its index row moves), so no tick reclaims an attempt
-        that has just started. Raises StaleDelivery for a duplicate or stale delivery."""
+        that has just started. Raises StaleDelivery for a duplicate or stale delivery.
+
+        `delivery_id` names this delivery: a worker repeating the fence after an error passes the
+        same one, so the repeat recognises its own applied fence instead of taking it for a
+        duplicate's (each copy of a message has its own)."""
         needed = lifecycle.shortest_running_lease(now_ms, timeout_seconds)
+        write_id = delivery_id or x.new_write_id()
+        change = self._fence_change(worker, now_ms, needed, write_id)
         try:
-            return self._transition(
-                Event.FENCE, job_id, self._fence_change(worker, now_ms, needed), x.LEASE_LASTS, token=token
-            )
+            return self._transition(Event.FENCE, job_id, change, x.LEASE_LASTS, token=token)
         except StaleDelivery as exc:
             current = exc.current
             if current is None or current.status is not JobStatus.QUEUED or current.token != token:
                 raise
         lease_until = lifecycle.running_lease(now_ms, current.retry.timeout_seconds)
-        change = self._fence_change(worker, now_ms, None).set(lease_until=lease_until)
+        change = self._fence_change(worker, now_ms, None, write_id).set(lease_until=lease_until)
         change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
         return self._transition(Event.FENCE, job_id, change, token=token)
 
     @staticmethod
-    def _fence_change(worker: str, now_ms: int, lease_needed: int | None) -> x.Change:
+    def _fence_change(worker: str, now_ms: int, lease_needed: int | None, write_id: str) -> x.Change:
         values = {":lease_needed": lease_needed} if lease_needed is not None else {}
-        change = x.Change(condition_values=values).increment("attempt").remove("resent")
+        change = x.Change(condition_values=values, write_id=write_id).increment("attempt").remove("resent")
         return change.set(status=JobStatus.RUNNING, worker=worker, started_at=now_ms, updated_at=now_ms)
 
     def heartbeat(self, job_id: str, token: str, lease_until: int, now_ms: int) -> Job:

@@ -217,7 +217,7 @@ def test_a_settle_throttled_past_the_sdks_retries_is_kept(
     job_id = create(engine, max_retries=0)
     [message] = engine.receive()
     engine.clock.set(message.due_at)
-    faults = _SettleFaults(engine, lose_first_answer=False, operations={write, "GetItem"})
+    faults = _WriteFaults(engine, lose_first_answer=False, operations={write, "GetItem"})
     engine.targets.during[job_id] = faults.arm
 
     result = engine.worker.process(message)
@@ -242,7 +242,7 @@ def test_a_settle_applied_with_its_answer_lost_is_recognised_by_its_repeat(
     job_id = create(engine, schedule="rate(30 seconds)")
     engine.clock.set(engine.store.get(job_id).due_at or 0)
     [message] = engine.receive()
-    faults = _SettleFaults(engine, lose_first_answer=True, operations={"UpdateItem", "GetItem"})
+    faults = _WriteFaults(engine, lose_first_answer=True, operations={"UpdateItem", "GetItem"})
     engine.targets.during[job_id] = faults.arm
 
     result = engine.worker.process(message)
@@ -256,8 +256,30 @@ def test_a_settle_applied_with_its_answer_lost_is_recognised_by_its_repeat(
     assert [m.token for m in engine.receive()] == [job.token]
 
 
-class _SettleFaults:
-    """Once armed (from inside the target call), the first UpdateItem may be applied and answered
+@pytest.mark.parametrize("lose_first_answer", [False, True], ids=["throttled", "answer lost"])
+def test_a_fence_that_meets_faults_past_the_sdks_retries_starts_the_job_once(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, lose_first_answer: bool
+) -> None:
+    """Given up, a throttled fence would leave the job to SQS's redelivery, minutes late; an applied
+    fence taken for a duplicate's would leave it RUNNING with nobody running it, and the tick would
+    count an attempt that never called the target."""
+    monkeypatch.setattr(botocore.endpoint, "time", _NoWait())
+    job_id = create(engine, max_retries=0)
+    [message] = engine.receive()
+    engine.clock.set(message.due_at)
+    faults = _WriteFaults(engine, lose_first_answer, operations={"UpdateItem", "GetItem"})
+    faults.arm()
+
+    result = engine.worker.process(message)
+
+    assert "throttled UpdateItem" in faults.hits and ("lost UpdateItem" in faults.hits) == lose_first_answer
+    assert result.outcome is Outcome.SUCCEEDED
+    assert engine.targets.count(job_id) == 1
+    assert engine.store.get(job_id).attempt == 1
+
+
+class _WriteFaults:
+    """Once armed (here, or from inside the target call), the first UpdateItem may be applied and answered
     500; from then on every call of `operations` is throttled until the worker waits (its sleep
     moves the test clock)."""
 

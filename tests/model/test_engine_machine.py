@@ -102,8 +102,10 @@ FAULTS: dict[str | None, tuple[tuple[str, str, int], ...]] = {
     "answer lost": (("dynamodb", "lost", 1),),
     "answer lost x3": (("dynamodb", "lost", 3),),
     "2nd write's answer lost": (("dynamodb", "pass", 1), ("dynamodb", "lost", 1)),
-    # Past the SDK's retries on a worker's settle (its second write, after the fence): the write,
-    # and the read that would recognise it applied, fail until the worker tries again.
+    # Past the SDK's retries on a step's first write (a fence, a claim, a user's write) or a worker's
+    # settle (its second write, after the fence): the write, and the read that would recognise it
+    # applied, fail until the caller tries again.
+    "answer lost, then throttled": (("dynamodb", "lost", 1), ("dynamodb", "throttle", 3)),
     "2nd write throttled x3": (("dynamodb", "pass", 1), ("dynamodb", "throttle", 3)),
     "2nd write's answer lost, then throttled": (
         ("dynamodb", "pass", 1),
@@ -602,9 +604,7 @@ class EngineMachine(RuleBasedStateMachine):
         )
         now = self.clock.now_ms()
         try:
-            job = self.stores["worker"].fence(
-                message.job_id, message.token, worker_id, now, message.timeout_seconds
-            )
+            job = worker.fence(message)
         except StaleDelivery:
             self._note("  → dropped by the fence", "fence dropped")
             self._check_fence_not_applied(message, worker_id)
@@ -613,6 +613,9 @@ class EngineMachine(RuleBasedStateMachine):
             self._note(f"  → fence failed: {_code(exc)}; SQS delivers it again later", "fence failed")
             if not keep:
                 self.bag.append(sent)
+            # The model's faults all pass within a few tries: a fence that gives up on one leaves the
+            # job to SQS's redelivery (minutes late), or, applied, to the lease as a lost attempt.
+            self._violation(f"{checks.short(message.job_id)}: the fence gave up on {_code(exc)}")
             return None
         heartbeat = Heartbeat(
             self.stores["worker"], job, message.token, self.clock, c.HEARTBEAT_EVERY_SECONDS
