@@ -46,9 +46,8 @@ def passes_with_time(error: Exception) -> bool:
         return True
     if not isinstance(error, ClientError):
         return False
-    code = str(error.response.get("Error", {}).get("Code", ""))
     status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-    return code in PASSING_CODES or status >= 500
+    return _name(error) in PASSING_CODES or status >= 500
 
 
 @dataclass(frozen=True)
@@ -75,6 +74,7 @@ class Patience:
 
 
 def _name(error: Exception) -> str:
+    """An AWS error's code, or the exception's type when AWS gave none."""
     if isinstance(error, ClientError):
-        return str(error.response.get("Error", {}).get("Code", "ClientError"))
+        return str(error.response.get("Error", {}).get("Code") or type(error).__name__)
     return type(error).__name__

@@ -222,8 +222,7 @@ class Worker:
             write, job, token, decide, record, self._store, self._dispatcher, self._clock, patience
         )
         if self._keeps_history(job, run):
-            history = Run.of(job.id, run)
-            patience.call(lambda: self._store.put_run(history), f"history of job {job.id}")
+            patience.call(partial(self._store.put_run, Run.of(job.id, run)), f"history of job {job.id}")
         if placement.alert:
             self._alert(job, run)
             return Outcome.DEAD
