@@ -27,7 +27,7 @@ TTL_ATTRIBUTE: Final = "expires_at"
 # The sparse due index: a job is in it iff something must happen to it (invariant 2).
 DUE_INDEX_NAME: Final = "due"
 DUE_SHARD_ATTRIBUTE: Final = "due_shard"  # "<priority>#<n>", n in range(DUE_SHARDS)
-DUE_KEY_ATTRIBUTE: Final = "due_key"  # "<13-digit epoch ms>#run" or "...#lease"
+DUE_KEY_ATTRIBUTE: Final = "due_key"  # "<13-digit epoch ms>#run", "...#lease" or "...#ahead#<token>"
 DUE_SHARDS: Final = 8
 
 # The listing index: every job, newest first (KEYS_ONLY, written once at create).
@@ -59,6 +59,12 @@ TICK_SECONDS: Final = 60
 # Whatever sets a due time before the next tick plus this margin dispatches the job itself (invariant 6).
 HORIZON_MARGIN_SECONDS: Final = 15
 DISPATCH_HORIZON_SECONDS: Final = TICK_SECONDS + HORIZON_MARGIN_SECONDS
+# A waiting job due this long after the next tick's horizon waits with its token: the tick sends its
+# message from the index row without writing to it. By then any index read shows the row (an index
+# lags by well under a second) and any tick's clock has passed the write's.
+AHEAD_MARGIN_SECONDS: Final = 60
+# The tick's record of how far it has sent such messages: one item, written once a tick.
+SENT_UNTIL_KEY: Final = "TICK"
 # A lease outlives the job's timeout by more than any clock skew between components (invariant 10).
 LEASE_MARGIN_SECONDS: Final = 60
 # Longer jobs hold their lease in chunks renewed by heartbeats, so a crashed worker is noticed in minutes.

@@ -292,6 +292,8 @@ def _placed(job: Job, placement: Placement, now_ms: int) -> Job:
     if placement.dispatches_now(now_ms) and placement.due_at is not None:
         lease = lifecycle.queued_lease(placement.due_at, now_ms, job.retry.timeout_seconds)
         fields.update(status=JobStatus.QUEUED, token=new_token(), lease_until=lease)
+    elif placement.waits_ahead(now_ms) and placement.due_at is not None:
+        fields.update(token=new_token(), lease_until=lifecycle.ahead_lease(placement.due_at))
     return job.model_copy(update=fields)
 
 

@@ -1,8 +1,14 @@
-"""The scheduler's tick: claim what is due before the next tick, act on expired leases, send owed
-alerts, dispatch.
+"""The scheduler's tick: claim what is due before the next tick, send what waits ahead, act on
+expired leases, send owed alerts, dispatch.
 
 Index rows are hints (the index is eventually consistent); each write's condition decides. Two ticks
 at once are harmless: the loser of every race gets a failed condition and moves on.
+
+A job placed far ahead waits with its token in an ahead row (shared.lifecycle.Placement.waits_ahead):
+the tick sends its message from the row alone, writing nothing to the job, and then records how far
+it has sent (one write a tick for every job). The worker's fence starts it from its waiting status,
+under the lease the row implies. The row stays until a write moves it, so it is also the backstop:
+once its implied lease has passed, the tick looks at the job as it does at any expired lease.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -19,9 +26,9 @@ from shared import constants as c
 from shared import lifecycle
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.settle import send
+from shared.engine.settle import release
 from shared.errors import StaleDelivery
-from shared.models import Job, JobStatus, Run, RunStatus, RunSummary
+from shared.models import WAITING, Job, JobStatus, Run, RunStatus, RunSummary
 from shared.store import DueRow, JobStore, new_token
 
 logger = logging.getLogger(__name__)
@@ -38,6 +45,7 @@ class TickReport:
     resent: int = 0  # queued jobs whose lease ran out: their message sent again, same token
     reclaimed: int = 0  # running jobs whose worker vanished
     dispatched: int = 0
+    sent_ahead: int = 0  # messages of ahead rows, sent without a write
     send_failures: int = 0
     lost_races: int = 0
     errors: int = 0  # AWS errors after the SDK's own retries: the job stays due for the next tick
@@ -46,6 +54,7 @@ class TickReport:
     alerts_sent: int = 0  # owed dead-job alerts the tick sent
     oldest_lateness_ms: int = 0
     out_of_time: bool = False
+    unread_shards: int = 0
     dead_jobs: list[str] = field(default_factory=list)
 
     def count(self, name: str, n: int = 1) -> None:
@@ -66,28 +75,55 @@ class Scheduler:
         report = TickReport()
         now_ms = self._clock.now_ms()
         horizon_ms = now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
+        sent_until = self._sent_until(report)
         with ThreadPoolExecutor(self._parallelism) as pool, ThreadPoolExecutor(1) as sender:
             sends: list[Future[None]] = []
             for priority in c.PRIORITIES:
                 rows = self._due_rows(pool, priority, horizon_ms, report)
                 report.rows_read += len(rows)
-                report.oldest_lateness_ms = max([report.oldest_lateness_ms, *_lateness(rows, now_ms)])
+                lateness = _lateness(rows, now_ms, sent_until)
+                report.oldest_lateness_ms = max([report.oldest_lateness_ms, *lateness])
                 for start in range(0, len(rows), CLAIM_CHUNK):
                     if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
                         report.out_of_time = True
                         break
                     chunk = rows[start : start + CLAIM_CHUNK]
-                    taken = pool.map(lambda row: self._take(row, report, deadline_ms), chunk)
+                    take = partial(self._take, priority=priority, sent_until=sent_until, report=report)
+                    taken = pool.map(partial(take, deadline_ms=deadline_ms), chunk)
                     # One sender thread keeps the order: high's messages leave before medium's.
-                    sends.append(sender.submit(self._send, [m for m in taken if m is not None], report))
+                    sends.append(sender.submit(self._send, [t for t in taken if t is not None], report))
             for pending in sends:
                 pending.result()
+        self._mark_sent(sent_until, horizon_ms, report)
         return report
 
-    def _send(self, messages: list[JobMessage], report: TickReport) -> None:
-        failed = send(self._store, self._dispatcher, self._clock, messages)
-        report.count("dispatched", len(messages) - failed)
-        report.count("send_failures", failed)
+    def _sent_until(self, report: TickReport) -> int | None:
+        """How far earlier ticks sent ahead rows; None (ahead rows left to the next tick) when unread."""
+        try:
+            return self._store.sent_until()
+        except (ClientError, BotoCoreError):
+            logger.warning("tick leaves ahead rows for the next tick", exc_info=True)
+            report.count("errors")
+            return None
+
+    def _mark_sent(self, sent_until: int | None, horizon_ms: int, report: TickReport) -> None:
+        """Records the horizon as sent, unless some ahead row of it may not have been: then the next
+        tick sends the window again (copies the fence drops) rather than skip a row."""
+        if sent_until is None or report.out_of_time or report.unread_shards or report.send_failures:
+            return
+        try:
+            self._store.mark_sent_until(horizon_ms)
+        except (ClientError, BotoCoreError):
+            logger.warning("tick could not record its sends; the next sends them again", exc_info=True)
+            report.count("errors")
+
+    def _send(self, taken: list[Taken], report: TickReport) -> None:
+        failed = {id(message) for message in self._dispatcher.send([t.message for t in taken])}
+        # An ahead row's message left no write behind: nothing to release, the next tick sends it.
+        release(self._store, self._clock, [t.message for t in taken if t.claimed and id(t.message) in failed])
+        report.count("dispatched", len(taken) - len(failed))
+        report.count("sent_ahead", sum(1 for t in taken if not t.claimed and id(t.message) not in failed))
+        report.count("send_failures", len(failed))
 
     def _due_rows(
         self, pool: ThreadPoolExecutor, priority: str, horizon_ms: int, report: TickReport
@@ -98,19 +134,29 @@ class Scheduler:
             except (ClientError, BotoCoreError):
                 logger.warning("tick skipped shard %s#%s for the next tick", priority, shard, exc_info=True)
                 report.count("errors")
+                report.count("unread_shards")
                 return []
 
         return [row for shard_rows in pool.map(read, range(c.DUE_SHARDS)) for row in shard_rows]
 
-    def _take(self, row: DueRow, report: TickReport, deadline_ms: int | None) -> JobMessage | None:
+    def _take(
+        self,
+        row: DueRow,
+        priority: c.Priority,
+        sent_until: int | None,
+        report: TickReport,
+        deadline_ms: int | None,
+    ) -> Taken | None:
         now_ms = self._clock.now_ms()
         if deadline_ms is not None and now_ms >= deadline_ms:
             report.out_of_time = True
             return None
         try:
+            if row.ahead_token is not None:
+                return self._ahead(row, priority, now_ms, sent_until, report)
             if (row.is_lease or row.is_alert) and row.due_at >= now_ms:
                 return None
-            return self._act(row, now_ms, report)
+            return _claimed(self._act(row, now_ms, report))
         except StaleDelivery:
             report.count("lost_races")
             return None
@@ -119,12 +165,45 @@ class Scheduler:
             report.count("errors")
             return None
 
+    def _ahead(
+        self, row: DueRow, priority: c.Priority, now_ms: int, sent_until: int | None, report: TickReport
+    ) -> Taken | None:
+        """An ahead row: its message is sent once, without a write, before its due time; once its
+        implied lease has passed, the job is looked at. A row due already and never sent (the ticks
+        stopped for a while) is claimed, so that the misfire policy decides, as for a run row."""
+        token, expires_at = row.ahead_token, row.expires_at
+        assert token is not None and expires_at is not None
+        if sent_until is None:
+            return None
+        if expires_at < now_ms:
+            return _claimed(self._ahead_expired(row, now_ms, row.due_at <= sent_until, report))
+        if row.due_at <= sent_until:
+            return None  # sent by an earlier tick
+        if row.due_at <= now_ms:
+            return _claimed(self._claim(row, now_ms, report))
+        message = JobMessage(job_id=row.job_id, token=token, due_at=row.due_at, priority=priority)
+        return Taken(message, claimed=False)
+
+    def _ahead_expired(self, row: DueRow, now_ms: int, sent: bool, report: TickReport) -> JobMessage | None:
+        """No fence took the job under its ahead row's lease. Still waiting, it is claimed: with the
+        same token when its message was sent (a copy may be in a backlog, and either may start it;
+        the occurrence is not a misfire, as a queued job's resend is not), or afresh when it never
+        was. Running or queued, it is an expired lease like any other."""
+        job = self._store.get(row.job_id)
+        if job.status not in WAITING:
+            return self._lease_expired(job, row, now_ms, report)
+        if not sent or job.token is None:
+            return self._claim(row, now_ms, report)
+        claimed = self._store.claim(row, job.token, now_ms)
+        report.count("resent")
+        return JobMessage.for_job(claimed)
+
     def _act(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
         if row.is_alert:
             self._send_owed_alert(row, report)
             return None
         if row.is_lease:
-            return self._lease_expired(row, now_ms, report)
+            return self._lease_expired(self._store.get(row.job_id), row, now_ms, report)
         return self._claim(row, now_ms, report)
 
     def _claim(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
@@ -144,8 +223,7 @@ class Scheduler:
         moved = self._store.catch_up(job, job.token, placement, next_token)
         return JobMessage.for_job(moved) if next_token else None
 
-    def _lease_expired(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
-        job = self._store.get(row.job_id)
+    def _lease_expired(self, job: Job, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
         if job.lease_until is None or job.lease_until >= now_ms:
             raise StaleDelivery(f"job '{job.id}' is no longer waiting for a reclaim")
         if job.status is JobStatus.QUEUED:
@@ -199,7 +277,24 @@ def _lost_run(job: Job, now_ms: int, status: RunStatus) -> RunSummary:
     )
 
 
-def _lateness(rows: Iterable[DueRow], now_ms: int) -> list[int]:
+@dataclass(frozen=True)
+class Taken:
+    """A message the tick sends: after its claim, or from an ahead row with no write at all."""
+
+    message: JobMessage
+    claimed: bool = True
+
+
+def _claimed(message: JobMessage | None) -> Taken | None:
+    return None if message is None else Taken(message)
+
+
+def _lateness(rows: Iterable[DueRow], now_ms: int, sent_until: int | None) -> list[int]:
+    """How late the run times are that nobody has acted on: run rows, and ahead rows never sent."""
     return [
-        now_ms - row.due_at for row in rows if not (row.is_lease or row.is_alert) and row.due_at <= now_ms
+        now_ms - row.due_at
+        for row in rows
+        if not (row.is_lease or row.is_alert)
+        and row.due_at <= now_ms
+        and (row.ahead_token is None or (sent_until is not None and row.due_at > sent_until))
     ]

@@ -73,6 +73,12 @@ def send(store: JobStore, dispatcher: Dispatcher, clock: Clock, messages: Sequen
     tick at once (the send may still have gone out: the fence drops the duplicate). Returns the
     number of messages that failed."""
     failed = dispatcher.send(messages)
+    release(store, clock, failed)
+    return len(failed)
+
+
+def release(store: JobStore, clock: Clock, failed: Sequence[JobMessage]) -> None:
+    """Releases the queued jobs of messages that could not be sent to the next tick at once."""
     for message in failed:
         try:
             store.release(message.job_id, message.token, clock.now_ms())
@@ -80,4 +86,3 @@ def send(store: JobStore, dispatcher: Dispatcher, clock: Clock, messages: Sequen
             pass  # it moved on already (fenced by a copy that did go out, or changed by a user)
         except (ClientError, BotoCoreError):
             logger.warning("job %s waits for its lease after a failed send", message.job_id, exc_info=True)
-    return len(failed)

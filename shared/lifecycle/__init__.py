@@ -19,6 +19,7 @@ from shared.lifecycle.decide import (
     timing_change_refusal,
 )
 from shared.lifecycle.leases import (
+    ahead_lease,
     lease_seconds,
     needs_renewal,
     queued_lease,
@@ -37,6 +38,7 @@ __all__ = [
     "after_failure",
     "after_lost",
     "after_success",
+    "ahead_lease",
     "catch_up",
     "caught_up",
     "is_dead",

@@ -43,6 +43,16 @@ class Placement:
             and self.due_at <= now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
         )
 
+    def waits_ahead(self, now_ms: int) -> bool:
+        """True when the due time is far enough that the tick sends the message without a claim: the
+        job waits with its token and an implied lease (see shared.engine.scheduler)."""
+        ahead_ms = (c.DISPATCH_HORIZON_SECONDS + c.AHEAD_MARGIN_SECONDS) * SECOND_MS
+        return (
+            self.status in (JobStatus.PENDING, JobStatus.FAILED)
+            and self.due_at is not None
+            and self.due_at > now_ms + ahead_ms
+        )
+
 
 # --- an attempt ends -----------------------------------------------------------------------------
 

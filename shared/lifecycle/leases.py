@@ -29,6 +29,12 @@ def queued_lease(due_at: int, now_ms: int, timeout_seconds: int = c.LEASE_CHUNK_
     return max(due_at, now_ms) + lease_seconds(timeout_seconds) * SECOND_MS
 
 
+def ahead_lease(due_at: int) -> int:
+    """The lease of a job waiting with its token: its message may leave without a write, so the lease
+    is implied by the due time alone, as long as a claim's."""
+    return due_at + lease_seconds(c.LEASE_CHUNK_SECONDS) * SECOND_MS
+
+
 def resend_lease(now_ms: int, resent: int) -> int:
     """The lease of a queued job whose message is sent again, after `resent` earlier re-sends."""
     doublings = min(resent, MAX_RESEND_DOUBLINGS)

@@ -133,10 +133,11 @@ TRANSITIONS: dict[Event, Transition] = {
         _row(
             Event.FENCE,
             "worker",
-            {Q},
+            {Q, P, F},
             (G.TOKEN,),
             {R},
-            "unchanged, or lease row moved when the delivery came late",
+            "unchanged (an ahead row's implied lease is the lease), or lease row moved when the delivery "
+            "came late",
             "nothing",
         ),
         _row(Event.HEARTBEAT, "worker", {R}, (G.TOKEN,), {R}, "lease row moved", "nothing"),

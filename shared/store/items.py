@@ -25,6 +25,7 @@ ALERT_PREFIX = "ALERT#"
 RUN_KIND = "run"
 LEASE_KIND = "lease"
 ALERT_KIND = "alert"
+AHEAD_KIND = "ahead"
 
 Item = dict[str, Any]
 _serializer = TypeSerializer()
@@ -64,9 +65,20 @@ def due_key(status: JobStatus, due_at: int) -> str:
     return f"{due_at:013d}#{kind}"
 
 
+def ahead_key(due_at: int, token: str) -> str:
+    """A waiting job's row when it waits with its token: the tick sends its message from the row."""
+    return f"{due_at:013d}#{AHEAD_KIND}#{token}"
+
+
 def parse_due_key(value: str) -> tuple[int, str]:
-    instant, kind = value.split("#", 1)
+    instant, kind = value.split("#")[:2]
     return int(instant), kind
+
+
+def ahead_token(value: str) -> str | None:
+    """The token an ahead row carries, or None for any other row."""
+    parts = value.split("#")
+    return parts[2] if len(parts) == 3 and parts[1] == AHEAD_KIND else None
 
 
 def serialize(values: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +103,9 @@ def job_to_item(job: Job, write_id: str) -> dict[str, Any]:
     }
     if not job.payload_stored_apart:
         values["payload"] = json.dumps(job.payload)
-    if job.due_at is not None and (job.status in WAITING or job.lease_until is not None):
+    if job.due_at is not None and job.status in WAITING and job.token is not None:
+        values.update(ahead_attributes(job.priority, job.id, job.due_at, job.token))
+    elif job.due_at is not None and (job.status in WAITING or job.lease_until is not None):
         values.update(due_attributes(job.priority, job.id, job.status, job.lease_until or job.due_at))
     return serialize(values)
 
@@ -101,6 +115,17 @@ def due_attributes(priority: str, job_id: str, status: JobStatus, due_at: int) -
         c.DUE_SHARD_ATTRIBUTE: due_shard(priority, job_id),
         c.DUE_KEY_ATTRIBUTE: due_key(status, due_at),
     }
+
+
+def ahead_attributes(priority: str, job_id: str, due_at: int, token: str) -> dict[str, str]:
+    return {
+        c.DUE_SHARD_ATTRIBUTE: due_shard(priority, job_id),
+        c.DUE_KEY_ATTRIBUTE: ahead_key(due_at, token),
+    }
+
+
+def sent_until_key() -> dict[str, Any]:
+    return {c.PARTITION_KEY: {"S": c.SENT_UNTIL_KEY}, c.SORT_KEY: {"S": c.SENT_UNTIL_KEY}}
 
 
 def item_to_job(item: dict[str, Any]) -> Job:

@@ -12,6 +12,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from shared import constants as c
 from shared import lifecycle
 from shared.errors import Conflict, JobNotFound, StaleDelivery
@@ -20,13 +22,14 @@ from shared.models import Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
 from shared.store import items
 from shared.store.reads import DueRow
-from shared.store.writes import Item, StoreWrites
+from shared.store.writes import Item, StoreWrites, is_condition_failure
 
 SECOND_MS = 1000
 # An owed alert waits this long for the writer that owes it before the tick sends it instead.
 ALERT_GRACE_MS = 60 * SECOND_MS
 # An idempotency record blocks a second create until it expires (TTL deletion can lag by days).
 IDEMPOTENCY_FREE = "attribute_not_exists(#pk) OR #expires < :now"
+FENCED_FROM = TRANSITIONS[Event.FENCE].sources
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,22 @@ class JobStore(StoreWrites):
         change.condition_values.update({":seen_due_key": seen_due_key, ":now": now_ms})
         return self._settle(Event.RECLAIM, job, placement, run, change)
 
+    def mark_sent_until(self, until_ms: int) -> None:
+        """Records that the tick sent every ahead row's message due up to `until_ms`; never moves
+        back (a slow tick finishing after a faster one leaves the later mark)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=items.sent_until_key(),
+                UpdateExpression="SET #until = :until",
+                ConditionExpression="attribute_not_exists(#until) OR #until < :until",
+                ExpressionAttributeNames={"#until": "sent_until"},
+                ExpressionAttributeValues={":until": {"N": str(until_ms)}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+
     # --- the worker -------------------------------------------------------------------------------
 
     def fence(
@@ -102,7 +121,9 @@ class JobStore(StoreWrites):
         timeout_seconds: int = c.LEASE_CHUNK_SECONDS,
         delivery_id: str | None = None,
     ) -> Job:
-        """QUEUED+token → RUNNING before anything runs; counts the attempt. A late delivery whose
+        """QUEUED+token → RUNNING before anything runs; counts the attempt (a job waiting with its
+        token, whose message the tick sent without a claim, starts from PENDING or FAILED alike; its
+        index row stays where it is, its implied lease now the lease). A late delivery whose
         lease ran short gets a fresh one (and its index row moves), so no tick reclaims an attempt
         that has just started. Raises StaleDelivery for a duplicate or stale delivery.
 
@@ -116,7 +137,7 @@ class JobStore(StoreWrites):
             return self._transition(Event.FENCE, job_id, change, x.LEASE_LASTS, token=token)
         except StaleDelivery as exc:
             current = exc.current
-            if current is None or current.status is not JobStatus.QUEUED or current.token != token:
+            if current is None or current.status not in FENCED_FROM or current.token != token:
                 raise
         lease_until = lifecycle.running_lease(now_ms, current.retry.timeout_seconds)
         change = self._fence_change(worker, now_ms, None, write_id).set(lease_until=lease_until)
@@ -300,6 +321,12 @@ class JobStore(StoreWrites):
             lease_until = lifecycle.queued_lease(placement.due_at, now_ms, job.retry.timeout_seconds)
             change.set(status=JobStatus.QUEUED, token=next_token, lease_until=lease_until)
             change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until))
+        elif placement.due_at is not None and placement.waits_ahead(now_ms):
+            # Far enough ahead that the tick sends its message without a claim: the token and the
+            # lease it will start under are written now, in the write that places it anyway.
+            token = new_token()
+            change.set(token=token, lease_until=lifecycle.ahead_lease(placement.due_at))
+            change.set(**items.ahead_attributes(job.priority, job.id, placement.due_at, token))
         elif placement.due_at is not None:
             change.set(token=None, lease_until=None)
             change.set(**items.due_attributes(job.priority, job.id, placement.status, placement.due_at))

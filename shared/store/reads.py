@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared import constants as c
+from shared import lifecycle
 from shared.clock import Clock
 from shared.errors import InvalidInput, JobNotFound
 from shared.models import Job, Run, RunSummary
@@ -50,6 +51,20 @@ class DueRow:
     def is_alert(self) -> bool:
         return items.parse_due_key(self.due_key)[1] == items.ALERT_KIND
 
+    @property
+    def ahead_token(self) -> str | None:
+        """The token of a job waiting with it: its message may leave without a claim."""
+        return items.ahead_token(self.due_key)
+
+    @property
+    def expires_at(self) -> int | None:
+        """When the tick must look at the job itself: a lease's end, implied for an ahead row."""
+        if self.is_lease:
+            return self.due_at
+        if self.ahead_token is not None:
+            return lifecycle.ahead_lease(self.due_at)
+        return None
+
 
 @dataclass(frozen=True)
 class Page:
@@ -77,6 +92,11 @@ class StoreReads:
         key = {c.PARTITION_KEY: {"S": items.job_pk(job_id)}, c.SORT_KEY: {"S": sort_key}}
         item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
         return items.item_to_alert(item) if item else None
+
+    def sent_until(self) -> int:
+        """How far the tick has sent the messages of ahead rows (0 before its first such send)."""
+        item = self._client.get_item(TableName=self._table, Key=items.sent_until_key(), ConsistentRead=True)
+        return int(item.get("Item", {}).get("sent_until", {}).get("N", "0"))
 
     def load_payload(self, job: Job) -> Any:
         """The payload, from its own item when it was too large to keep on the job."""

@@ -45,7 +45,7 @@ class StoreWrites(StoreReads):
         try:
             response = _retry_conflicts(call)
         except ClientError as exc:
-            if not _is_condition_failure(exc):
+            if not is_condition_failure(exc):
                 return self._recognise(job_id, change.write_id, exc)
             found: Item | None = exc.response.get("Item")  # type: ignore[assignment]
             return self._own_or_stale(job_id, change.write_id, found)
@@ -86,7 +86,7 @@ class StoreWrites(StoreReads):
         try:
             _retry_conflicts(lambda: self._client.put_item(**request))
         except ClientError as exc:
-            if _is_condition_failure(exc):
+            if is_condition_failure(exc):
                 found: Item = exc.response.get("Item") or {}  # type: ignore[assignment]
                 return bool(found) and mine(found)
             if not mine(self._item(item) or {}):
@@ -153,5 +153,5 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def _is_condition_failure(exc: ClientError) -> bool:
+def is_condition_failure(exc: ClientError) -> bool:
     return _code(exc) == "ConditionalCheckFailedException"

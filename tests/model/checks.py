@@ -10,14 +10,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared import constants as c
+from shared import lifecycle
 from shared.clock import format_rfc3339
-from shared.models import IN_FLIGHT, WAITING, Job, Run, RunStatus
+from shared.models import IN_FLIGHT, WAITING, Job, JobStatus, Run, RunStatus
 from shared.schedules import MisfirePolicy
 from shared.store import DueRow, items
 
 SECOND = 1000
 GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND
-RATE_PERIODS_MS = {"rate(1 minute)": 60 * SECOND, "rate(10 seconds)": 10 * SECOND}
+# Five minutes is far enough for each next occurrence to wait ahead with its token (an ahead row).
+RATE_PERIODS_MS = {
+    "rate(1 minute)": 60 * SECOND,
+    "rate(10 seconds)": 10 * SECOND,
+    "rate(5 minutes)": 300 * SECOND,
+}
 
 
 @dataclass
@@ -28,6 +34,7 @@ class Snapshot:
     runs: dict[str, list[Run]] = field(default_factory=lambda: defaultdict(list))
     owed: dict[str, set[tuple[int, int]]] = field(default_factory=lambda: defaultdict(set))
     index: dict[str, list[DueRow]] = field(default_factory=lambda: defaultdict(list))
+    sent_until: int = 0  # how far the tick has sent ahead rows' messages
 
 
 def read_table(client: Any, table: str) -> Snapshot:
@@ -37,7 +44,9 @@ def read_table(client: Any, table: str) -> Snapshot:
         for item in page["Items"]:
             job_id = item[c.PARTITION_KEY]["S"].removeprefix("JOB#")
             sort_key = item[c.SORT_KEY]["S"]
-            if sort_key == items.JOB_SK:
+            if job_id == c.SENT_UNTIL_KEY:
+                snap.sent_until = int(item["sent_until"]["N"])
+            elif sort_key == items.JOB_SK:
                 snap.jobs[job_id] = items.item_to_job(item)
             elif sort_key.startswith(items.RUN_PREFIX):
                 snap.runs[job_id].append(items.item_to_run(item))
@@ -62,21 +71,34 @@ def orphans(snap: Snapshot) -> list[str]:
     found = []
     for job in snap.jobs.values():
         rows = [row for row in snap.index[job.id] if row.sort_key == items.JOB_SK]
-        want = _expected_row(job)
+        want = _expected_rows(job)
         have = [row.due_key for row in rows]
-        if want is None and have:
+        if not want and have:
             found.append(f"{short(job.id)} is {_state(job)} yet still in the due index at {have}")
-        elif want is not None and have != [want]:
+        elif want and (len(have) != 1 or have[0] not in want):
             found.append(f"{short(job.id)} is {_state(job)}: due index has {have or 'nothing'}, needs {want}")
     return found
 
 
-def _expected_row(job: Job) -> str | None:
+def _expected_rows(job: Job) -> list[str]:
+    """The index rows the job may have (one of them); none when nothing must happen to it."""
     if job.status in IN_FLIGHT:
-        return items.due_key(job.status, job.lease_until) if job.lease_until is not None else "a lease row"
+        if job.lease_until is None:
+            return ["a lease row"]
+        rows = [items.due_key(job.status, job.lease_until)]
+        # Fenced from an ahead row whose implied lease it kept: the row stays where it was.
+        started_ahead = job.due_at is not None and job.lease_until == lifecycle.ahead_lease(job.due_at)
+        if job.status is JobStatus.RUNNING and job.token is not None and started_ahead:
+            rows.append(items.ahead_key(job.due_at or 0, job.token))
+        return rows
     if job.status in WAITING and not job.paused:
-        return items.due_key(job.status, job.due_at) if job.due_at is not None else "a run row"
-    return None
+        if job.due_at is None:
+            return ["a run row"]
+        if job.token is not None:  # waiting ahead, with its token and the lease its row implies
+            ahead = job.lease_until == lifecycle.ahead_lease(job.due_at)
+            return [items.ahead_key(job.due_at, job.token)] if ahead else ["an ahead row and its lease"]
+        return [items.due_key(job.status, job.due_at)]
+    return []
 
 
 def _state(job: Job) -> str:

@@ -50,7 +50,7 @@ from shared.engine.scheduler import Scheduler
 from shared.engine.worker import AttemptEnd, Worker
 from shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
 from shared.models import Job, JobStatus, RunStatus
-from shared.store import JobStore
+from shared.store import DueRow, JobStore
 from tests.model import checks
 from tests.model.boundary import (
     CLIENT_CONFIG,
@@ -485,10 +485,17 @@ class EngineMachine(RuleBasedStateMachine):
         alert that ran out."""
         now = self.clock.now_ms()
         horizon = now + c.DISPATCH_HORIZON_SECONDS * SECOND
-        rows = [row for rows in self._snapshot().index.values() for row in rows]
-        return any(
-            row.due_at < now if row.is_lease or row.is_alert else row.due_at <= horizon for row in rows
-        )
+        snap = self._snapshot()
+        rows = [row for rows in snap.index.values() for row in rows]
+
+        def has_work(row: DueRow) -> bool:
+            if row.expires_at is not None and row.expires_at < now:
+                return True
+            if row.ahead_token is not None:  # its message not sent yet
+                return snap.sent_until < row.due_at <= horizon
+            return not (row.is_lease or row.is_alert) and row.due_at <= horizon
+
+        return any(has_work(row) for row in rows)
 
     @precondition(lambda self: self._tick_has_work())
     @rule(fault=faults)
@@ -509,11 +516,12 @@ class EngineMachine(RuleBasedStateMachine):
                 f"  → tick crashed: {exc} (known: {_known(str(exc))})", f"known bug: {_known(str(exc))}"
             )
             return
-        for name in ("claimed", "resent", "reclaimed", "caught_up", "alerts_sent", "errors"):
+        for name in ("claimed", "sent_ahead", "resent", "reclaimed", "caught_up", "alerts_sent", "errors"):
             if getattr(report, name):
                 self.env.seen[f"tick {name}"] += 1
         self._note(
-            f"  → claimed={report.claimed} resent={report.resent} reclaimed={report.reclaimed} "
+            f"  → claimed={report.claimed} sent_ahead={report.sent_ahead} resent={report.resent} "
+            f"reclaimed={report.reclaimed} "
             f"caught_up={report.caught_up} alerts={report.alerts_sent} errors={report.errors}"
         )
         self._check_misfires(before, now)
@@ -529,6 +537,10 @@ class EngineMachine(RuleBasedStateMachine):
             if moved.version == job.version or moved.status not in (JobStatus.PENDING, JobStatus.QUEUED):
                 continue
             want = checks.misfire_target(job, now)
+            if job.token is not None and (job.due_at or 0) <= before.sent_until:
+                # Its message went out on time from its ahead row: claimed again after the row's
+                # lease, the occurrence is not a misfire (as a queued job's resend is not).
+                want = job.scheduled_at
             if want is not None and moved.scheduled_at != want:
                 found.append(
                     f"{checks.short(job_id)} ({job.schedule}, misfire {job.misfire_policy}): occurrence "
@@ -830,6 +842,7 @@ class EngineMachine(RuleBasedStateMachine):
             upcoming = [sent.message.due_at for sent in self.bag]
             for rows in snap.index.values():
                 upcoming += [row.due_at + (1 if row.is_lease or row.is_alert else 0) for row in rows]
+                upcoming += [row.expires_at + 1 for row in rows if row.ahead_token and row.expires_at]
             later = [instant for instant in upcoming if instant > now]
             self.clock.set(min(later, default=now))
         self._begin(f"clock +{(self.clock.now_ms() - now) / SECOND:g}s ({by})")
