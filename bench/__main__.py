@@ -104,9 +104,9 @@ def _in_process() -> list[Row]:
 
 
 def _worker_writes_per_execution(rows: list[Row]) -> float:
-    """The item writes a worker makes per execution of a one-off claimed by a tick, at the
+    """The item writes a worker makes per execution of a one-off sent by a tick, at the
     defaults, as the cost run counted them (the burst's jobs are such one-offs)."""
-    row = next(r for r in rows if r.name == f"cost: one-off, claimed by a tick [{cost.DEFAULT.label}]")
+    row = next(r for r in rows if r.name == f"cost: one-off, sent by a tick [{cost.DEFAULT.label}]")
     calls: dict[str, float] = row.detail["calls_per_execution"]["worker"]
     writes = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems")
     return sum(count for operation, count in calls.items() if operation in writes)

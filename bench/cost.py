@@ -325,7 +325,7 @@ SCENARIOS = (
         _minutes(2),
     ),
     Scenario(
-        "one-off, claimed by a tick",
+        "one-off, sent by a tick",
         False,
         20,
         lambda n, now: _body(run_at=format_rfc3339(now + 10 * MINUTE_MS + n * 1_717)),
@@ -341,7 +341,7 @@ SCENARIOS = (
         _minutes(6),
     ),
     Scenario(
-        "recurring daily, claimed by a tick",
+        "recurring daily, sent by a tick",
         True,
         20,
         lambda n, now: _body(schedule="cron(0 9 * * ? *)"),
@@ -577,9 +577,9 @@ def precision_rows(second: Priced, sqs: Priced) -> list[Row]:
 FAILURES = Config(history=c.History.FAILURES)
 PLAN: dict[str, tuple[Config, ...]] = {
     "one-off, dispatched by its create": (BEFORE, DEFAULT, CHEAPEST),
-    "one-off, claimed by a tick": (DEFAULT, CHEAPEST),
+    "one-off, sent by a tick": (DEFAULT, CHEAPEST),
     "recurring rate(1 minute), dispatched by its completion": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
-    "recurring daily, claimed by a tick": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
+    "recurring daily, sent by a tick": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
 }
 PEAK_KIND = "recurring rate(1 minute), dispatched by its completion"
 PRECISION_KIND = "one-off, dispatched by its create"
