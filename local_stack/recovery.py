@@ -6,7 +6,9 @@ the last workers with their process. Every queued job's lease is released and ev
 attempt's lease ended now, each through the store's conditional write on the token it holds; the
 first tick then resends the queued ones (same token, so a copy that did survive is dropped at the
 fence) and reclaims the running ones (the lost attempt counted, the retry sent), as it would have
-after their leases ran out, minutes later.
+after their leases ran out, minutes later. The messages the ticks sent from ahead rows died with the
+queues too: their record is forgotten, so the first tick sends those still ahead again, and claims
+those whose instant passed meanwhile, as it claims any run row that fell due while it was down.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def hand_on_in_flight(dynamodb: DynamoDBClient, table_name: str, clock: Clock) -
     """Ends the lease of every queued and running job. Only for a start whose predecessor (its
     workers and its emulator) is known to be gone: a running attempt is taken from its worker."""
     store = JobStore(dynamodb, table_name, clock)
+    store.forget_sends()
     queued = running = moved_on = 0
     for row in _lease_rows(store, clock.now_ms() + _LEASE_REACH_MS):
         try:

@@ -110,6 +110,11 @@ class JobStore(StoreWrites):
             if not is_condition_failure(exc):
                 raise
 
+    def forget_sends(self) -> None:
+        """Drops the tick's record of its sends: the queues that held those messages are gone (a
+        local stack started again on its saved state), so the next tick sends them again."""
+        self._client.delete_item(TableName=self._table, Key=items.sent_until_key())
+
     # --- the worker -------------------------------------------------------------------------------
 
     def fence(

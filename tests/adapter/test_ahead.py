@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from local_stack.recovery import hand_on_in_flight
 from shared import constants as c
 from shared.api.models import JobCreate, JobUpdate
 from shared.clock import format_rfc3339
@@ -256,3 +257,20 @@ def test_a_message_built_from_an_ahead_row_is_the_jobs_own(engine: Engine) -> No
 
     job = engine.store.get(job_id)
     assert message == JobMessage(job_id=job_id, token=job.token or "", due_at=run_at, priority=job.priority)
+
+
+def test_a_local_stack_started_again_sends_again_what_died_with_its_queues(
+    engine: Engine, dynamodb: Any
+) -> None:
+    job_id, run_at = one_off_in(engine, 10)
+    engine.clock.set(run_at - 30 * SECOND)
+    engine.scheduler.tick()
+    assert len(engine.receive()) == 1  # the queue, and the message in it, die with the emulator
+
+    hand_on_in_flight(dynamodb, engine.resources.table_name, engine.clock)
+
+    assert engine.store.sent_until() == 0
+    assert engine.scheduler.tick().sent_ahead == 1
+    engine.clock.set(run_at)
+    assert [r.outcome for r in engine.run_all()] == [Outcome.SUCCEEDED]
+    assert engine.targets.count(job_id) == 1
