@@ -842,7 +842,10 @@ class EngineMachine(RuleBasedStateMachine):
             upcoming = [sent.message.due_at for sent in self.bag]
             for rows in snap.index.values():
                 upcoming += [row.due_at + (1 if row.is_lease or row.is_alert else 0) for row in rows]
-                upcoming += [row.expires_at + 1 for row in rows if row.ahead_token and row.expires_at]
+                for row in rows:
+                    if row.ahead_token and row.expires_at:
+                        # The first tick that sends its message, and the end of its implied lease.
+                        upcoming += [row.due_at - c.DISPATCH_HORIZON_SECONDS * SECOND, row.expires_at + 1]
             later = [instant for instant in upcoming if instant > now]
             self.clock.set(min(later, default=now))
         self._begin(f"clock +{(self.clock.now_ms() - now) / SECOND:g}s ({by})")
