@@ -220,7 +220,7 @@ def test_a_user_action_after_the_send_voids_the_sent_message(engine: Engine, act
     elif action == "cancel":
         engine.service.cancel(job_id)
     else:
-        engine.service.update(job_id, _move(engine, "rate(2 hours)"))
+        engine.service.update(job_id, _move("rate(2 hours)"))
     engine.clock.set(due)
 
     messages = engine.receive()
@@ -234,7 +234,7 @@ def test_a_change_that_keeps_the_occurrence_keeps_the_sent_message(engine: Engin
     job_id, due = hourly(engine)
     engine.clock.set(due - 30 * SECOND)
     engine.scheduler.tick()
-    engine.service.update(job_id, _move(engine, None, payload={"v": 2}))
+    engine.service.update(job_id, _move(None, payload={"v": 2}))
     engine.clock.set(due)
 
     [result] = engine.run_all()
@@ -243,7 +243,7 @@ def test_a_change_that_keeps_the_occurrence_keeps_the_sent_message(engine: Engin
     assert engine.targets.calls[0].payload == {"v": 2}
 
 
-def _move(engine: Engine, schedule: str | None, **fields: Any) -> JobUpdate:
+def _move(schedule: str | None, **fields: Any) -> JobUpdate:
     body = {"schedule": schedule, **fields} if schedule else fields
     return JobUpdate.model_validate(body)
 
