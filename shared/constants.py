@@ -59,9 +59,10 @@ TICK_SECONDS: Final = 60
 # Whatever sets a due time before the next tick plus this margin dispatches the job itself (invariant 6).
 HORIZON_MARGIN_SECONDS: Final = 15
 DISPATCH_HORIZON_SECONDS: Final = TICK_SECONDS + HORIZON_MARGIN_SECONDS
-# A waiting job due this long after the next tick's horizon waits with its token: the tick sends its
-# message from the index row without writing to it. By then any index read shows the row (an index
-# lags by well under a second) and any tick's clock has passed the write's.
+# A waiting job due more than this after the horizon of a tick now waits with its token: the tick
+# sends its message from the index row without writing to it. The tick that sends it reads the index
+# at least this long after the write that placed the row, far longer than an index lags (well under
+# a second) or clocks drift apart.
 AHEAD_MARGIN_SECONDS: Final = 60
 # The tick's record of how far it has sent such messages: one item, written once a tick.
 SENT_UNTIL_KEY: Final = "TICK"

@@ -160,6 +160,16 @@ def test_dispatch_happens_only_inside_the_horizon() -> None:
     assert not Placement(JobStatus.SUCCEEDED, T0, None, 0).dispatches_now(T0)
 
 
+def test_only_a_placement_beyond_the_horizon_and_its_margin_waits_ahead() -> None:
+    """Between the two, a run row the next tick claims: no tick could have sent it already."""
+    ahead = (c.DISPATCH_HORIZON_SECONDS + c.AHEAD_MARGIN_SECONDS) * 1000
+    assert Placement(JobStatus.PENDING, T0, T0 + ahead + 1, 0).waits_ahead(T0)
+    assert Placement(JobStatus.FAILED, T0, T0 + ahead + 1, 1).waits_ahead(T0)
+    assert not Placement(JobStatus.PENDING, T0, T0 + ahead, 0).waits_ahead(T0)
+    assert not Placement(JobStatus.PENDING, T0, None, 0).waits_ahead(T0)
+    assert not Placement(JobStatus.SUCCEEDED, T0, T0 + 2 * ahead, 0).waits_ahead(T0)
+
+
 def test_a_resent_lease_doubles_twice_then_holds() -> None:
     """A backlog costs a few re-sends, yet a message that keeps going astray is re-sent again
     within four lease periods: an uncapped doubling held one job past a 15-minute drain."""
