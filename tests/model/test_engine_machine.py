@@ -527,14 +527,20 @@ class EngineMachine(RuleBasedStateMachine):
         self._check_misfires(before, now)
 
     def _check_misfires(self, before: checks.Snapshot, now: int) -> None:
-        """7. A waiting rate job the tick claimed runs the occurrence its misfire policy picks."""
+        """7. A waiting rate job the tick claimed runs the occurrence its misfire policy picks (or
+        nothing yet, when a write after the claim failed)."""
         after = self._snapshot()
+        sent_tokens = {sent.message.token for sent in self.bag}
         found = []
         for job_id, job in before.jobs.items():
             moved = after.jobs.get(job_id)
             if job.status is not JobStatus.PENDING or job.paused or moved is None:
                 continue
             if moved.version == job.version or moved.status not in (JobStatus.PENDING, JobStatus.QUEUED):
+                continue
+            if moved.status is JobStatus.QUEUED and moved.token not in sent_tokens:
+                # Claimed, but its catch-up write failed: nothing was sent, so nothing runs the
+                # missed occurrence; the resend after its lease decides again.
                 continue
             want = checks.misfire_target(job, now)
             if job.token is not None and (job.due_at or 0) <= before.sent_until:
