@@ -17,7 +17,7 @@ from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.scheduler import Scheduler
 from shared.engine.worker import AttemptResult, Worker
 from shared.models import Job
-from shared.store import JobStore
+from shared.store import DueRow, JobStore
 from shared.targets import Delivery
 
 
@@ -72,6 +72,12 @@ class Engine:
     def run_all(self) -> list[AttemptResult]:
         """Feeds every visible message to the worker, as the local stack and Lambda would."""
         return [self.worker.process(message) for message in self.receive()]
+
+    def index_rows(self) -> list[DueRow]:
+        """Every row of the due index, whenever due."""
+        far = self.clock.now_ms() + 10**11
+        shards = range(c.DUE_SHARDS)
+        return [row for p in c.PRIORITIES for n in shards for row in self.store.due_rows(p, n, far)]
 
     def dead_letters(self) -> list[str]:
         url = self.resources.dead_letter_queue_url

@@ -42,9 +42,7 @@ def hourly(engine: Engine, misfire: str = "run_once") -> tuple[str, int]:
 
 
 def index_rows(engine: Engine, job_id: str) -> list[str]:
-    shards = range(c.DUE_SHARDS)
-    rows = [row for p in c.PRIORITIES for n in shards for row in engine.store.due_rows(p, n, 2**42)]
-    return [row.due_key for row in rows if row.job_id == job_id]
+    return [row.due_key for row in engine.index_rows() if row.job_id == job_id]
 
 
 def test_placed_far_ahead_a_job_waits_with_its_token_in_an_ahead_row(engine: Engine) -> None:

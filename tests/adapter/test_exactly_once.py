@@ -53,9 +53,7 @@ def run_due(engine: Engine, rounds: int = 50) -> int:
 
 
 def in_index(engine: Engine, job_id: str) -> bool:
-    far = engine.clock.now_ms() + 10**11
-    rows = [r for p in c.PRIORITIES for s in range(c.DUE_SHARDS) for r in engine.store.due_rows(p, s, far)]
-    return any(row.job_id == job_id for row in rows)
+    return any(row.job_id == job_id for row in engine.index_rows())
 
 
 # 1. A cancel during a running attempt holds: the attempt finishes, the job is then cancelled.

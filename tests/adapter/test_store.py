@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from shared import constants as c
 from shared.errors import Conflict, StaleDelivery
 from shared.lifecycle import Placement, on_cancel, on_pause
 from shared.models import JobStatus, Run, RunStatus, RunSummary
@@ -26,20 +25,13 @@ def _later(engine: Engine, seconds: int = 600) -> str:
 
 def _row(engine: Engine, job_id: str) -> DueRow:
     job = engine.store.get(job_id)
-    rows = [
-        row
-        for priority in c.PRIORITIES
-        for shard in range(c.DUE_SHARDS)
-        for row in engine.store.due_rows(priority, shard, engine.clock.now_ms() + 10**9)
-        if row.job_id == job.id
-    ]
+    rows = [row for row in engine.index_rows() if row.job_id == job.id]
     assert len(rows) == 1, "a job is in the due index once, or not at all"
     return rows[0]
 
 
 def _index_rows(engine: Engine) -> list[DueRow]:
-    far = engine.clock.now_ms() + 10**10
-    return [r for p in c.PRIORITIES for s in range(c.DUE_SHARDS) for r in engine.store.due_rows(p, s, far)]
+    return engine.index_rows()
 
 
 def _unchanged(engine: Engine, job_id: str, before: Any) -> None:
