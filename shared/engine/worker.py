@@ -22,6 +22,7 @@ from shared import constants as c
 from shared import lifecycle
 from shared.clock import Clock, format_rfc3339
 from shared.dispatch import Dispatcher, JobMessage
+from shared.engine.alerts import send_alert
 from shared.engine.heartbeat import Heartbeat
 from shared.engine.patience import Patience
 from shared.engine.settle import settle
@@ -242,8 +243,7 @@ class Worker:
 
     def _alert(self, job: Job, run: RunSummary) -> None:
         try:
-            self._dispatcher.send_dead(job, run)
-            self._store.alert_sent(job.id, run)
+            send_alert(self._store, self._dispatcher, job.id, run)
         except (ClientError, BotoCoreError):
             logger.warning("dead job %s: its alert stays owed for the tick", job.id, exc_info=True)
 

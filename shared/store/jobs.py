@@ -254,6 +254,8 @@ class JobStore(StoreWrites):
     def _settle(self, event: Event, job: Job, placement: Placement, run: RunSummary, change: x.Change) -> Job:
         change.condition_values.setdefault(":token", job.token)
         change.condition_values[":revision"] = job.revision
+        # The attempt's last run names this settle alone, and only the next settle replaces it.
+        change.proof["last_run"] = change.sets["last_run"]
         if placement.status is JobStatus.CANCELLED:
             change.remove("cancel_requested")
         change.remove("trigger_requested")  # the placement started the extra run, or cancel ended it
