@@ -14,7 +14,7 @@ import re
 
 from shared.errors import InvalidInput
 
-MAX_DEPTH = 64  # arrays and objects inside each other, the body itself counted
+MAX_DEPTH = 64  # arrays and objects inside each other: in the payload, or the body's own
 MAX_NUMBER_DIGITS = 100
 
 PAYLOAD_FIELD, BODY_FIELD = "payload", "body"
@@ -24,7 +24,7 @@ _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?[0-9][0-9.eE+-]*|-?In
 def check_json_shape(text: str) -> None:
     """Raises InvalidInput (field "payload" or "body") for nesting deeper than MAX_DEPTH, a number of
     more than MAX_NUMBER_DIGITS digits or beyond a float's range, or NaN and Infinity, which JSON lacks."""
-    depth = 0
+    depth, limit = 0, MAX_DEPTH
     last_key = ""  # the last string at the body's top level: the key of the value that follows
     member = ""  # the top-level member the scan is in
     for match in _TOKENS.finditer(text):
@@ -34,7 +34,8 @@ def check_json_shape(text: str) -> None:
             depth += 1
             if depth == 2:
                 member = last_key
-            if depth > MAX_DEPTH:
+                limit = MAX_DEPTH + 1 if _is_payload(member) else MAX_DEPTH  # the payload's own levels
+            if depth > limit:
                 raise _refused(member, f"nests deeper than {MAX_DEPTH} arrays and objects")
         elif first in "]}":
             depth -= 1
