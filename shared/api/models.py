@@ -46,8 +46,17 @@ def _no_control_characters(value: str) -> str:
     return value
 
 
-Instant = Annotated[AwareDatetime, BeforeValidator(_instant_text), AfterValidator(_instant_in_range)]
-Name = Annotated[str, Field(max_length=200), AfterValidator(_no_control_characters)]
+Instant = Annotated[
+    AwareDatetime,
+    BeforeValidator(_instant_text),
+    AfterValidator(_instant_in_range),
+    Field(description=f"An RFC 3339 string with an offset, between {RANGE_TEXT}."),
+]
+Name = Annotated[
+    str,
+    Field(max_length=200, description="A label, not unique; no control characters."),
+    AfterValidator(_no_control_characters),
+]
 ScheduleText = Annotated[str, Field(min_length=1, max_length=256)]
 ZoneName = Annotated[str, Field(min_length=1, max_length=64)]
 # Strict: a JSON boolean or string is not an integer.
