@@ -29,6 +29,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _instant_text(value: Any) -> Any:
+    # A datetime comes from Python code building a request (the client); JSON never holds one.
+    if isinstance(value, datetime):
+        return value
     if not isinstance(value, str) or not _RFC3339.fullmatch(value):
         raise PydanticCustomError("instant_form", _INSTANT_FORM)
     return value
