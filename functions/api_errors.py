@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
+from shared.api.bodies import check_json_shape
 from shared.api.models import JOB_ID_EXAMPLE, ErrorBody
 from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge, SundialError
 
@@ -31,7 +32,8 @@ def refuse_unreadable(event: APIGatewayProxyEvent) -> dict[str, Any] | None:
 
     Checked before routing, because Powertools fails on these with bare exceptions before any route
     or error handler could answer: it parses form and multipart bodies too (and a multipart type
-    without a boundary raises ValueError), and decodes a base64 body as UTF-8 unconditionally.
+    without a boundary raises ValueError), and decodes a base64 body as UTF-8 unconditionally; and
+    because its JSON parser recurses, and converts numbers of any length, on the text as sent.
     """
     content_type = (event.headers.get("content-type") or "").strip()
     media_type = content_type.split(";", 1)[0].strip().lower()
@@ -39,17 +41,24 @@ def refuse_unreadable(event: APIGatewayProxyEvent) -> dict[str, Any] | None:
     if not is_json and (event.body or media_type.startswith("multipart/")):
         message = f"send the body as application/json, not {media_type}"
         return _proxy(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, message, "Content-Type")
-    if event.body and event.is_base64_encoded and not _is_utf8(event.body):
+    text = _text(event)
+    if text is None:
         return _proxy(HTTPStatus.BAD_REQUEST, "the body is not valid JSON: it is not UTF-8 text", "body")
+    try:
+        check_json_shape(text)
+    except InvalidInput as exc:
+        return _proxy(HTTPStatus.BAD_REQUEST, exc.message, exc.field or "body")
     return None
 
 
-def _is_utf8(encoded: str) -> bool:
+def _text(event: APIGatewayProxyEvent) -> str | None:
+    """The body as text ("" when there is none), or None when it is not UTF-8."""
+    if not event.body or not event.is_base64_encoded:
+        return event.body or ""
     try:
-        base64.b64decode(encoded).decode("utf-8")
+        return base64.b64decode(event.body).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
-        return False
-    return True
+        return None
 
 
 def _proxy(status: HTTPStatus, message: str, field: str) -> dict[str, Any]:

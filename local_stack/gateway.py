@@ -3,12 +3,18 @@
 The local stack serves the api Lambda's own handler through this, so the event it sees has the
 shape API Gateway gives it when deployed: resource "/{proxy+}", a request context, single and
 multi-value headers and query strings, and base64 for a body that is not text.
+
+Unlike API Gateway it sits on loopback without IAM, so it guards itself as the console's forwarder
+does (sundial.console.guard): it answers only to a Host of its own, refuses changes sent from other
+sites, and answers preflights for its own origins alone.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable
@@ -20,6 +26,7 @@ from urllib.parse import parse_qsl
 from functions.api import handler as api_handler
 from local_stack.lambda_context import new_context
 from sundial.console.assets import ConsoleAssets
+from sundial.console.guard import Refusal, SiteGuard, is_preflight, loopback_hosts
 
 logger = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -30,14 +37,20 @@ REGION = "us-east-1"
 # API Gateway REST refuses bodies over 10 MB before the function runs.
 MAX_BODY_BYTES = 10 * 1024 * 1024
 _TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded", "application/xml")
+# More names the local API answers to, comma-separated "name:port" (behind a proxy of your own, say).
+ALLOWED_HOSTS_ENV = "SUNDIAL_LOCAL_ALLOWED_HOSTS"
 
 
 class Gateway:
     """A WSGI application in front of one Lambda handler."""
 
-    def __init__(self, handler: Handler, stage: str = "local", console: bool = True) -> None:
+    def __init__(
+        self, handler: Handler, stage: str = "local", console: bool = True, extra_hosts: Iterable[str] = ()
+    ) -> None:
         self._handler = handler
         self._stage = stage
+        configured = os.environ.get(ALLOWED_HOSTS_ENV, "").split(",")
+        self._extra_hosts = tuple(h.strip() for h in (*extra_hosts, *configured) if h.strip())
         # The console's page and assets at /console, beside the API it calls; not part of the API
         # (the deployed stage serves no such path: `sundial console` serves it there).
         self._console = ConsoleAssets("/console", api_base="") if console else None
@@ -46,8 +59,19 @@ class Gateway:
         self._one_at_a_time = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        # The port the server listens on, never the Host a client claims.
+        guard = SiteGuard(loopback_hosts(int(environ.get("SERVER_PORT") or 80), self._extra_hosts))
+        refusal = guard.host_refusal(environ) or guard.cross_site_refusal(environ)
+        if refusal is not None:
+            return _refuse(start_response, refusal)
+        if is_preflight(environ):
+            status, headers = guard.preflight(environ)
+            return _answer(start_response, status.value, dict(headers), b"")
         if self._console is not None and self._console.handles(str(environ.get("PATH_INFO") or "/")):
             return self._console(environ, start_response)
+        return self._api(environ, _with_headers(start_response, guard.cors_headers(environ)))
+
+    def _api(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         body = _read_body(environ)
         if body is None:
             return _answer(
@@ -128,6 +152,21 @@ class Gateway:
             "resourcePath": "/{proxy+}",
             "stage": self._stage,
         }
+
+
+def _refuse(start_response: StartResponse, refusal: Refusal) -> list[bytes]:
+    body = json.dumps({"message": refusal.message, "field": refusal.field}).encode()
+    return _answer(start_response, refusal.status.value, {"Content-Type": "application/json"}, body)
+
+
+def _with_headers(start_response: StartResponse, extra: list[tuple[str, str]]) -> StartResponse:
+    if not extra:
+        return start_response
+
+    def start(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
+        return start_response(status, [*headers, *extra], *args)
+
+    return start
 
 
 def _read_body(environ: dict[str, Any]) -> bytes | None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
+from pydantic_core import PydanticCustomError
 
-from shared.clock import format_rfc3339
+from shared.clock import format_rfc3339, to_epoch_ms
 from shared.constants import Priority
 from shared.lifecycle import waiting_triggers
-from shared.models import DEFAULT_BACKOFF, BackoffSeconds, Job, JobStatus, OverlapPolicy, Run, RunSummary
-from shared.schedules import MisfirePolicy
+from shared.models import DEFAULT_BACKOFF, Job, JobStatus, OverlapPolicy, Run, RunSummary
+from shared.schedules import RANGE_TEXT, MisfirePolicy, in_range
 from shared.targets.models import Target, masked
 
 # A job id is a ULID in its canonical form: 26 Crockford base-32 characters, the first at most 7
@@ -18,12 +21,52 @@ from shared.targets.models import Target, masked
 JOB_ID_PATTERN = r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$"
 JOB_ID_EXAMPLE = "01JD8ZQ3V6X4M7N2P5R8T1W9YB"
 
-Name = Annotated[str, Field(max_length=200)]
+# RFC 3339 with an offset; pydantic alone would also take a number, or digits in a string, as Unix time.
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+_INSTANT_FORM = "must be an RFC 3339 timestamp string with a timezone offset, such as 2026-12-01T09:00:00Z"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _instant_text(value: Any) -> Any:
+    # A datetime comes from Python code building a request (the client); JSON never holds one.
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
+        raise PydanticCustomError("instant_form", _INSTANT_FORM)
+    return value
+
+
+def _instant_in_range(value: datetime) -> datetime:
+    if not in_range(to_epoch_ms(value)):
+        raise PydanticCustomError("instant_range", f"must lie between {RANGE_TEXT}")
+    return value
+
+
+def _no_control_characters(value: str) -> str:
+    if _CONTROL.search(value):
+        raise PydanticCustomError("control_character", "must not contain control characters")
+    return value
+
+
+Instant = Annotated[
+    AwareDatetime,
+    BeforeValidator(_instant_text),
+    AfterValidator(_instant_in_range),
+    Field(description=f"An RFC 3339 string with an offset, between {RANGE_TEXT}."),
+]
+Name = Annotated[
+    str,
+    Field(max_length=200, description="A label, not unique; no control characters."),
+    AfterValidator(_no_control_characters),
+]
 ScheduleText = Annotated[str, Field(min_length=1, max_length=256)]
 ZoneName = Annotated[str, Field(min_length=1, max_length=64)]
-MaxRetries = Annotated[int, Field(ge=0, le=20)]
-Backoff = Annotated[list[BackoffSeconds], Field(min_length=1, max_length=20)]
-TimeoutSeconds = Annotated[int, Field(ge=1, le=900)]
+# Strict: a JSON boolean or string is not an integer.
+MaxRetries = Annotated[StrictInt, Field(ge=0, le=20)]
+Backoff = Annotated[list[Annotated[StrictInt, Field(ge=0, le=86_400)]], Field(min_length=1, max_length=20)]
+TimeoutSeconds = Annotated[StrictInt, Field(ge=1, le=900)]
 
 
 class JobCreate(BaseModel):
@@ -32,7 +75,7 @@ class JobCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: Name | None = None
-    run_at: AwareDatetime | None = None
+    run_at: Instant | None = None
     schedule: ScheduleText | None = None
     timezone: ZoneName = "UTC"
     target: Target
@@ -43,8 +86,8 @@ class JobCreate(BaseModel):
     timeout_seconds: TimeoutSeconds = 300
     misfire_policy: MisfirePolicy = MisfirePolicy.RUN_ONCE
     overlap_policy: OverlapPolicy = OverlapPolicy.SKIP
-    start_at: AwareDatetime | None = None
-    end_at: AwareDatetime | None = None
+    start_at: Instant | None = None
+    end_at: Instant | None = None
 
 
 class JobUpdate(BaseModel):
@@ -55,7 +98,7 @@ class JobUpdate(BaseModel):
     name: Name | None = None
     schedule: ScheduleText | None = None
     timezone: ZoneName | None = None
-    run_at: AwareDatetime | None = None
+    run_at: Instant | None = None
     payload: Any = None
     priority: Priority | None = None
     max_retries: MaxRetries | None = None
@@ -63,8 +106,8 @@ class JobUpdate(BaseModel):
     timeout_seconds: TimeoutSeconds | None = None
     misfire_policy: MisfirePolicy | None = None
     overlap_policy: OverlapPolicy | None = None
-    start_at: AwareDatetime | None = None
-    end_at: AwareDatetime | None = None
+    start_at: Instant | None = None
+    end_at: Instant | None = None
 
 
 class PreviewRequest(BaseModel):
@@ -74,8 +117,8 @@ class PreviewRequest(BaseModel):
 
     schedule: ScheduleText
     timezone: ZoneName = "UTC"
-    count: Annotated[int, Field(ge=1, le=100)] = 10
-    after: AwareDatetime | None = None
+    count: Annotated[StrictInt, Field(ge=1, le=100)] = 10
+    after: Instant | None = None
 
 
 class PreviewResponse(BaseModel):

@@ -7,7 +7,7 @@ at(YYYY-MM-DDThh:mm:ss), each read in an IANA time zone under the DST rule of do
 
 from __future__ import annotations
 
-from shared.schedules.instants import parse_instant
+from shared.schedules.instants import EARLIEST_MS, LATEST_MS, RANGE_TEXT, in_range, parse_instant
 from shared.schedules.occurrences import (
     MAX_COUNT,
     MisfirePolicy,
@@ -20,12 +20,16 @@ from shared.schedules.schedule import Schedule, parse_schedule
 from shared.schedules.zones import parse_timezone
 
 __all__ = [
+    "EARLIEST_MS",
+    "LATEST_MS",
     "MAX_COUNT",
+    "RANGE_TEXT",
     "MisfirePolicy",
     "Schedule",
     "check_window",
     "first_occurrence",
     "following_occurrence",
+    "in_range",
     "next_runs",
     "parse_instant",
     "parse_schedule",

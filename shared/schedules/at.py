@@ -10,6 +10,7 @@ import re
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from shared.schedules.instants import RANGE_TEXT, in_range
 from shared.schedules.messages import bad_schedule, shown
 from shared.schedules.rule import Rule
 from shared.schedules.zones import place
@@ -34,7 +35,8 @@ def is_at(expression: str) -> bool:
 
 
 def compile_at(expression: str, zone: ZoneInfo) -> AtRule:
-    """The rule for at(...). Raises InvalidInput (field "schedule") when the date or time is invalid."""
+    """The rule for at(...). Raises InvalidInput (field "schedule") when the date or time is invalid, or
+    when it falls outside the range of instants Sundial keeps."""
     match = _AT.fullmatch(expression.strip())
     if match is None:
         raise bad_schedule(f"at expression '{shown(expression)}': expected at(YYYY-MM-DDThh:mm:ss)")
@@ -43,4 +45,8 @@ def compile_at(expression: str, zone: ZoneInfo) -> AtRule:
     except ValueError:
         raise bad_schedule(f"at expression '{shown(expression)}': no such date or time") from None
     first, _ = place(local, zone)
+    if not in_range(first * 1000):
+        raise bad_schedule(
+            f"at expression '{shown(expression)}' in {zone.key} does not lie between {RANGE_TEXT}"
+        )
     return AtRule(first * 1000)

@@ -1,4 +1,5 @@
-"""RFC 3339 instants from users (run_at, start_at, end_at, a preview's after) as UTC epoch ms."""
+"""RFC 3339 instants from users (run_at, start_at, end_at, a preview's after) as UTC epoch ms, and the
+range every instant Sundial keeps or reaches lies in."""
 
 from __future__ import annotations
 
@@ -9,6 +10,16 @@ from shared.schedules.messages import shown
 
 _EPOCH = datetime(1970, 1, 1)
 _MILLISECOND = timedelta(milliseconds=1)
+
+# From the epoch to the end of 9999-12-30 UTC: such an instant is a four-digit year in every time
+# zone (offsets reach 14 hours), so it renders as RFC 3339 and converts to a local time anywhere.
+EARLIEST_MS = 0
+LATEST_MS = 253_402_214_400_000 - 1  # 9999-12-30T23:59:59.999Z
+RANGE_TEXT = "1970-01-01T00:00:00Z and 9999-12-30T23:59:59.999Z"
+
+
+def in_range(epoch_ms: int) -> bool:
+    return EARLIEST_MS <= epoch_ms <= LATEST_MS
 
 
 def parse_instant(text: str, field: str = "run_at") -> int:

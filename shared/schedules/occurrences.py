@@ -1,7 +1,9 @@
 """When a job runs: previews, the first occurrence of a new job, and the one after each run.
 
 All instants are UTC epoch milliseconds. The active window is half-open: an occurrence runs when
-start_at <= occurrence < end_at.
+start_at <= occurrence < end_at. A schedule ends where the range of instants ends (instants.py): an
+occurrence that would lie past it is none, and an instant outside it (only data stored before the
+range was checked holds one) has no occurrence after it.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from shared.errors import InvalidInput
+from shared.schedules.instants import in_range
 from shared.schedules.rule import Rule
 from shared.schedules.schedule import Schedule
 
@@ -40,16 +43,19 @@ def next_runs(
     if not 1 <= count <= MAX_COUNT:
         raise InvalidInput(f"count must be 1-{MAX_COUNT}", field="count")
     rule = schedule.rule
+    start = after_ms if start_at_ms is None else max(after_ms, start_at_ms)
+    if not in_range(start):
+        return []
     if start_at_ms is not None and start_at_ms > after_ms:
-        upcoming = rule.first_when_active(start_at_ms)
+        upcoming = _kept(rule.first_when_active(start_at_ms))
     else:
-        upcoming = rule.next_after(after_ms)
+        upcoming = _kept(rule.next_after(after_ms))
     runs: list[int] = []
     while upcoming is not None and _before_end(upcoming, end_at_ms):
         runs.append(upcoming)
         if len(runs) == count:
             break
-        upcoming = rule.next_after(upcoming)
+        upcoming = _kept(rule.next_after(upcoming))
     return runs
 
 
@@ -64,8 +70,9 @@ def first_occurrence(
     """
     check_window(start_at_ms, end_at_ms)
     active = now_ms if start_at_ms is None else max(now_ms, start_at_ms)
-    first = schedule.rule.first_when_active(active)
-    return first if first is not None and _before_end(first, end_at_ms) else None
+    if not in_range(active):
+        return None
+    return _in_window(_kept(schedule.rule.first_when_active(active)), end_at_ms)
 
 
 # Positional parameters: the scheduler and the store call it with this signature.
@@ -89,14 +96,16 @@ def following_occurrence(
     check_window(start_at_ms, end_at_ms)
     rule = schedule.rule
     floor = previous_scheduled_ms + 1 if start_at_ms is None else max(previous_scheduled_ms + 1, start_at_ms)
-    upcoming = rule.first_from(previous_scheduled_ms, floor)
+    if not (in_range(previous_scheduled_ms) and in_range(floor)):
+        return None
+    upcoming = _kept(rule.first_from(previous_scheduled_ms, floor))
     if upcoming is None or not _before_end(upcoming, end_at_ms):
         return None
     missed_before = now_ms - grace_ms
     if upcoming >= missed_before or policy is MisfirePolicy.RUN_ALL:
         return upcoming
     if policy is MisfirePolicy.SKIP:
-        return _in_window(rule.first_from(previous_scheduled_ms, max(floor, missed_before)), end_at_ms)
+        return _in_window(_kept(rule.first_from(previous_scheduled_ms, max(floor, missed_before))), end_at_ms)
     cutoff = missed_before if end_at_ms is None else min(missed_before, end_at_ms)
     return _latest_missed(rule, previous_scheduled_ms, cutoff, upcoming)
 
@@ -111,6 +120,11 @@ def check_window(start_at_ms: int | None, end_at_ms: int | None) -> None:
     """Raises InvalidInput (field "end_at") unless end_at is after start_at (when both are given)."""
     if start_at_ms is not None and end_at_ms is not None and end_at_ms <= start_at_ms:
         raise InvalidInput("end_at must be after start_at", field="end_at")
+
+
+def _kept(instant_ms: int | None) -> int | None:
+    """The occurrence, or None past the range's end: there the schedule has no more."""
+    return instant_ms if instant_ms is not None and in_range(instant_ms) else None
 
 
 def _before_end(instant_ms: int, end_at_ms: int | None) -> bool:

@@ -30,6 +30,8 @@ _NOT_PUBLIC = (
     ("is_multicast", "multicast address"),
     ("is_reserved", "reserved address"),
     ("is_private", "private address"),
+    # fec0::/10, deprecated but still routed inside some networks; Python counts it as global.
+    ("is_site_local", "site-local address"),
 )
 
 
@@ -74,7 +76,7 @@ def refusal(address: IPAddress, *, allow_private: bool) -> str | None:
     if allow_private:
         return None
     for attribute, reason in _NOT_PUBLIC:
-        if getattr(address, attribute):
+        if getattr(address, attribute, False):  # an IPv4 address has no is_site_local
             return reason
     return None if address.is_global else "non-public address"
 
@@ -94,6 +96,9 @@ def checked_addresses(
     refuses the lot, since a later attempt could be handed that one), and TimeoutError when the
     lookup outlasts `timeout` seconds.
     """
+    if "%" in host:
+        # A zone id picks an interface of this host: never a target's to choose (create refuses it).
+        raise TargetError(f"connection to {host} refused: a zone id names a local interface")
     literal = parse_literal(host)
     if literal is not None:
         addresses = [literal]

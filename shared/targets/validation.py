@@ -13,15 +13,20 @@ URL_FIELD = "target.url"
 HEADERS_FIELD = "target.headers"
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_FORBIDDEN_VALUE = re.compile(r"[\r\n\x00]")
+# Control characters (a tab aside, which a header value may hold): CR and LF would split the request.
+_FORBIDDEN_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# urlsplit drops CR, LF and tabs without a word, so the url sent would not be the url stored; a space
+# would end the request line. Each must be percent-encoded (%20).
+_FORBIDDEN_IN_URL = re.compile(r"[\x00-\x20\x7f]")
 # Framing headers belong to the HTTP client; the delivery headers belong to Sundial.
 _RESERVED = frozenset({"host", "content-length", "transfer-encoding", "connection", "idempotency-key"})
 _RESERVED_PREFIX = "sundial-"
 
 
 def check_http_target(target: HttpTarget, *, allow_private: bool) -> None:
-    """Refuses a url that is not https (plain http only to loopback in the local stack), whose host
-    is a refused literal address, or headers a request cannot carry.
+    """Refuses a url that is not https (plain http only to loopback in the local stack), that holds
+    a space or control character, whose host carries a zone id or is a refused literal address, or
+    headers a request cannot carry.
 
     Raises InvalidInput with field "target.url" or "target.headers".
     """
@@ -41,6 +46,12 @@ def check_http_target(target: HttpTarget, *, allow_private: bool) -> None:
 
 
 def _split(url: str) -> SplitResult:
+    bad = _FORBIDDEN_IN_URL.search(url)
+    if bad is not None:
+        raise InvalidInput(
+            f"target url must not contain {_named(bad.group())}; percent-encode it (a space is %20)",
+            field=URL_FIELD,
+        )
     try:
         parts = urlsplit(url)
         port_ok = parts.port is None or parts.port > 0
@@ -55,7 +66,17 @@ def _split(url: str) -> SplitResult:
         )
     if not port_ok:
         raise InvalidInput(f"target url '{url}' has port 0", field=URL_FIELD)
+    if "%" in parts.hostname:
+        # A zone id ("fe80::1%25eth0") picks a network interface of whichever host sends.
+        raise InvalidInput(
+            f"target url host {parts.hostname!r} carries a zone id or an escape; name the host plainly",
+            field=URL_FIELD,
+        )
     return parts
+
+
+def _named(character: str) -> str:
+    return "a space" if character == " " else f"the control character {character!r}"
 
 
 def _is_loopback_host(host: str) -> bool:
@@ -69,7 +90,10 @@ def _check_headers(headers: dict[str, str]) -> None:
         if not _TOKEN.fullmatch(name):
             raise InvalidInput(f"target header name {name!r} is not a valid HTTP token", field=HEADERS_FIELD)
         if _FORBIDDEN_VALUE.search(value):
-            raise InvalidInput(f"target header {name} must not contain CR, LF or NUL", field=HEADERS_FIELD)
+            raise InvalidInput(
+                f"target header {name} must not contain CR, LF or NUL, nor any other control character",
+                field=HEADERS_FIELD,
+            )
         if lowered in _RESERVED or lowered.startswith(_RESERVED_PREFIX):
             raise InvalidInput(
                 f"target header {name} is set by Sundial and cannot be overridden", field=HEADERS_FIELD

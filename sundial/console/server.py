@@ -2,16 +2,19 @@
 
 The deployed API is IAM-only, and stays so: this process signs each forwarded call with SigV4 from
 the user's AWS credentials (sundial.client.signing), so AWS gains no public surface. Only the
-console's own page may use the forwarder: a call must name this server as its Host (no DNS
-rebinding) and carry the console's header, which no other site can send without a CORS preflight
-that this server never allows.
+console's own page may use the forwarder (sundial.console.guard): a call must name this server as
+its Host (no DNS rebinding) and carry the console's header, which no other site can send without a
+CORS preflight that this server never allows. The path forwarded is the one asked for, normalised:
+no dot segments (not even percent-encoded ones) and no control characters.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from sundial.client.errors import Unauthorized
 from sundial.client.signing import Signer, execute_api_region
 from sundial.console.assets import SECURITY_HEADERS, ConsoleAssets
+from sundial.console.guard import CONSOLE_HEADER, Refusal, SiteGuard
 
 logger = logging.getLogger(__name__)
 StartResponse = Callable[..., Any]
@@ -30,12 +34,14 @@ StartResponse = Callable[..., Any]
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8001
 API_PREFIX = "/api"
-CONSOLE_HEADER = "X-Sundial-Console"
 FORWARD_TIMEOUT_SECONDS = 30.0
 # What the API reads from a request, and what the console reads from an answer.
 _REQUEST_HEADERS = ("Content-Type", "Idempotency-Key")
 _ANSWER_HEADERS = ("Content-Type", "Allow", "Retry-After")
 MAX_BODY_BYTES = 10 * 1024 * 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# What stays as it is in a forwarded path; everything else is percent-encoded again.
+_PATH_SAFE = "/-._~!$&'()*+,;=:@"
 
 
 @dataclass(frozen=True)
@@ -61,22 +67,28 @@ class ConsoleProxy:
 
     def __init__(self, target: Target, allowed_hosts: Iterable[str]) -> None:
         self._target = target
-        self._hosts = {host.lower() for host in allowed_hosts}
+        self._guard = SiteGuard.of(allowed_hosts)
         self._assets = ConsoleAssets(prefix="", api_base=API_PREFIX)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO") or "/")
-        if str(environ.get("HTTP_HOST", "")).lower() not in self._hosts:
-            return _plain(
-                start_response, 421, "Misdirected Request", "this console answers on its own address only"
-            )
+        refusal = self._guard.host_refusal(environ)
+        if refusal is not None:
+            return _refuse(start_response, refusal)
         if path != API_PREFIX and not path.startswith(API_PREFIX + "/"):
             return self._assets(environ, start_response)
-        if environ.get(f"HTTP_{CONSOLE_HEADER.upper().replace('-', '_')}") != "1":
+        refusal = self._guard.cross_site_refusal(environ, console_only=True)
+        if refusal is not None:
+            return _refuse(start_response, refusal)
+        forwarded = forwarded_path(path.removeprefix(API_PREFIX))
+        if forwarded is None or _CONTROL.search(str(environ.get("QUERY_STRING") or "")):
             return _plain(
-                start_response, 403, "Forbidden", f"API calls come from the console page ({CONSOLE_HEADER})"
+                start_response,
+                400,
+                "Bad Request",
+                "the path must not hold '.' or '..' segments, nor it or the query control characters",
             )
-        return self._forward(environ, start_response, path.removeprefix(API_PREFIX) or "/")
+        return self._forward(environ, start_response, forwarded)
 
     def _forward(self, environ: dict[str, Any], start_response: StartResponse, path: str) -> Iterable[bytes]:
         length = int(environ.get("CONTENT_LENGTH") or 0)
@@ -107,6 +119,18 @@ class ConsoleProxy:
         return [answer]
 
 
+def forwarded_path(path: str) -> str | None:
+    """The API path to forward, percent-encoded again, or None when it holds a dot segment or a
+    control character. The server has decoded the path once, so "..%2F" arrives here as "../"."""
+    if _CONTROL.search(path):
+        return None
+    segments = [segment for segment in path.split("/") if segment]  # "//" is one separator
+    if any(segment in (".", "..") for segment in segments):
+        return None
+    normal = "/" + "/".join(segments) + ("/" if path.endswith("/") and segments else "")
+    return urllib.parse.quote(normal, safe=_PATH_SAFE)
+
+
 def _send(
     method: str, url: str, headers: dict[str, str], body: bytes | None
 ) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -128,6 +152,10 @@ def _reason(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return "Unknown"
+
+
+def _refuse(start_response: StartResponse, refusal: Refusal) -> list[bytes]:
+    return _plain(start_response, refusal.status.value, refusal.status.phrase, refusal.message)
 
 
 def _plain(start_response: StartResponse, status: int, reason: str, message: str) -> list[bytes]:
@@ -158,3 +186,6 @@ def build_server(target: Target, port: int = DEFAULT_PORT) -> WSGIServer:
 
 def _placeholder(environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
     raise RuntimeError("the console is served once its port is known")
+
+
+__all__ = ["API_PREFIX", "CONSOLE_HEADER", "ConsoleProxy", "Target", "build_server", "forwarded_path"]
