@@ -54,9 +54,15 @@ def alert_sk(scheduled_at: int, attempt: int) -> str:
 
 
 def due_shard(priority: str, job_id: str) -> str:
-    """Spreads the due index over DUE_SHARDS partitions per priority, stable for a job."""
-    bucket = int.from_bytes(hashlib.blake2b(job_id.encode(), digest_size=2).digest(), "big") % c.DUE_SHARDS
-    return f"{priority}#{bucket}"
+    """Spreads the due index over DUE_SHARDS_WRITTEN partitions per priority, stable for a job."""
+    return f"{priority}#{shard_number(job_id)}"
+
+
+def shard_number(job_id: str) -> int:
+    """A job's shard, the same in every priority: a change of priority moves its row to the same
+    number, whose sent mark covers it alike."""
+    digest = hashlib.blake2b(job_id.encode(), digest_size=2).digest()
+    return int.from_bytes(digest, "big") % c.DUE_SHARDS_WRITTEN
 
 
 def due_key(status: JobStatus, due_at: int) -> str:
@@ -124,8 +130,13 @@ def ahead_attributes(priority: str, job_id: str, due_at: int, token: str) -> dic
     }
 
 
-def sent_until_key() -> dict[str, Any]:
-    return {c.PARTITION_KEY: {"S": c.SENT_UNTIL_KEY}, c.SORT_KEY: {"S": c.SENT_UNTIL_KEY}}
+SENT_MARK_PREFIX = "SHARD#"
+
+
+def sent_mark_key(shard: int | None) -> dict[str, Any]:
+    """A shard's sent mark; None names the one mark of all shards that earlier versions kept."""
+    sort_key = c.SENT_UNTIL_KEY if shard is None else f"{SENT_MARK_PREFIX}{shard}"
+    return {c.PARTITION_KEY: {"S": c.SENT_UNTIL_KEY}, c.SORT_KEY: {"S": sort_key}}
 
 
 def item_to_job(item: dict[str, Any]) -> Job:

@@ -94,13 +94,13 @@ class JobStore(StoreWrites):
         change.condition_values.update({":seen_due_key": seen_due_key, ":now": now_ms})
         return self._settle(Event.RECLAIM, job, placement, run, change)
 
-    def mark_sent_until(self, until_ms: int) -> None:
-        """Records that the tick sent every ahead row's message due up to `until_ms`; never moves
-        back (a slow tick finishing after a faster one leaves the later mark)."""
+    def mark_sent(self, shard: int, until_ms: int) -> None:
+        """Records that the tick sent every ahead row's message of `shard` due up to `until_ms`;
+        never moves back (a slow tick finishing after a faster one leaves the later mark)."""
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key=items.sent_until_key(),
+                Key=items.sent_mark_key(shard),
                 UpdateExpression="SET #until = :until",
                 ConditionExpression="attribute_not_exists(#until) OR #until < :until",
                 ExpressionAttributeNames={"#until": "sent_until"},
@@ -113,7 +113,9 @@ class JobStore(StoreWrites):
     def forget_sends(self) -> None:
         """Drops the tick's record of its sends: the queues that held those messages are gone (a
         local stack started again on its saved state), so the next tick sends them again."""
-        self._client.delete_item(TableName=self._table, Key=items.sent_until_key())
+        marks = self.sent_marks()
+        for shard in [None, *marks.own]:
+            self._client.delete_item(TableName=self._table, Key=items.sent_mark_key(shard))
 
     # --- the worker -------------------------------------------------------------------------------
 
