@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from shared.engine.scheduler import TickReport
 
 logger = logging.getLogger(__name__)
-# Batches waiting for a sender, per sender: claims pause when the senders fall behind, so that at the
-# deadline only this many batches are claimed and not sent.
-QUEUED_BATCHES_PER_SENDER = 2
+# Chunks waiting for a sender, per sender: claims pause when the senders fall behind, so that at the
+# deadline only so many chunks are claimed and not sent.
+QUEUED_CHUNKS_PER_SENDER = 2
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,8 @@ class Marks:
 
 
 class Senders:
-    """Sends the tick's messages on `pool` (a bounded pool of threads), batch by batch, until the
-    deadline; on leaving, waits for the batches under way and hands back what was not sent."""
+    """Sends the tick's messages on `pool` (a bounded pool of threads), a chunk per sender, batch by
+    batch, none started after the deadline; on leaving, waits for the chunks under way."""
 
     def __init__(
         self,
@@ -95,7 +95,7 @@ class Senders:
         report: TickReport,
     ) -> None:
         self._pool = pool
-        self._room = threading.Semaphore(threads * QUEUED_BATCHES_PER_SENDER)
+        self._room = threading.Semaphore(threads * QUEUED_CHUNKS_PER_SENDER)
         self._store, self._dispatcher, self._clock = store, dispatcher, clock
         self._deadline_ms = deadline_ms
         self._marks = marks
@@ -112,25 +112,28 @@ class Senders:
             batch.result()
 
     def send(self, outgoing: Sequence[Outgoing]) -> None:
-        """Queues the messages in batches of one queue each; waits while the senders are behind."""
-        for batch in _batches(outgoing):
-            self._room.acquire()
-            future = self._pool.submit(self._send, batch)
-            future.add_done_callback(lambda _: self._room.release())
-            self._under_way.append(future)
-
-    def _send(self, batch: list[Outgoing]) -> None:
-        if self._deadline_ms is not None and self._clock.now_ms() >= self._deadline_ms:
-            self._report.out_of_time = True
-            self._hand_back(batch)
-            self._report.count("unsent", len(batch))
+        """Queues a chunk of messages for a sender, which sends its batches in order (high's
+        first); waits while the senders are behind."""
+        if not outgoing:
             return
-        failed = {id(message) for message in self._dispatcher.send([o.taken.message for o in batch])}
-        self._hand_back([o for o in batch if id(o.taken.message) in failed])
-        sent = [o for o in batch if id(o.taken.message) not in failed]
-        self._report.count("dispatched", len(sent))
-        self._report.count("sent_ahead", sum(1 for o in sent if not o.taken.claimed))
-        self._report.count("send_failures", len(failed))
+        self._room.acquire()
+        future = self._pool.submit(self._send_chunk, _batches(outgoing))
+        future.add_done_callback(lambda _: self._room.release())
+        self._under_way.append(future)
+
+    def _send_chunk(self, batches: list[list[Outgoing]]) -> None:
+        for batch in batches:
+            if self._deadline_ms is not None and self._clock.now_ms() >= self._deadline_ms:
+                self._report.out_of_time = True
+                self._hand_back(batch)
+                self._report.count("unsent", len(batch))
+                continue
+            failed = {id(message) for message in self._dispatcher.send([o.taken.message for o in batch])}
+            self._hand_back([o for o in batch if id(o.taken.message) in failed])
+            sent = [o for o in batch if id(o.taken.message) not in failed]
+            self._report.count("dispatched", len(sent))
+            self._report.count("sent_ahead", sum(1 for o in sent if not o.taken.claimed))
+            self._report.count("send_failures", len(failed))
 
     def _hand_back(self, unsent: list[Outgoing]) -> None:
         release(self._store, self._clock, [o.taken.message for o in unsent if o.taken.claimed])
