@@ -49,8 +49,13 @@ def shard_count(name: str, default: int) -> int:
     return int(raw)
 
 
-DUE_SHARDS_WRITTEN: Final = shard_count(ENV_DUE_SHARDS, DEFAULT_DUE_SHARDS)
-DUE_SHARDS: Final = max(DUE_SHARDS_WRITTEN, shard_count(ENV_DUE_SHARDS_BEFORE, DUE_SHARDS_WRITTEN))
+def shard_counts() -> tuple[int, int]:
+    """(the count rows are written under, the count readers cover)."""
+    written = shard_count(ENV_DUE_SHARDS, DEFAULT_DUE_SHARDS)
+    return written, max(written, shard_count(ENV_DUE_SHARDS_BEFORE, written))
+
+
+DUE_SHARDS_WRITTEN, DUE_SHARDS = shard_counts()
 
 # The listing index: every job, newest first (KEYS_ONLY, written once at create).
 LIST_INDEX_NAME: Final = "by_created"
