@@ -5,7 +5,6 @@ The deployed stack and the emulator stack are both built from these, so they can
 
 from __future__ import annotations
 
-import os
 from enum import StrEnum
 from typing import Final
 
@@ -29,33 +28,9 @@ TTL_ATTRIBUTE: Final = "expires_at"
 DUE_INDEX_NAME: Final = "due"
 DUE_SHARD_ATTRIBUTE: Final = "due_shard"  # "<priority>#<n>", n in range(DUE_SHARDS)
 DUE_KEY_ATTRIBUTE: Final = "due_key"  # "<13-digit epoch ms>#run", "...#lease" or "...#ahead#<token>"
-# The shard count is a deployment setting (every function gets the same environment). A row is
-# written under DUE_SHARDS_WRITTEN; after a change, rows written under the previous count stay in
-# their shards until a write moves them, so readers cover both counts: DUE_SHARDS is every shard a
-# row may be in (docs/design.md, "The tick", says when the previous count may go).
-ENV_DUE_SHARDS: Final = "SUNDIAL_DUE_SHARDS"
-ENV_DUE_SHARDS_BEFORE: Final = "SUNDIAL_DUE_SHARDS_BEFORE"
-DEFAULT_DUE_SHARDS: Final = 8
+# Shards per priority by default; the count is a deployment setting (ENV_DUE_SHARDS).
+DUE_SHARDS: Final = 8
 MAX_DUE_SHARDS: Final = 256
-
-
-def shard_count(name: str, default: int) -> int:
-    """A shard count from the environment; an invalid one stops the function at its start."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_DUE_SHARDS:
-        raise ValueError(f"{name} must be a whole number from 1 to {MAX_DUE_SHARDS}, not {raw!r}")
-    return int(raw)
-
-
-def shard_counts() -> tuple[int, int]:
-    """(the count rows are written under, the count readers cover)."""
-    written = shard_count(ENV_DUE_SHARDS, DEFAULT_DUE_SHARDS)
-    return written, max(written, shard_count(ENV_DUE_SHARDS_BEFORE, written))
-
-
-DUE_SHARDS_WRITTEN, DUE_SHARDS = shard_counts()
 
 # The listing index: every job, newest first (KEYS_ONLY, written once at create).
 LIST_INDEX_NAME: Final = "by_created"
@@ -143,6 +118,9 @@ ENV_ALLOW_PRIVATE_TARGETS: Final = "SUNDIAL_ALLOW_PRIVATE_TARGETS"
 ENV_EXTRA_LEAD_SECONDS: Final = "SUNDIAL_EXTRA_LEAD_SECONDS"
 ENV_PRECISION: Final = "SUNDIAL_PRECISION"
 ENV_HISTORY: Final = "SUNDIAL_HISTORY"
+# The due index's shard count, and the count before a change (readers cover both until rows moved).
+ENV_DUE_SHARDS: Final = "SUNDIAL_DUE_SHARDS"
+ENV_DUE_SHARDS_BEFORE: Final = "SUNDIAL_DUE_SHARDS_BEFORE"
 
 
 class Precision(StrEnum):

@@ -104,7 +104,7 @@ class Scheduler:
         report = TickReport()
         now_ms = self._clock.now_ms()
         horizon_ms = now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
-        shards = range(c.DUE_SHARDS)
+        shards = self._store.shards.read
         marks = Marks(self._sent_marks(report), horizon_ms, shards)
         with ThreadPoolExecutor(self._parallelism) as pool, ThreadPoolExecutor(self._senders) as sending:
             rows = self._due_rows(pool, shards, horizon_ms, marks, report)

@@ -86,10 +86,17 @@ class Page:
 
 
 class StoreReads:
-    def __init__(self, client: DynamoDBClient, table_name: str, clock: Clock) -> None:
+    def __init__(
+        self, client: DynamoDBClient, table_name: str, clock: Clock, shards: items.DueShards | None = None
+    ) -> None:
         self._client = client
         self._table = table_name
         self._clock = clock
+        self.shards = shards or items.DueShards()
+
+    @property
+    def _written(self) -> int:
+        return self.shards.written
 
     def get(self, job_id: str) -> Job:
         """The job, read strongly consistent. Raises JobNotFound."""

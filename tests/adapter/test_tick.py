@@ -8,6 +8,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,11 +16,12 @@ from botocore.exceptions import ClientError
 
 from shared import constants as c
 from shared.api.models import JobCreate
+from shared.api.service import JobService
 from shared.clock import FixedClock, format_rfc3339
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.scheduler import PRIORITY_RANK, Scheduler, Taken, TickReport
 from shared.engine.worker import Outcome
-from shared.store import DueRow, items
+from shared.store import DueRow, DueShards, JobStore, items
 from tests.adapter.conftest import Engine, python_target
 
 SECOND = 1000
@@ -203,20 +205,23 @@ def test_two_overlapping_ticks_lose_nothing_and_their_copies_are_dropped_at_the_
     assert all(engine.targets.count(job_id) == 1 for job_id in [*ahead, *claimed])
 
 
-def test_a_changed_shard_count_loses_nothing_while_readers_cover_both_counts(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_changed_shard_count_loses_nothing_while_readers_cover_both_counts(engine: Engine) -> None:
     first_at = engine.clock.now_ms() + 10 * MINUTE
-    monkeypatch.setattr(c, "DUE_SHARDS_WRITTEN", 16)
-    monkeypatch.setattr(c, "DUE_SHARDS", 16)
-    before = ahead_jobs(engine, 30, first_at)
-    assert max(items.shard_number(job_id) for job_id in before) >= 8
-    monkeypatch.setattr(c, "DUE_SHARDS_WRITTEN", 8)  # SUNDIAL_DUE_SHARDS=8, ..._BEFORE=16
-    after = ahead_jobs(engine, 30, first_at + 5 * SECOND)
-    assert max(items.shard_number(job_id) for job_id in after) < 8
+    table = engine.resources.table_name
+    sixteen = JobStore(engine.store._client, table, engine.clock, DueShards(16))
+    service = JobService(sixteen, engine.dispatcher, engine.clock, allow_private_targets=True)
+    before = ahead_jobs(replace(engine, service=service), 30, first_at)
+    assert max(items.shard_number(job_id, 16) for job_id in before) >= 8
+    changed = JobStore(engine.store._client, table, engine.clock, DueShards(8, before=16))
+    service = JobService(changed, engine.dispatcher, engine.clock, allow_private_targets=True)
+    after = ahead_jobs(replace(engine, service=service), 30, first_at + 5 * SECOND)
+    assert {row.job_id for row in engine.index_rows()} == after.keys() | {
+        job_id for job_id in before if items.shard_number(job_id, 16) < 8
+    }  # a reader of the new count alone misses rows
     engine.clock.set(first_at - 30 * SECOND)
+    tick = Scheduler(changed, engine.dispatcher, engine.clock)
 
-    first, second = engine.scheduler.tick(), engine.scheduler.tick()
+    first, second = tick.tick(), tick.tick()
 
     assert (first.sent_ahead, second.sent_ahead) == (60, 0)
     outcomes = run_everything(engine, first_at + 10 * SECOND)

@@ -4,32 +4,42 @@ from __future__ import annotations
 
 import pytest
 
+from functions.settings import Settings
 from shared import constants as c
+from shared.store import DueShards
+
+NAMES = {
+    c.ENV_TABLE_NAME: "jobs",
+    c.ENV_QUEUE_URL_HIGH: "h",
+    c.ENV_QUEUE_URL_MEDIUM: "m",
+    c.ENV_QUEUE_URL_LOW: "l",
+    c.ENV_DEAD_LETTER_QUEUE_URL: "d",
+}
 
 
-def counts(monkeypatch: pytest.MonkeyPatch, shards: str | None, before: str | None) -> tuple[int, int]:
-    for name, value in ((c.ENV_DUE_SHARDS, shards), (c.ENV_DUE_SHARDS_BEFORE, before)):
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value)
-    return c.shard_counts()
+def test_without_a_change_readers_cover_the_written_count() -> None:
+    assert DueShards().read == range(c.DUE_SHARDS)
+    assert DueShards(32).read == range(32)
 
 
-def test_without_settings_rows_are_written_and_read_in_the_default_count(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert counts(monkeypatch, None, None) == (c.DEFAULT_DUE_SHARDS, c.DEFAULT_DUE_SHARDS)
-
-
-@pytest.mark.parametrize(("shards", "before", "expected"), [("16", "8", (16, 16)), ("8", "16", (8, 16))])
+@pytest.mark.parametrize(("written", "before", "read"), [(16, 8, 16), (8, 16, 16)])
 def test_readers_cover_the_larger_of_the_new_and_the_previous_count(
-    monkeypatch: pytest.MonkeyPatch, shards: str, before: str, expected: tuple[int, int]
+    written: int, before: int, read: int
 ) -> None:
-    assert counts(monkeypatch, shards, before) == expected
+    assert DueShards(written, before).read == range(read)
 
 
-@pytest.mark.parametrize("bad", ["0", "-3", "eight", "257", "1.5"])
-def test_a_shard_count_out_of_bounds_is_refused_by_name(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
+@pytest.mark.parametrize(("written", "before"), [(0, None), (257, None), (8, 0), (8, 300)])
+def test_a_count_out_of_bounds_is_refused(written: int, before: int | None) -> None:
+    with pytest.raises(ValueError, match="shard count"):
+        DueShards(written, before)
+
+
+def test_the_functions_read_both_counts_from_their_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {**NAMES, c.ENV_DUE_SHARDS: "8", c.ENV_DUE_SHARDS_BEFORE: "16"}.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings()  # type: ignore[call-arg]
+    assert (settings.due_shards, settings.due_shards_before) == (8, 16)
+    monkeypatch.setenv(c.ENV_DUE_SHARDS, "0")
     with pytest.raises(ValueError, match=c.ENV_DUE_SHARDS):
-        counts(monkeypatch, bad, None)
+        Settings()  # type: ignore[call-arg]
