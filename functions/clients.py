@@ -17,7 +17,7 @@ from botocore.config import Config
 from functions.settings import Settings
 from shared.clock import SystemClock
 from shared.dispatch import Dispatcher, SharedSends
-from shared.store import JobStore
+from shared.store import DueShards, JobStore
 from shared.targets import AwsClients, aws_client_config
 
 if TYPE_CHECKING:
@@ -125,7 +125,9 @@ def aws_clients() -> AwsClients:
 
 @lazy
 def store() -> JobStore:
-    return JobStore(clients().dynamodb(), settings().table_name, SystemClock())
+    config = settings()
+    shards = DueShards(config.due_shards, config.due_shards_before)
+    return JobStore(clients().dynamodb(), config.table_name, SystemClock(), shards)
 
 
 @lazy

@@ -14,7 +14,8 @@ from shared import constants as c
 from shared.clock import SystemClock
 from shared.engine.scheduler import Scheduler, TickReport
 
-# Stop claiming this long before the Lambda times out: the claimed jobs still have to be sent.
+# The tick's deadline, this long before the Lambda times out: the sends under way finish, claimed jobs
+# not sent are released and the sent marks written.
 SAFETY_MARGIN_MS = 10_000
 
 logger = Logger(service=c.METRICS_SERVICE)

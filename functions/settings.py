@@ -28,6 +28,13 @@ class Settings(BaseSettings):
     # and whether a recurring job's successes leave history items.
     precision: c.Precision = Field(default=c.Precision.SECOND, validation_alias=c.ENV_PRECISION)
     history: c.History = Field(default=c.History.ALL, validation_alias=c.ENV_HISTORY)
+    # The due index's shard count, and the count before a change, which readers keep covering.
+    due_shards: int = Field(
+        default=c.DUE_SHARDS, ge=1, le=c.MAX_DUE_SHARDS, validation_alias=c.ENV_DUE_SHARDS
+    )
+    due_shards_before: int | None = Field(
+        default=None, ge=1, le=c.MAX_DUE_SHARDS, validation_alias=c.ENV_DUE_SHARDS_BEFORE
+    )
     # Lambda names the log stream after the execution environment: the worker's identity in run history.
     worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -26,10 +27,12 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from functions import clients
 from shared import constants as c
+from shared import lifecycle
 from shared.clock import SystemClock
 from shared.dispatch import JobMessage
 from shared.engine.worker import AttemptResult, Outcome, Worker
@@ -91,6 +94,7 @@ def record_handler(record: SQSRecord, deadline_ms: int | None = None) -> None:
         # Named here, since the batch only reports the record: its job waits for the redelivery or
         # for its lease, which can be minutes, and whoever looks should find why.
         logger.exception("the delivery failed; SQS delivers it again and the job's lease hands it on")
+        _return_soon(record, message)
         raise
     finally:
         logger.thread_safe_remove_keys(["job_id", "attempt"])
@@ -112,6 +116,30 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
         response = async_process_partial_response(event, in_thread, processor, context)
     return dict(response)
+
+
+def _return_soon(record: SQSRecord, message: JobMessage) -> None:
+    """A failed record comes back after about its job's lease (or at its instant, when it came
+    early), not after the queue's visibility timeout of an hour and a half: held that long, a storm of
+    failing records fills the queue's in-flight cap, and long polling then silently gets nothing.
+    Should the change fail, the record comes back after the queue's timeout, as it did before."""
+    until_due = math.ceil((message.due_at - SystemClock().now_ms()) / 1000)
+    seconds = until_due if until_due > 0 else lifecycle.lease_seconds(message.timeout_seconds)
+    try:
+        clients.clients().sqs().change_message_visibility(
+            QueueUrl=_queue_url(record, message),
+            ReceiptHandle=record.receipt_handle,
+            VisibilityTimeout=min(seconds, c.QUEUE_VISIBILITY_TIMEOUT_SECONDS),
+        )
+    except (ClientError, BotoCoreError):
+        logger.warning("the failed record waits out the queue's visibility timeout", exc_info=True)
+
+
+def _queue_url(record: SQSRecord, message: JobMessage) -> str:
+    """The URL of the queue the record came from (named by its ARN), else of its priority's."""
+    urls = clients.settings().queue_urls
+    name = record.event_source_arn.rsplit(":", 1)[-1]
+    return next((url for url in urls.values() if url.rsplit("/", 1)[-1] == name), urls[message.priority])
 
 
 def _record(result: AttemptResult) -> None:

@@ -152,7 +152,9 @@ class Functions(Construct):
 
 def _environment(table_name: str, queues: JobQueues, settings: Settings) -> dict[str, str]:
     urls = {priority: queue.queue_url for priority, queue in queues.by_priority.items()}
+    shards = {c.ENV_DUE_SHARDS: settings.due_shards, c.ENV_DUE_SHARDS_BEFORE: settings.due_shards_before}
     return {
+        **{name: str(count) for name, count in shards.items() if count is not None},
         c.ENV_TABLE_NAME: table_name,
         c.ENV_QUEUE_URL_HIGH: urls[c.Priority.HIGH],
         c.ENV_QUEUE_URL_MEDIUM: urls[c.Priority.MEDIUM],

@@ -10,7 +10,7 @@ from typing import Any
 
 from constructs import Node
 
-from shared.constants import History, Precision, Priority
+from shared.constants import MAX_DUE_SHARDS, History, Precision, Priority
 
 PREFIX = "sundial:"
 MAX_CONCURRENCY_KEYS: Mapping[Priority, str] = {
@@ -32,6 +32,8 @@ PRECISION_KEY = PREFIX + "precision"
 HISTORY_KEY = PREFIX + "history"
 BILLING_MODE_KEY = PREFIX + "billingMode"
 CAPACITY_KEY = PREFIX + "provisionedCapacity"
+DUE_SHARDS_KEY = PREFIX + "dueShards"
+DUE_SHARDS_BEFORE_KEY = PREFIX + "dueShardsBefore"
 
 BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
@@ -94,6 +96,10 @@ class Settings:
     history: History = History.ALL
     # None: on-demand (the default); a Capacity: provisioned with auto scaling.
     provisioned_capacity: Capacity | None = None
+    # The due index's shards per priority (None: the functions' default), and the count before a
+    # change, which readers keep covering until the rows written under it have moved.
+    due_shards: int | None = None
+    due_shards_before: int | None = None
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -118,6 +124,8 @@ class Settings:
             precision=Precision(_choice(node, PRECISION_KEY, [p.value for p in Precision], "second")),
             history=History(_choice(node, HISTORY_KEY, [h.value for h in History], "all")),
             provisioned_capacity=_capacity(node),
+            due_shards=_shards(node, DUE_SHARDS_KEY),
+            due_shards_before=_shards(node, DUE_SHARDS_BEFORE_KEY),
         )
 
 
@@ -144,6 +152,13 @@ def _concurrency(node: Node, key: str, default: int) -> int:
     value = _integer(node, key, default, minimum=_ESM_CONCURRENCY.start)
     if value not in _ESM_CONCURRENCY:
         raise ValueError(f"context {key}={value}: must be 2-1000 (SQS event source MaximumConcurrency)")
+    return value
+
+
+def _shards(node: Node, key: str) -> int | None:
+    value = _optional_integer(node, key, minimum=1)
+    if value is not None and value > MAX_DUE_SHARDS:
+        raise ValueError(f"context {key}={value}: must be at most {MAX_DUE_SHARDS}")
     return value
 
 

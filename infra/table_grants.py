@@ -37,8 +37,9 @@ TABLE_ACCESS: Mapping[str, TableAccess] = {
         (*_WRITES, "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:Scan"),
         (c.LIST_INDEX_NAME, c.DUE_INDEX_NAME),
     ),
-    # Claims and reclaims what the due index holds; sends owed alerts and clears them.
-    "Scheduler": TableAccess((*_WRITES, "dynamodb:DeleteItem"), (c.DUE_INDEX_NAME,)),
+    # Claims and reclaims what the due index holds; sends owed alerts and clears them; reads its
+    # sent marks, one item per shard, in one query of their partition.
+    "Scheduler": TableAccess((*_WRITES, "dynamodb:DeleteItem", "dynamodb:Query"), (c.DUE_INDEX_NAME,)),
     # Fences, heartbeats and settles one job by its key; clears the alert it sent.
     "Worker": TableAccess((*_WRITES, "dynamodb:DeleteItem")),
 }

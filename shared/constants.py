@@ -28,7 +28,9 @@ TTL_ATTRIBUTE: Final = "expires_at"
 DUE_INDEX_NAME: Final = "due"
 DUE_SHARD_ATTRIBUTE: Final = "due_shard"  # "<priority>#<n>", n in range(DUE_SHARDS)
 DUE_KEY_ATTRIBUTE: Final = "due_key"  # "<13-digit epoch ms>#run", "...#lease" or "...#ahead#<token>"
+# Shards per priority by default; the count is a deployment setting (ENV_DUE_SHARDS).
 DUE_SHARDS: Final = 8
+MAX_DUE_SHARDS: Final = 256
 
 # The listing index: every job, newest first (KEYS_ONLY, written once at create).
 LIST_INDEX_NAME: Final = "by_created"
@@ -119,6 +121,9 @@ ENV_ALLOW_PRIVATE_TARGETS: Final = "SUNDIAL_ALLOW_PRIVATE_TARGETS"
 ENV_EXTRA_LEAD_SECONDS: Final = "SUNDIAL_EXTRA_LEAD_SECONDS"
 ENV_PRECISION: Final = "SUNDIAL_PRECISION"
 ENV_HISTORY: Final = "SUNDIAL_HISTORY"
+# The due index's shard count, and the count before a change (readers cover both until rows moved).
+ENV_DUE_SHARDS: Final = "SUNDIAL_DUE_SHARDS"
+ENV_DUE_SHARDS_BEFORE: Final = "SUNDIAL_DUE_SHARDS_BEFORE"
 
 
 class Precision(StrEnum):

@@ -6,19 +6,20 @@ at once are harmless: the loser of every race gets a failed condition and moves 
 
 A job placed far ahead waits with its token in an ahead row (shared.lifecycle.Placement.waits_ahead):
 the tick sends its message from the row alone, writing nothing to the job, and then records how far
-it has sent (one write a tick for every job). The worker's fence starts it from its waiting status,
-under the lease the row implies. The row stays until a write moves it, so it is also the backstop:
-once its implied lease has passed, the tick looks at the job as it does at any expired lease.
+it has sent, a mark per shard number (a few writes a tick for every job). The worker's fence starts
+it from its waiting status, under the lease the row implies. The row stays until a write moves it,
+so it is also the backstop: once its implied lease has passed, the tick looks at the job as it does
+at any expired lease.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -27,15 +28,18 @@ from shared import lifecycle
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.alerts import send_alert
-from shared.engine.settle import release
+from shared.engine.tick_sends import Marks, Outgoing, Senders, Taken
 from shared.errors import StaleDelivery
 from shared.models import WAITING, Job, JobStatus, Run, RunStatus, RunSummary
-from shared.store import DueRow, JobStore, new_token
+from shared.store import DueRow, JobStore, SentMarks, new_token
 
 logger = logging.getLogger(__name__)
 SECOND_MS = 1000
-# Rows claimed together before their messages go to the sender, which sends while the next are claimed.
+# Rows claimed together before their messages go to the senders, which send while the next are claimed.
 CLAIM_CHUNK = 4 * c.SEND_BATCH_SIZE
+# Sender threads: each SendMessageBatch waits on the network, so a few in parallel multiply the rate.
+SENDERS = 8
+PRIORITY_RANK = {priority: rank for rank, priority in enumerate(c.PRIORITIES)}
 _report_lock = threading.Lock()  # claims run in a pool: counting must not lose an update
 
 
@@ -48,6 +52,7 @@ class TickReport:
     dispatched: int = 0
     sent_ahead: int = 0  # messages of ahead rows, sent without a write
     send_failures: int = 0
+    unsent: int = 0  # messages left at the deadline: released, or their shard's mark held
     lost_races: int = 0
     errors: int = 0  # AWS errors after the SDK's own retries: the job stays due for the next tick
     caught_up: int = 0  # missed occurrences moved by their misfire policy
@@ -63,82 +68,126 @@ class TickReport:
             setattr(self, name, getattr(self, name) + n)
 
 
+@dataclass(frozen=True)
+class Due:
+    """A row read, with where it was read from."""
+
+    row: DueRow
+    priority: c.Priority
+    shard: int
+
+    @property
+    def order(self) -> tuple[int, int, int]:
+        """Earliest first; within one second (SQS delays are whole seconds, so such messages become
+        visible together) high before medium before low."""
+        due_at = self.row.due_at
+        return due_at // SECOND_MS, PRIORITY_RANK[self.priority], due_at
+
+
 class Scheduler:
-    def __init__(self, store: JobStore, dispatcher: Dispatcher, clock: Clock, parallelism: int = 8) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        dispatcher: Dispatcher,
+        clock: Clock,
+        parallelism: int = 8,
+        senders: int = SENDERS,
+    ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
         self._parallelism = parallelism
+        self._senders = senders
 
     def tick(self, deadline_ms: int | None = None) -> TickReport:
-        """One pass over every shard, high priority first. Stops claiming at `deadline_ms`; what is
-        left stays in the index for the next tick."""
+        """One pass over every shard's rows, merged by due time. At `deadline_ms` it stops claiming
+        and sending; what is left stays due for the next tick."""
         report = TickReport()
         now_ms = self._clock.now_ms()
         horizon_ms = now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
-        sent_until = self._sent_until(report)
-        with ThreadPoolExecutor(self._parallelism) as pool, ThreadPoolExecutor(1) as sender:
-            sends: list[Future[None]] = []
-            for priority in c.PRIORITIES:
-                rows = self._due_rows(pool, priority, horizon_ms, report)
-                report.rows_read += len(rows)
-                lateness = _lateness(rows, now_ms, sent_until)
-                report.oldest_lateness_ms = max([report.oldest_lateness_ms, *lateness])
-                for start in range(0, len(rows), CLAIM_CHUNK):
-                    if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
-                        report.out_of_time = True
-                        break
-                    chunk = rows[start : start + CLAIM_CHUNK]
-                    take = partial(self._take, priority=priority, sent_until=sent_until, report=report)
-                    taken = pool.map(partial(take, deadline_ms=deadline_ms), chunk)
-                    # One sender thread keeps the order: high's messages leave before medium's.
-                    sends.append(sender.submit(self._send, [t for t in taken if t is not None], report))
-            for pending in sends:
-                pending.result()
-        self._mark_sent(sent_until, horizon_ms, report)
+        shards = self._store.shards.read
+        marks = Marks(self._sent_marks(report), horizon_ms, shards)
+        with ThreadPoolExecutor(self._parallelism) as pool, ThreadPoolExecutor(self._senders) as sending:
+            rows = self._due_rows(pool, shards, horizon_ms, marks, report)
+            report.rows_read = len(rows)
+            report.oldest_lateness_ms = max([0, *_lateness(rows, now_ms, marks)])
+            args = (self._store, self._dispatcher, self._clock, deadline_ms, marks, report)
+            with Senders(sending, self._senders, *args) as senders:
+                self._take_all(pool, rows, marks, senders, report, deadline_ms)
+            self._mark_sent(pool, marks, report)
         return report
 
-    def _sent_until(self, report: TickReport) -> int | None:
+    def _take_all(
+        self,
+        pool: ThreadPoolExecutor,
+        rows: list[Due],
+        marks: Marks,
+        senders: Senders,
+        report: TickReport,
+        deadline_ms: int | None,
+    ) -> None:
+
+        def take(due: Due) -> Taken | None:
+            return self._take(due.row, due.priority, marks.of(due.shard), report, deadline_ms)
+
+        for start in range(0, len(rows), CLAIM_CHUNK):
+            if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
+                report.out_of_time = True
+                for due in rows[start:]:
+                    if due.row.ahead_token is not None:
+                        marks.hold(due.shard, due.row.due_at)
+                return
+            chunk = rows[start : start + CLAIM_CHUNK]
+            outgoing = []
+            for due, taken in zip(chunk, pool.map(take, chunk), strict=True):
+                if taken is not None:
+                    outgoing.append(Outgoing(taken, due.shard))
+                elif due.row.ahead_token is not None:
+                    marks.hold(due.shard, due.row.due_at)  # not sent: an error, or out of time
+            senders.send(outgoing)
+
+    def _sent_marks(self, report: TickReport) -> SentMarks | None:
         """How far earlier ticks sent ahead rows; None (ahead rows left to the next tick) when unread."""
         try:
-            return self._store.sent_until()
+            return self._store.sent_marks()
         except (ClientError, BotoCoreError):
             logger.warning("tick leaves ahead rows for the next tick", exc_info=True)
             report.count("errors")
             return None
 
-    def _mark_sent(self, sent_until: int | None, horizon_ms: int, report: TickReport) -> None:
-        """Records the horizon as sent, unless some ahead row of it may not have been: then the next
-        tick sends the window again (copies the fence drops) rather than skip a row."""
-        if sent_until is None or report.out_of_time or report.unread_shards or report.send_failures:
-            return
-        try:
-            self._store.mark_sent_until(horizon_ms)
-        except (ClientError, BotoCoreError):
-            logger.warning("tick could not record its sends; the next sends them again", exc_info=True)
-            report.count("errors")
+    def _mark_sent(self, pool: ThreadPoolExecutor, marks: Marks, report: TickReport) -> None:
+        """Moves each shard's mark as far as this tick sent every ahead row of it; a mark not written
+        costs copies (the next tick sends those rows again), never a skipped row."""
 
-    def _send(self, taken: list[Taken], report: TickReport) -> None:
-        failed = {id(message) for message in self._dispatcher.send([t.message for t in taken])}
-        # An ahead row's message left no write behind: nothing to release, the next tick sends it.
-        release(self._store, self._clock, [t.message for t in taken if t.claimed and id(t.message) in failed])
-        report.count("dispatched", len(taken) - len(failed))
-        report.count("sent_ahead", sum(1 for t in taken if not t.claimed and id(t.message) not in failed))
-        report.count("send_failures", len(failed))
+        def mark(shard: int, until_ms: int) -> None:
+            try:
+                self._store.mark_sent(shard, until_ms)
+            except (ClientError, BotoCoreError):
+                logger.warning("tick could not record shard %s's sends; the next sends them again", shard)
+                report.count("errors")
+
+        moved = marks.moved()
+        list(pool.map(mark, moved.keys(), moved.values()))
 
     def _due_rows(
-        self, pool: ThreadPoolExecutor, priority: str, horizon_ms: int, report: TickReport
-    ) -> list[DueRow]:
-        def read(shard: int) -> list[DueRow]:
+        self, pool: ThreadPoolExecutor, shards: range, horizon_ms: int, marks: Marks, report: TickReport
+    ) -> list[Due]:
+        """Every shard's rows, each shard read in due order, merged into one order."""
+
+        def read(priority: c.Priority, shard: int) -> list[Due]:
             try:
-                return list(self._store.due_rows(priority, shard, horizon_ms))
+                found = self._store.due_rows(priority, shard, horizon_ms)
+                return [Due(row, priority, shard) for row in found]
             except (ClientError, BotoCoreError):
                 logger.warning("tick skipped shard %s#%s for the next tick", priority, shard, exc_info=True)
                 report.count("errors")
                 report.count("unread_shards")
+                marks.unread(shard)
                 return []
 
-        return [row for shard_rows in pool.map(read, range(c.DUE_SHARDS)) for row in shard_rows]
+        priorities = [priority for priority in c.PRIORITIES for _ in shards]
+        per_shard = pool.map(read, priorities, [shard for _ in c.PRIORITIES for shard in shards])
+        return list(heapq.merge(*per_shard, key=lambda due: due.order))
 
     def _take(
         self,
@@ -279,24 +328,17 @@ def _lost_run(job: Job, now_ms: int, status: RunStatus) -> RunSummary:
     )
 
 
-@dataclass(frozen=True)
-class Taken:
-    """A message the tick sends: after its claim, or from an ahead row with no write at all."""
-
-    message: JobMessage
-    claimed: bool = True
-
-
 def _claimed(message: JobMessage | None) -> Taken | None:
     return None if message is None else Taken(message)
 
 
-def _lateness(rows: Iterable[DueRow], now_ms: int, sent_until: int | None) -> list[int]:
+def _lateness(rows: Iterable[Due], now_ms: int, marks: Marks) -> list[int]:
     """How late the run times are that nobody has acted on: run rows, and ahead rows never sent."""
-    return [
-        now_ms - row.due_at
-        for row in rows
-        if not (row.is_lease or row.is_alert)
-        and row.due_at <= now_ms
-        and (row.ahead_token is None or (sent_until is not None and row.due_at > sent_until))
-    ]
+    return [now_ms - due.row.due_at for due in rows if due.row.due_at <= now_ms and _unacted(due, marks)]
+
+
+def _unacted(due: Due, marks: Marks) -> bool:
+    row, sent_until = due.row, marks.of(due.shard)
+    if row.is_lease or row.is_alert:
+        return False
+    return row.ahead_token is None or (sent_until is not None and row.due_at > sent_until)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -53,10 +54,36 @@ def alert_sk(scheduled_at: int, attempt: int) -> str:
     return f"{ALERT_PREFIX}{scheduled_at:013d}#{attempt:03d}"
 
 
-def due_shard(priority: str, job_id: str) -> str:
-    """Spreads the due index over DUE_SHARDS partitions per priority, stable for a job."""
-    bucket = int.from_bytes(hashlib.blake2b(job_id.encode(), digest_size=2).digest(), "big") % c.DUE_SHARDS
-    return f"{priority}#{bucket}"
+@dataclass(frozen=True)
+class DueShards:
+    """How the due index is spread: rows are written over `written` shards per priority. After a
+    change of count, the rows written under the count `before` stay in their shards until a write
+    moves them, so readers cover both counts until then."""
+
+    written: int = c.DUE_SHARDS
+    before: int | None = None
+
+    def __post_init__(self) -> None:
+        for count in (self.written, self.written if self.before is None else self.before):
+            if not 1 <= count <= c.MAX_DUE_SHARDS:
+                raise ValueError(f"a shard count must be from 1 to {c.MAX_DUE_SHARDS}, not {count}")
+
+    @property
+    def read(self) -> range:
+        """Every shard a row may be in."""
+        return range(max(self.written, self.before or 0))
+
+
+def due_shard(priority: str, job_id: str, shards: int = c.DUE_SHARDS) -> str:
+    """Spreads the due index over `shards` partitions per priority, stable for a job."""
+    return f"{priority}#{shard_number(job_id, shards)}"
+
+
+def shard_number(job_id: str, shards: int = c.DUE_SHARDS) -> int:
+    """A job's shard, the same in every priority: a change of priority moves its row to the same
+    number, whose sent mark covers it alike."""
+    digest = hashlib.blake2b(job_id.encode(), digest_size=2).digest()
+    return int.from_bytes(digest, "big") % shards
 
 
 def due_key(status: JobStatus, due_at: int) -> str:
@@ -89,7 +116,7 @@ def deserialize(item: dict[str, Any]) -> dict[str, Any]:
     return {name: _deserializer.deserialize(value) for name, value in item.items()}
 
 
-def job_to_item(job: Job, write_id: str) -> dict[str, Any]:
+def job_to_item(job: Job, write_id: str, shards: int = c.DUE_SHARDS) -> dict[str, Any]:
     """A whole job item for its first write; later writes touch only what changes."""
     values: dict[str, Any] = {
         "write_id": write_id,
@@ -104,28 +131,38 @@ def job_to_item(job: Job, write_id: str) -> dict[str, Any]:
     if not job.payload_stored_apart:
         values["payload"] = json.dumps(job.payload)
     if job.due_at is not None and job.status in WAITING and job.token is not None:
-        values.update(ahead_attributes(job.priority, job.id, job.due_at, job.token))
+        values.update(ahead_attributes(job.priority, job.id, job.due_at, job.token, shards))
     elif job.due_at is not None and (job.status in WAITING or job.lease_until is not None):
-        values.update(due_attributes(job.priority, job.id, job.status, job.lease_until or job.due_at))
+        due_at = job.lease_until or job.due_at
+        values.update(due_attributes(job.priority, job.id, job.status, due_at, shards))
     return serialize(values)
 
 
-def due_attributes(priority: str, job_id: str, status: JobStatus, due_at: int) -> dict[str, str]:
+def due_attributes(
+    priority: str, job_id: str, status: JobStatus, due_at: int, shards: int = c.DUE_SHARDS
+) -> dict[str, str]:
     return {
-        c.DUE_SHARD_ATTRIBUTE: due_shard(priority, job_id),
+        c.DUE_SHARD_ATTRIBUTE: due_shard(priority, job_id, shards),
         c.DUE_KEY_ATTRIBUTE: due_key(status, due_at),
     }
 
 
-def ahead_attributes(priority: str, job_id: str, due_at: int, token: str) -> dict[str, str]:
+def ahead_attributes(
+    priority: str, job_id: str, due_at: int, token: str, shards: int = c.DUE_SHARDS
+) -> dict[str, str]:
     return {
-        c.DUE_SHARD_ATTRIBUTE: due_shard(priority, job_id),
+        c.DUE_SHARD_ATTRIBUTE: due_shard(priority, job_id, shards),
         c.DUE_KEY_ATTRIBUTE: ahead_key(due_at, token),
     }
 
 
-def sent_until_key() -> dict[str, Any]:
-    return {c.PARTITION_KEY: {"S": c.SENT_UNTIL_KEY}, c.SORT_KEY: {"S": c.SENT_UNTIL_KEY}}
+SENT_MARK_PREFIX = "SHARD#"
+
+
+def sent_mark_key(shard: int | None) -> dict[str, Any]:
+    """A shard's sent mark; None names the one mark of all shards that earlier versions kept."""
+    sort_key = c.SENT_UNTIL_KEY if shard is None else f"{SENT_MARK_PREFIX}{shard}"
+    return {c.PARTITION_KEY: {"S": c.SENT_UNTIL_KEY}, c.SORT_KEY: {"S": sort_key}}
 
 
 def item_to_job(item: dict[str, Any]) -> Job:
@@ -155,12 +192,12 @@ def item_to_run(item: dict[str, Any]) -> Run:
     return Run.model_validate(deserialize(item))
 
 
-def alert_item(job: Job, run: RunSummary, due_at: int) -> dict[str, Any]:
+def alert_item(job: Job, run: RunSummary, due_at: int, shards: int = c.DUE_SHARDS) -> dict[str, Any]:
     """An owed dead-job alert, in the due index so that the tick sends it if nobody else does."""
     values = {
         c.PARTITION_KEY: job_pk(job.id),
         c.SORT_KEY: alert_sk(run.scheduled_at, run.attempt),
-        c.DUE_SHARD_ATTRIBUTE: due_shard(job.priority, job.id),
+        c.DUE_SHARD_ATTRIBUTE: due_shard(job.priority, job.id, shards),
         c.DUE_KEY_ATTRIBUTE: f"{due_at:013d}#{ALERT_KIND}",
         "run": run.model_dump_json(exclude_none=True),
     }

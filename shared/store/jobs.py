@@ -72,7 +72,7 @@ class JobStore(StoreWrites):
         lease_until = lifecycle.resend_lease(now_ms, job.resent)
         change = x.Change(condition_values={":seen_due_key": seen_due_key, ":now": now_ms})
         change.set(lease_until=lease_until, updated_at=now_ms, resent=job.resent + 1)
-        change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until))
+        change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until, self._written))
         return self._transition(Event.RESEND, job.id, change, token=job.token)
 
     def expire_lease(self, job_id: str, token: str, now_ms: int) -> Job:
@@ -98,13 +98,13 @@ class JobStore(StoreWrites):
         change.condition_values.update({":seen_due_key": seen_due_key, ":now": now_ms})
         return self._settle(Event.RECLAIM, job, placement, run, change)
 
-    def mark_sent_until(self, until_ms: int) -> None:
-        """Records that the tick sent every ahead row's message due up to `until_ms`; never moves
-        back (a slow tick finishing after a faster one leaves the later mark)."""
+    def mark_sent(self, shard: int, until_ms: int) -> None:
+        """Records that the tick sent every ahead row's message of `shard` due up to `until_ms`;
+        never moves back (a slow tick finishing after a faster one leaves the later mark)."""
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key=items.sent_until_key(),
+                Key=items.sent_mark_key(shard),
                 UpdateExpression="SET #until = :until",
                 ConditionExpression="attribute_not_exists(#until) OR #until < :until",
                 ExpressionAttributeNames={"#until": "sent_until"},
@@ -117,7 +117,9 @@ class JobStore(StoreWrites):
     def forget_sends(self) -> None:
         """Drops the tick's record of its sends: the queues that held those messages are gone (a
         local stack started again on its saved state), so the next tick sends them again."""
-        self._client.delete_item(TableName=self._table, Key=items.sent_until_key())
+        marks = self.sent_marks()
+        for shard in [None, *marks.own]:
+            self._client.delete_item(TableName=self._table, Key=items.sent_mark_key(shard))
 
     # --- the worker -------------------------------------------------------------------------------
 
@@ -231,7 +233,7 @@ class JobStore(StoreWrites):
         the index row's shard when the priority changed."""
         fields = items.plain_fields(changes)
         if placement is None and "priority" in changes and job.due_at is not None:
-            fields[c.DUE_SHARD_ATTRIBUTE] = items.due_shard(changes["priority"], job.id)
+            fields[c.DUE_SHARD_ATTRIBUTE] = items.due_shard(changes["priority"], job.id, self._written)
         if fields.get("payload_stored_apart"):
             # A large payload lives in its own item: it and the job change together or not at all.
             put = items.payload_item(job.id, changes["payload"])
@@ -267,7 +269,7 @@ class JobStore(StoreWrites):
             change.remove("cancel_requested")
         if not placement.alert:
             return self._transition(event, job.id, change)
-        alert = items.alert_item(job, run, self._now() + ALERT_GRACE_MS)
+        alert = items.alert_item(job, run, self._now() + ALERT_GRACE_MS, self._written)
         return self._transition(event, job.id, change, put=alert)
 
     def _user_change(
@@ -326,16 +328,22 @@ class JobStore(StoreWrites):
             assert placement.due_at is not None and placement.dispatches_now(now_ms)
             lease_until = lifecycle.queued_lease(placement.due_at, now_ms, job.retry.timeout_seconds)
             change.set(status=JobStatus.QUEUED, token=next_token, lease_until=lease_until)
-            change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until))
+            change.set(
+                **items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until, self._written)
+            )
         elif placement.due_at is not None and placement.waits_ahead(now_ms):
             # Far enough ahead that the tick sends its message without a claim: the token and the
             # lease it will start under are written now, in the write that places it anyway.
             token = new_token()
             change.set(token=token, lease_until=lifecycle.ahead_lease(placement.due_at))
-            change.set(**items.ahead_attributes(job.priority, job.id, placement.due_at, token))
+            ahead = items.ahead_attributes(job.priority, job.id, placement.due_at, token, self._written)
+            change.set(**ahead)
         elif placement.due_at is not None:
             change.set(token=None, lease_until=None)
-            change.set(**items.due_attributes(job.priority, job.id, placement.status, placement.due_at))
+            due = items.due_attributes(
+                job.priority, job.id, placement.status, placement.due_at, self._written
+            )
+            change.set(**due)
         else:
             change.remove("token", "lease_until", c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE)
         return change
@@ -367,7 +375,7 @@ class JobStore(StoreWrites):
         if job.payload_stored_apart:
             self._client.put_item(TableName=self._table, Item=items.payload_item(job.id, job.payload))
         write_id = x.new_write_id()
-        item = items.job_to_item(job, write_id)
+        item = items.job_to_item(job, write_id, self._written)
         if self._put_if(item, x.NOT_EXISTS, None, lambda found: found.get("write_id") == item["write_id"]):
             return job, True
         if idempotency is None:

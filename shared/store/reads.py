@@ -67,16 +67,36 @@ class DueRow:
 
 
 @dataclass(frozen=True)
+class SentMarks:
+    """How far the tick has sent the messages of ahead rows, shard by shard. A shard without a mark
+    of its own starts from the one mark of all shards that earlier versions kept (0 without one):
+    that mark was true of every shard, so the upgrade neither skips nor repeats a send."""
+
+    own: dict[int, int]
+    shared: int = 0
+
+    def of(self, shard: int) -> int:
+        return self.own.get(shard, self.shared)
+
+
+@dataclass(frozen=True)
 class Page:
     jobs: list[Job]
     next_token: str | None
 
 
 class StoreReads:
-    def __init__(self, client: DynamoDBClient, table_name: str, clock: Clock) -> None:
+    def __init__(
+        self, client: DynamoDBClient, table_name: str, clock: Clock, shards: items.DueShards | None = None
+    ) -> None:
         self._client = client
         self._table = table_name
         self._clock = clock
+        self.shards = shards or items.DueShards()
+
+    @property
+    def _written(self) -> int:
+        return self.shards.written
 
     def get(self, job_id: str) -> Job:
         """The job, read strongly consistent. Raises JobNotFound."""
@@ -93,10 +113,27 @@ class StoreReads:
         item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
         return items.item_to_alert(item) if item else None
 
-    def sent_until(self) -> int:
-        """How far the tick has sent the messages of ahead rows (0 before its first such send)."""
-        item = self._client.get_item(TableName=self._table, Key=items.sent_until_key(), ConsistentRead=True)
-        return int(item.get("Item", {}).get("sent_until", {}).get("N", "0"))
+    def sent_marks(self) -> SentMarks:
+        """Every shard's sent mark, in one strongly consistent query of their partition."""
+        partition = items.sent_mark_key(None)[c.PARTITION_KEY]
+        paginator = self._client.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": c.PARTITION_KEY},
+            ExpressionAttributeValues={":pk": partition},
+            ConsistentRead=True,
+        )
+        own: dict[int, int] = {}
+        shared = 0
+        for page in pages:
+            for item in page["Items"]:
+                sort_key, until = item[c.SORT_KEY]["S"], int(item["sent_until"]["N"])
+                if sort_key.startswith(items.SENT_MARK_PREFIX):
+                    own[int(sort_key.removeprefix(items.SENT_MARK_PREFIX))] = until
+                else:
+                    shared = until
+        return SentMarks(own, shared)
 
     def load_payload(self, job: Job) -> Any:
         """The payload, from its own item when it was too large to keep on the job."""

@@ -41,6 +41,11 @@ def hourly(engine: Engine, misfire: str = "run_once") -> tuple[str, int]:
     return job_id, due
 
 
+def sent_until(engine: Engine, job_id: str) -> int:
+    """The sent mark that covers the job's row."""
+    return engine.store.sent_marks().of(items.shard_number(job_id))
+
+
 def index_rows(engine: Engine, job_id: str) -> list[str]:
     return [row.due_key for row in engine.index_rows() if row.job_id == job_id]
 
@@ -72,7 +77,7 @@ def test_the_tick_sends_an_ahead_job_without_writing_to_it_and_once(engine: Engi
     assert (first.claimed, first.sent_ahead, first.dispatched) == (0, 1, 1)
     assert (second.sent_ahead, second.dispatched) == (0, 0)
     assert engine.store.get(job_id) == waiting  # not one write to the job
-    assert engine.store.sent_until() == run_at - 30 * SECOND + HORIZON
+    assert sent_until(engine, job_id) == run_at - 30 * SECOND + HORIZON
     assert engine.sent[-1]["DelaySeconds"] == 30
     engine.clock.set(run_at)
     [result] = engine.run_all()
@@ -104,9 +109,9 @@ def test_ticks_that_read_the_same_mark_send_copies_and_one_of_them_runs(
 ) -> None:
     job_id, run_at = one_off_in(engine, 10)
     engine.clock.set(run_at - 30 * SECOND)
-    mark = engine.store.sent_until()
+    marks = engine.store.sent_marks()
     first = engine.scheduler.tick()
-    monkeypatch.setattr(engine.store, "sent_until", lambda: mark)  # read before the first wrote it
+    monkeypatch.setattr(engine.store, "sent_marks", lambda: marks)  # read before the first wrote it
     second = engine.scheduler.tick()
 
     assert (first.sent_ahead, second.sent_ahead) == (1, 1)
@@ -116,7 +121,7 @@ def test_ticks_that_read_the_same_mark_send_copies_and_one_of_them_runs(
     assert engine.targets.count(job_id) == 1
 
 
-def test_a_failed_send_leaves_the_mark_and_the_next_tick_sends_again(
+def test_a_failed_send_holds_the_mark_below_it_and_the_next_tick_sends_again(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_id, run_at = one_off_in(engine, 10)
@@ -127,7 +132,7 @@ def test_a_failed_send_leaves_the_mark_and_the_next_tick_sends_again(
     failed = engine.scheduler.tick()
 
     assert (failed.sent_ahead, failed.send_failures) == (0, 1)
-    assert engine.store.sent_until() == 0
+    assert sent_until(engine, job_id) < run_at  # held below the row that was not sent
     assert engine.store.get(job_id) == waiting  # nothing to release: it was never claimed
     monkeypatch.undo()
     engine.clock.set(run_at - 10 * SECOND)
@@ -267,7 +272,7 @@ def test_a_local_stack_started_again_sends_again_what_died_with_its_queues(
 
     hand_on_in_flight(dynamodb, engine.resources.table_name, engine.clock)
 
-    assert engine.store.sent_until() == 0
+    assert sent_until(engine, job_id) == 0
     assert engine.scheduler.tick().sent_ahead == 1
     engine.clock.set(run_at)
     assert [r.outcome for r in engine.run_all()] == [Outcome.SUCCEEDED]

@@ -34,6 +34,7 @@ OWNERS = (
     ("functions/worker.py", "worker"),
     ("shared/api/", "api"),
     ("shared/engine/scheduler.py", "scheduler"),
+    ("shared/engine/tick_sends.py", "scheduler"),  # the tick's sender threads
     ("shared/engine/", "worker"),
     # Only the worker calls job targets.
     ("shared/targets/", "worker"),

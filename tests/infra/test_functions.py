@@ -190,7 +190,7 @@ def test_the_api_reads_the_depths_of_the_three_priority_queues_only(synthesised:
 TABLE_ACTIONS = {
     # Scan: GET /stats's census, kept for a bounded age (shared/api/stats.py).
     "api": {"GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem", "Scan"},
-    "scheduler": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"},
+    "scheduler": {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"},  # Query: its sent marks
     "worker": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"},
 }
 INDEXES = {"api": [c.LIST_INDEX_NAME, c.DUE_INDEX_NAME], "scheduler": [c.DUE_INDEX_NAME], "worker": []}

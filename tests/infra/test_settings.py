@@ -132,3 +132,13 @@ def test_an_arn_no_target_can_use_is_refused() -> None:
     role = iam.Role(stack, "R", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     with pytest.raises(ValueError, match="sundial:targetArns"):
         grant_targets(stack, role, ["arn:aws:s3:::bucket"])
+
+
+def test_the_due_shard_counts_are_read_and_bounded() -> None:
+    chosen = _settings({"sundial:dueShards": "32", "sundial:dueShardsBefore": 8})
+    assert (chosen.due_shards, chosen.due_shards_before) == (32, 8)
+    assert (_settings({}).due_shards, _settings({}).due_shards_before) == (None, None)
+    with pytest.raises(ValueError, match="sundial:dueShards=257"):
+        _settings({"sundial:dueShards": 257})
+    with pytest.raises(ValueError, match="sundial:dueShardsBefore"):
+        _settings({"sundial:dueShardsBefore": "0"})

@@ -34,7 +34,11 @@ class Snapshot:
     runs: dict[str, list[Run]] = field(default_factory=lambda: defaultdict(list))
     owed: dict[str, set[tuple[int, int]]] = field(default_factory=lambda: defaultdict(set))
     index: dict[str, list[DueRow]] = field(default_factory=lambda: defaultdict(list))
-    sent_until: int = 0  # how far the tick has sent ahead rows' messages
+    marks: dict[int, int] = field(default_factory=dict)  # how far the tick has sent, per shard
+
+    def sent_until(self, job_id: str) -> int:
+        """How far the tick has sent the ahead rows of the job's shard."""
+        return self.marks.get(items.shard_number(job_id), 0)
 
 
 def read_table(client: Any, table: str) -> Snapshot:
@@ -45,7 +49,8 @@ def read_table(client: Any, table: str) -> Snapshot:
             job_id = item[c.PARTITION_KEY]["S"].removeprefix("JOB#")
             sort_key = item[c.SORT_KEY]["S"]
             if job_id == c.SENT_UNTIL_KEY:
-                snap.sent_until = int(item["sent_until"]["N"])
+                shard = sort_key.removeprefix(items.SENT_MARK_PREFIX)
+                snap.marks[int(shard)] = int(item["sent_until"]["N"])
             elif sort_key == items.JOB_SK:
                 snap.jobs[job_id] = items.item_to_job(item)
             elif sort_key.startswith(items.RUN_PREFIX):

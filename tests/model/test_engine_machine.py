@@ -492,7 +492,7 @@ class EngineMachine(RuleBasedStateMachine):
             if row.expires_at is not None and row.expires_at < now:
                 return True
             if row.ahead_token is not None:  # its message not sent yet
-                return snap.sent_until < row.due_at <= horizon
+                return snap.sent_until(row.job_id) < row.due_at <= horizon
             return not (row.is_lease or row.is_alert) and row.due_at <= horizon
 
         return any(has_work(row) for row in rows)
@@ -543,7 +543,7 @@ class EngineMachine(RuleBasedStateMachine):
                 # missed occurrence; the resend after its lease decides again.
                 continue
             want = checks.misfire_target(job, now)
-            if job.token is not None and (job.due_at or 0) <= before.sent_until:
+            if job.token is not None and (job.due_at or 0) <= before.sent_until(job_id):
                 # Its message went out on time from its ahead row: claimed again after the row's
                 # lease, the occurrence is not a misfire (as a queued job's resend is not).
                 want = job.scheduled_at
