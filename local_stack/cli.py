@@ -58,9 +58,9 @@ def run_emulator(
             print(f"emulator state: restoring {state}", flush=True)
         with signals.doing(tables.restoring if tables is not None else "starting moto"):
             emulator = Emulator("127.0.0.1", port, faults, fault_seed, tables)
-        with signals.doing(f"starting to serve on port {port}"):
-            emulator.start()
+            # Its port accepts connections from here on: a client may take it as started.
             signals.serving()
+        emulator.start()
     except Interrupted as interrupted:
         say(signals.interrupted_line(interrupted, _left_as(state)))
         if emulator is not None:
@@ -71,7 +71,7 @@ def run_emulator(
     if emulator.faults.spec:
         spec, seed = emulator.faults.spec, emulator.faults.seed
         print(f"emulator faults: {spec} (seed {seed}); counts at GET /_sundial/faults", flush=True)
-    signals.stop.wait()
+    signals.wait_for_stop()
     emulator.stop()
     return 0
 

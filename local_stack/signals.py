@@ -21,6 +21,7 @@ from contextlib import contextmanager, suppress
 from types import FrameType
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
+WAKE_SECONDS = 0.2
 Describe = Callable[[], str]
 
 
@@ -71,6 +72,13 @@ class Signals:
     def serving(self) -> None:
         """From now on a signal asks for a graceful stop."""
         self._serving = True
+
+    def wait_for_stop(self) -> None:
+        """Returns once a signal asked for a stop. In steps: the kernel may hand a signal to any
+        thread, and one handed to another thread does not wake the main thread from an untimed
+        wait, so its handler would not run until something else did."""
+        while not self.stop.wait(WAKE_SECONDS):
+            pass
 
     def describe(self) -> str:
         try:

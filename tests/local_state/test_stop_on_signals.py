@@ -1,8 +1,11 @@
-"""SIGTERM and Ctrl-C stop `sundial emulator` and `sundial local` while they restore 100,000 jobs:
-within seconds, saying what they were doing, the directory as it was, and a restart loses nothing."""
+"""SIGTERM and Ctrl-C stop `sundial emulator` and `sundial local` at once: while they restore
+100,000 jobs (saying what they were doing, the directory as it was, a restart losing nothing), and
+while serving, whichever of its threads the kernel hands the signal to."""
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
 import signal
 import subprocess
@@ -85,6 +88,28 @@ def test_ctrl_c_while_sundial_local_waits_for_its_emulator_to_restore_stops_both
     after = large_state.digests(path)
     assert after.pop(directory.LOCAL_LOCK) is not None  # the one file a local stack's claim writes
     assert after == {name: digest for name, digest in before.items() if name != directory.LOCAL_LOCK}
+
+
+def test_sigterm_handed_to_another_thread_than_the_main_one_stops_a_serving_emulator(tmp_path: Path) -> None:
+    port = free_port()
+    emulator = Process("emulator", ["emulator", "--port", str(port), "--ephemeral"], tmp_path)
+    wait_for_port("127.0.0.1", port, 60, emulator.popen)
+    while "emulator state:" not in emulator.output():
+        time.sleep(0.05)
+    pid = emulator.popen.pid
+    others = [int(tid) for tid in os.listdir(f"/proc/{pid}/task") if int(tid) != pid]
+    assert others, "the serving emulator has no thread but its main one"
+
+    started = time.monotonic()
+    assert ctypes.CDLL(None, use_errno=True).tgkill(pid, others[0], signal.SIGTERM) == 0
+    try:
+        emulator.popen.wait(EXIT_SECONDS)
+    except subprocess.TimeoutExpired:
+        emulator.kill()
+        raise AssertionError(f"a SIGTERM to thread {others[0]} left it running:\n{emulator.tail()}") from None
+    assert time.monotonic() - started < EXIT_SECONDS
+    assert emulator.popen.returncode == 0
+    assert "SIGTERM: stopping" in emulator.output()
 
 
 def _emulator(log_dir: Path, state: Path, name: str, port: int | None = None) -> Process:
