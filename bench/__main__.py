@@ -49,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     committed = _committed()
     started = time.monotonic()
     run: dict[str, Any] = {"date": _now(), "machine": machine(), "versions": versions()}
-    document = results.read(RESULTS)
+    path = Path(args.results)
+    document = results.read(path)
     with tempfile.TemporaryDirectory(prefix="sundial-bench-") as temp:
         context = parts.Context(Path(temp), committed.get("figures", []))
         try:
@@ -60,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 figures = [row.as_dict() for row in context.rows.get(part.name, [])]
                 run["seconds"] = round(time.monotonic() - started, 1)
                 document = results.with_part(document, part.name, figures, status, run)
-                results.write(RESULTS, document)
+                results.write(path, document)
         finally:
             processes.end_all()
     measured = {part.name for part in chosen}
@@ -68,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         committed.get("figures", []), document["figures"], measured, chosen == parts.PARTS
     )
     _print(document, measured, changes, time.monotonic() - started)
+    print(f"(details in {path})")
     return 1 if any(document["parts"][name]["status"] == results.FAILED for name in measured) else 0
 
 
@@ -143,7 +145,7 @@ def _print(
         if status["status"] == results.FAILED:
             last_line = status["error"].strip().splitlines()[-1]
             print(f"part {name} FAILED after {status['seconds']:.0f} s: {last_line}")
-    print(f"({seconds:.0f} s; details in bench/{RESULTS.name})")
+    print(f"({seconds:.0f} s)")
 
 
 def _against(change: results.Change | None) -> str:
@@ -166,6 +168,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Sundial's benchmarks.")
     parser.add_argument("--part", help=f"run one part only: {', '.join(parts.NAMES)}")
     parser.add_argument("--list", action="store_true", help="list the parts")
+    parser.add_argument(
+        "--results", default=str(RESULTS), help="the file kept part by part (compared with the committed one)"
+    )
     return parser
 
 
