@@ -5,15 +5,17 @@
   each figure is the median over the rounds of the pair's ratio, state over memory, so that a round
   on a busier moment of the machine weighs on both sides of its own ratio. The goal is within 10 %.
 - The state's size per 10,000 jobs: the log after loading them, and the snapshot it compacts into.
-- Start-up with 100,000 jobs in the state: how long the emulator takes to restore them, and how long
-  `sundial local` takes until its API answers (restore, then the start-up pass over the due index).
+- Start-up with 100,000 jobs in the state: how long the emulator takes to restore them (and to stop
+  after its SIGTERM), and how long `sundial local` takes until its API answers (restore, then the
+  start-up pass over the due index).
 
 The 100,000 jobs are not created through the API (at a few dozen creates a second here, that would
 take most of an hour): a child process loads job items, built by the store's own item code, into an
 emulator on the state directory with BatchWriteItem, so that they pass through the same log, then
 compacts them into a snapshot, as a long-lived directory would be.
 
-Run alone: `python -m bench.local_state`.
+Run alone: `python -m bench.local_state`, or one of its two parts: `make bench PART=local-state`
+(with and without) or `PART=local-state-startup` (size and start-up).
 """
 
 from __future__ import annotations
