@@ -221,7 +221,8 @@ def _emulator_start(state: Path, work: Path, n: int) -> tuple[float, float]:
             raise RuntimeError(f"the emulator stopped with {status}, not 0, after its SIGTERM")
         return ready, time.monotonic() - stopping
     finally:
-        processes.end(process, STOP_SECONDS)
+        if process.returncode is None:
+            processes.end(process, STOP_SECONDS)
 
 
 def _local_start(state: Path, work: Path) -> dict[str, float]:

@@ -14,11 +14,13 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
 GRACE_SECONDS = 10.0
+POLL_SECONDS = 0.05
 _children: list[subprocess.Popen[bytes]] = []
 _lock = threading.Lock()
 
@@ -39,12 +41,12 @@ def adopt(process: subprocess.Popen[Any]) -> None:
 def end(process: subprocess.Popen[Any], grace: float = GRACE_SECONDS) -> int:
     """SIGTERM to the child, SIGKILL to its group after `grace` s (or at once if it exited, for
     what it left in its group). Returns its exit status."""
-    if process.poll() is None:
+    if process.returncode is None:
+        # Signalled and waited for without reaping it: while it is unreaped, its pid (the group's
+        # id) cannot be given to another process, so the SIGKILL below reaches only its group.
         with contextlib.suppress(ProcessLookupError):
-            process.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(grace)
-    # The group id is the child's pid, which the kernel does not reuse while the group has members.
+            os.kill(process.pid, signal.SIGTERM)
+        _exited(process.pid, grace)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     status = process.wait()
@@ -52,6 +54,20 @@ def end(process: subprocess.Popen[Any], grace: float = GRACE_SECONDS) -> int:
         if process in _children:
             _children.remove(process)
     return status
+
+
+def _exited(pid: int, timeout: float) -> bool:
+    """Whether the child exited within `timeout` s, leaving it to be reaped."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:  # reaped already
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_SECONDS)
 
 
 def end_all(grace: float = GRACE_SECONDS) -> None:
