@@ -67,8 +67,9 @@ chaos: $(STAMP)
 	SUNDIAL_CHAOS_JOBS=10000 $(BIN)/python -m pytest tests/chaos -q -s -p no:logging
 	SUNDIAL_MODEL_EXAMPLES=400 SUNDIAL_MODEL_STEPS=50 $(BIN)/python -m pytest tests/model -q -s -p no:logging -o timeout=0
 
+# PART=<name> runs one part of it, its figures alone re-measured (`python -m bench --list` names them).
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(if $(PART),--part $(PART))
 
 synth: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python infra/app.py

@@ -1,188 +1,181 @@
-"""`make bench`: every figure, measured in one run, printed as a table with its spread and its goal,
-and written to bench/results.json with the date, the machine (and its load when the run started)
-and the versions it ran with. Each timing figure is the median of several runs.
+"""`make bench`: every figure, measured part by part (bench/parts.py), printed beside its goal and
+its committed value, and kept in bench/results.json as soon as each part ends (bench/results.py),
+with the date, the machine (and its load when the part started) and the versions. Each timing
+figure is the median of several runs.
 
-Order: the scaling child starts first at a lower CPU priority (it mostly loads its emulator, and
-counts items, not seconds); the timing measurements run meanwhile in the foreground.
+    python -m bench                every part, in order (`make bench`)
+    python -m bench --part NAME    one part (`make bench PART=NAME`), its figures alone replaced
+    python -m bench --list         the parts
+
+A part that fails is recorded as failed, with its error, and the others still run; the bench then
+exits 1. Every child process ends with the bench (bench/processes.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import bench_next_runs, burst, console_page, cost, lateness, local_state, priority, throughput
+from bench import parts, processes, results
 from bench.cost_model import EVENTBRIDGE_SCHEDULER_PER_MILLION
-from bench.harness import Aws, Row, machine, versions
-from bench.stack import Listener, running
+from bench.harness import machine, versions
 
 RESULTS = Path(__file__).with_name("results.json")
-# Jobs at once for `sundial local`, split 10:4:1 (40/16/4): enough for each queue alone to keep the
-# emulator busy, so a burst's drain measures the emulator, and in the deployed split, so it drains
-# in priority order.
-WORKERS = 60
-TICK_SECONDS = 60.0
-SCALING_TIMEOUT_SECONDS = 900
-SCALING_GOAL = 1.1
+ERROR_CHARACTERS = 3000
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.list:
+        for part in parts.PARTS:
+            print(f"{part.name:<22} {part.about}")
+        return 0
+    try:
+        chosen = parts.selected(args.part)
+    except ValueError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
+    processes.install()
+    committed = _committed()
     started = time.monotonic()
-    info = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "versions": versions(),
-    }
-    rows: list[Row] = []
+    run: dict[str, Any] = {"date": _now(), "machine": machine(), "versions": versions()}
+    path = Path(args.results)
+    document = results.read(path)
     with tempfile.TemporaryDirectory(prefix="sundial-bench-") as temp:
-        work = Path(temp)
-        scaling = _start_scaling(work)
+        context = parts.Context(Path(temp), committed.get("figures", []))
         try:
-            in_process = _in_process()
-            rows += in_process
-            rows += _on_local_stack(work, _worker_writes_per_execution(in_process))
-            rows += _local_state(work)
-            rows.append(_console_page(work))
-            rows += _next_runs()
-            rows.append(_scaling_row(scaling, work))
+            if any(part.name == "scaling" for part in chosen) and len(chosen) > 1:
+                parts.start_scaling(context)
+            for part in chosen:
+                status = _run(part, context)
+                figures = [row.as_dict() for row in context.rows.get(part.name, [])]
+                run["seconds"] = round(time.monotonic() - started, 1)
+                document = results.with_part(document, part.name, figures, status, run)
+                results.write(path, document)
         finally:
-            if scaling.poll() is None:
-                scaling.kill()
-    info["seconds"] = round(time.monotonic() - started, 1)
-    _write(info, rows)
-    _print(info, rows)
-    return 0
+            processes.end_all()
+    measured = {part.name for part in chosen}
+    changes = results.compare(
+        committed.get("figures", []), document["figures"], measured, chosen == parts.PARTS
+    )
+    _print(document, measured, changes, time.monotonic() - started)
+    print(f"(details in {path})")
+    return 1 if any(document["parts"][name]["status"] == results.FAILED for name in measured) else 0
 
 
-def _on_local_stack(work: Path, writes_per_execution: float) -> list[Row]:
-    _say("start lateness, priority isolation and bursts on `sundial local` (about 15 min when loaded)")
-    listener = Listener()
+def _run(part: parts.Part, context: parts.Context) -> dict[str, Any]:
+    """Measures one part; its status: ok, or failed with the error's end."""
+    _say(part.about)
+    status: dict[str, Any] = {"date": _now(), "load_average_at_start": list(os.getloadavg())}
+    started = time.monotonic()
     try:
-        with running(work, WORKERS, TICK_SECONDS) as stack:
-            rows = lateness.measure(stack, listener)
-            # Before the flood, whose long jobs would still hold the emulator during the bursts.
-            _say("three bursts of 1,000 jobs due in one second")
-            rows += burst.measure(stack, listener, writes_per_execution)
-            _say("priority isolation: five idle windows, a flood, five flooded windows")
-            rows.append(priority.measure(stack, listener))
-    except Exception:
-        # The log lives in a directory that is about to go: show its end before it does.
-        print((work / "sundial-local.log").read_text(errors="replace")[-4000:], file=sys.stderr)
-        raise
-    finally:
-        listener.stop()
-    return rows
+        context.rows[part.name] = part.measure(context)
+        status["status"] = results.OK
+    except Exception as exc:
+        status["status"] = results.FAILED
+        status["error"] = "".join(traceback.format_exception(exc))[-ERROR_CHARACTERS:]
+        _say(f"{part.name} FAILED: {exc!r} (recorded; the other parts still run)")
+        print(status["error"], file=sys.stderr, flush=True)
+    status["seconds"] = round(time.monotonic() - started, 1)
+    return status
 
 
-def _local_state(work: Path) -> list[Row]:
-    _say("the local stack with and without a state directory; 100,000 jobs in one (about 10 minutes)")
-    return local_state.measure(work / "local-state")
-
-
-def _console_page(work: Path) -> Row:
-    _say("the console's jobs page with 10,000 jobs in headless Chromium (about a minute)")
-    return console_page.measure(work / "console")
-
-
-def _in_process() -> list[Row]:
-    _say("tick throughput and cost on an in-process engine")
-    aws = Aws.start("bench-")
+def _committed() -> dict[str, Any]:
+    """The committed results, which this run is compared with; else the file as it is now."""
+    relative = RESULTS.relative_to(RESULTS.parents[1])
     try:
-        rows = [throughput.measure(aws)]
-        cost_rows, assumptions = cost.measure(aws)
-    finally:
-        aws.stop()
-    for row in cost_rows:
-        row.detail["assumptions"] = assumptions
-    return rows + cost_rows
-
-
-def _worker_writes_per_execution(rows: list[Row]) -> float:
-    """The item writes a worker makes per execution of a one-off sent by a tick, at the
-    defaults, as the cost run counted them (the burst's jobs are such one-offs)."""
-    row = next(r for r in rows if r.name == f"cost: one-off, sent by a tick [{cost.DEFAULT.label}]")
-    calls: dict[str, float] = row.detail["calls_per_execution"]["worker"]
-    writes = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems")
-    return sum(count for operation, count in calls.items() if operation in writes)
-
-
-def _next_runs() -> list[Row]:
-    _say("next_runs per call")
-    figures = bench_next_runs.measure()
-    cron = {"expression": bench_next_runs.CRON, "timezone": bench_next_runs.TIMEZONE}
-    rate = {"expression": "rate(5 minutes)", "timezone": bench_next_runs.TIMEZONE}
-    return [
-        Row(
-            f"next_runs {name.removesuffix('_us')}",
-            round(us, 1),
-            "us",
-            None,
-            None,
-            cron if "cron" in name else rate,
+        shown = subprocess.run(
+            ["git", "show", f"HEAD:{relative}"],
+            cwd=RESULTS.parents[1],
+            capture_output=True,
+            timeout=30,
+            check=True,
         )
-        for name, us in figures.items()
-    ]
+        document: dict[str, Any] = json.loads(shown.stdout)
+        return document
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return results.read(RESULTS)
 
 
-def _start_scaling(work: Path) -> subprocess.Popen[bytes]:
-    log = (work / "scaling.log").open("wb")
-    return subprocess.Popen(
-        [sys.executable, "-m", "bench.scaling", str(work / "scaling.json")],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-
-
-def _scaling_row(process: subprocess.Popen[bytes], work: Path) -> Row:
-    _say("waiting for the scaling child (200,000 jobs to load)")
-    process.wait(SCALING_TIMEOUT_SECONDS)
-    output = work / "scaling.json"
-    if process.returncode != 0 or not output.exists():
-        raise RuntimeError(f"the scaling child failed:\n{(work / 'scaling.log').read_text()[-3000:]}")
-    result: dict[str, Any] = json.loads(output.read_text())
-    ratio = result["ratio"]
-    return Row(
-        "scaling: index items read, 200k / 1k not yet due",
-        round(ratio, 3),
-        "x",
-        f"<= {SCALING_GOAL}",
-        ratio <= SCALING_GOAL,
-        result,
-    )
-
-
-def _write(info: dict[str, Any], rows: list[Row]) -> None:
-    RESULTS.write_text(json.dumps({**info, "figures": [row.as_dict() for row in rows]}, indent=2) + "\n")
-
-
-def _print(info: dict[str, Any], rows: list[Row]) -> None:
-    width = min(100, max(len(row.name) for row in rows))
-    load = info["machine"]["load_average_at_start"]
-    cpus = info["machine"]["cpu_count"] or 1
+def _print(
+    document: dict[str, Any], measured: set[str], changes: list[results.Change], seconds: float
+) -> None:
+    figures = [figure for figure in document["figures"] if figure.get("part") in measured]
+    verdicts = {change.name: change for change in changes}
+    width = min(90, max([len(figure["name"]) for figure in figures] or [10]))
+    info = document["machine"]
+    load, cpus = info["load_average_at_start"], info["cpu_count"] or 1
     print()
-    print(f"Sundial benchmarks, {info['date']}, {info['machine']['uname']}, {cpus} CPUs")
+    print(f"Sundial benchmarks, {document['date']}, {info['uname']}, {cpus} CPUs")
     busy = " (a loaded machine: timing figures are slower than on an idle one)" if load[0] >= cpus else ""
     print(f"load average at start: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}{busy}")
-    print(f"{'figure':<{width}}  {'value':>10}  {'unit':<10} {'goal':<32} {'met':<4} spread")
-    for row in rows:
-        met = "" if row.met is None else ("yes" if row.met else "NO")
+    print(
+        f"{'figure':<{width}}  {'value':>10}  {'unit':<10} {'goal':<24} {'met':<4} {'committed':<24} spread"
+    )
+    for figure in figures:
+        met = "" if figure["met"] is None else ("yes" if figure["met"] else "NO")
+        change = verdicts.get(figure["name"])
+        against = _against(change)
         print(
-            f"{row.name[:width]:<{width}}  {row.value:>10}  {row.unit:<10} {row.goal or '':<32} {met:<4} "
-            f"{row.spread or ''}"
+            f"{figure['name'][:width]:<{width}}  {figure['value']:>10}  {figure['unit']:<10} "
+            f"{figure['goal'] or '':<24} {met:<4} {against:<24} {figure.get('spread') or ''}"
         )
+    _print_cost_assumptions(figures)
+    moved = [
+        change
+        for change in changes
+        if change.verdict in (results.BETTER, results.WORSE, results.NOT_MEASURED)
+    ]
+    if moved:
+        print("moved beyond their spread, against the committed results:")
+        for change in moved:
+            print(f"  {change.describe()}")
+    for name in sorted(measured):
+        status = document["parts"][name]
+        if status["status"] == results.FAILED:
+            last_line = status["error"].strip().splitlines()[-1]
+            print(f"part {name} FAILED after {status['seconds']:.0f} s: {last_line}")
+    print(f"({seconds:.0f} s)")
+
+
+def _against(change: results.Change | None) -> str:
+    if change is None or change.before is None:
+        return "new"
+    return f"{change.verdict} ({change.before:g})"
+
+
+def _print_cost_assumptions(figures: list[dict[str, Any]]) -> None:
+    cost_figures = [figure for figure in figures if "assumptions" in figure.get("detail", {})]
+    if not cost_figures:
+        return
     print(f"EventBridge Scheduler: ${EVENTBRIDGE_SCHEDULER_PER_MILLION:.2f} per million invocations")
-    cost_rows = [row for row in rows if "assumptions" in row.detail]
-    if cost_rows:
-        print("cost assumptions:")
-        for key, value in cost_rows[0].detail["assumptions"].items():
-            print(f"  {key}: {value}")
-    print(f"({info['seconds']:.0f} s; details in bench/{RESULTS.name})")
+    print("cost assumptions:")
+    for key, value in cost_figures[0]["detail"]["assumptions"].items():
+        print(f"  {key}: {value}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description="Sundial's benchmarks.")
+    parser.add_argument("--part", help=f"run one part only: {', '.join(parts.NAMES)}")
+    parser.add_argument("--list", action="store_true", help="list the parts")
+    parser.add_argument(
+        "--results", default=str(RESULTS), help="the file kept part by part (compared with the committed one)"
+    )
+    return parser
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _say(text: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import boto3
 
+from bench import processes
 from bench.harness import Row, percentile
 from bench.stack import running
 from shared import constants as c
@@ -72,7 +73,9 @@ def first_screen_ms(url: str, loads: int) -> list[float]:
     options.binary_location = binary
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
         options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    service = Service(driver_path, popen_kw={"start_new_session": True})
+    driver = webdriver.Chrome(service=service, options=options)
+    processes.adopt(service.process)  # and the browser it started, in its group
     try:
         times = []
         for n in range(loads + 1):  # the first load warms the browser's cache of the modules; not counted
@@ -122,7 +125,8 @@ def measure(work: Path) -> Row:
     # The median is held to the goal; the spread (min, p90, max) is in the detail. Most of each load
     # is the listing's index query, which the emulator answers in time that grows with the table.
     name = "console jobs page, first screen with 10k jobs (median)"
-    return Row(name, round(median, 1), "ms", f"< {GOAL_MS:.0f}", median < GOAL_MS, detail)
+    spread = f"median of {len(times)}, range {min(times):.1f}-{max(times):.1f}"
+    return Row(name, round(median, 1), "ms", f"< {GOAL_MS:.0f}", median < GOAL_MS, detail, spread)
 
 
 if __name__ == "__main__":

@@ -5,22 +5,23 @@
   each figure is the median over the rounds of the pair's ratio, state over memory, so that a round
   on a busier moment of the machine weighs on both sides of its own ratio. The goal is within 10 %.
 - The state's size per 10,000 jobs: the log after loading them, and the snapshot it compacts into.
-- Start-up with 100,000 jobs in the state: how long the emulator takes to restore them, and how long
-  `sundial local` takes until its API answers (restore, then the start-up pass over the due index).
+- Start-up with 100,000 jobs in the state: how long the emulator takes to restore them (and to stop
+  after its SIGTERM), and how long `sundial local` takes until its API answers (restore, then the
+  start-up pass over the due index).
 
 The 100,000 jobs are not created through the API (at a few dozen creates a second here, that would
 take most of an hour): a child process loads job items, built by the store's own item code, into an
 emulator on the state directory with BatchWriteItem, so that they pass through the same log, then
 compacts them into a snapshot, as a long-lived directory would be.
 
-Run alone: `python -m bench.local_state`.
+Run alone: `python -m bench.local_state`, or one of its two parts: `make bench PART=local-state`
+(with and without) or `PART=local-state-startup` (size and start-up).
 """
 
 from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,9 +29,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench import processes
 from bench.harness import Repeated, Row, percentile
 from bench.lateness import lateness_of, run_jobs, wait_for_calls
 from bench.stack import Listener, LocalStack
+from local_stack.child import free_port, wait_for_port
 from local_stack.options import DEFAULT_WORKERS
 
 ROUNDS = 5
@@ -44,16 +47,18 @@ SIZE_JOBS = 10_000
 STARTUP_JOBS = 100_000
 STARTUP_RUNS = 3
 READY_SECONDS = 600.0
+# The emulator stops within a few seconds of its SIGTERM, a restore included; past this it is killed.
+STOP_SECONDS = 30.0
 
 
 def measure(work: Path) -> list[Row]:
-    return _with_and_without(work / "with-and-without") + _size_and_startup(work / "startup")
+    return with_and_without(work / "with-and-without") + size_and_startup(work / "startup")
 
 
 # --- lateness and throughput ----------------------------------------------------------------------
 
 
-def _with_and_without(work: Path) -> list[Row]:
+def with_and_without(work: Path) -> list[Row]:
     listener = Listener()
     runs: dict[str, list[dict[str, float]]] = {"memory": [], "state": []}
     try:
@@ -130,11 +135,13 @@ def _rows(runs: dict[str, list[dict[str, float]]]) -> list[Row]:
 # --- size and start-up ----------------------------------------------------------------------------
 
 
-def _size_and_startup(work: Path) -> list[Row]:
+def size_and_startup(work: Path) -> list[Row]:
     work.mkdir(parents=True)
     state = work / "state"
     loaded = _load(state, work)
-    emulator = Repeated(tuple(_emulator_start(state, work, n) for n in range(STARTUP_RUNS)))
+    starts = [_emulator_start(state, work, n) for n in range(STARTUP_RUNS)]
+    emulator = Repeated(tuple(start for start, _ in starts))
+    stops = Repeated(tuple(stop for _, stop in starts))
     local = _local_start(state, work)
     size = loaded["sizes"][str(SIZE_JOBS)]
     return [
@@ -154,6 +161,12 @@ def _size_and_startup(work: Path) -> list[Row]:
             spread=emulator.describe(2),
         ),
         Row(
+            f"state directory: emulator stop (SIGTERM to exit) with {STARTUP_JOBS:,} jobs",
+            round(stops.median, 2),
+            "s",
+            spread=stops.describe(2),
+        ),
+        Row(
             f"state directory: `sundial local` ready with {STARTUP_JOBS:,} jobs",
             round(local["ready_seconds"], 2),
             "s",
@@ -168,53 +181,48 @@ def _size_and_startup(work: Path) -> list[Row]:
 
 def _load(state: Path, work: Path) -> dict[str, Any]:
     output = work / "load.json"
+    command = [sys.executable, "-m", "bench.local_state_load", str(state), str(output)]
     with (work / "load.log").open("wb") as log:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "bench.local_state_load",
-                str(state),
-                str(output),
-                str(SIZE_JOBS),
-                str(STARTUP_JOBS),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            check=True,
-            timeout=READY_SECONDS,
-        )
+        process = processes.spawn([*command, str(SIZE_JOBS), str(STARTUP_JOBS)], stdout=log, stderr=log)
+    try:
+        process.wait(READY_SECONDS)
+    finally:
+        processes.end(process)
+    if process.returncode != 0:
+        tail = (work / "load.log").read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"loading the state directory failed ({process.returncode}):\n{tail}")
     loaded: dict[str, Any] = json.loads(output.read_text())
     return loaded
 
 
-def _emulator_start(state: Path, work: Path, n: int) -> float:
-    """Seconds from the command to the emulator listening, its tables restored."""
-    from local_stack.child import free_port, wait_for_port
-
+def _emulator_start(state: Path, work: Path, n: int) -> tuple[float, float]:
+    """Seconds from the command to the emulator listening, its tables restored; and from its
+    SIGTERM to its exit."""
     port = free_port()
     started = time.monotonic()
+    command = [
+        sys.executable,
+        "-m",
+        "local_stack.cli",
+        "emulator",
+        "--port",
+        str(port),
+        "--state-dir",
+        str(state),
+    ]
     with (work / f"emulator-{n}.log").open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "local_stack.cli",
-                "emulator",
-                "--port",
-                str(port),
-                "--state-dir",
-                str(state),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        process = processes.spawn(command, stdout=log, stderr=log)
     try:
         wait_for_port("127.0.0.1", port, READY_SECONDS, process)
-        return time.monotonic() - started
+        ready = time.monotonic() - started
+        stopping = time.monotonic()
+        status = processes.end(process, STOP_SECONDS)
+        if status != 0:
+            raise RuntimeError(f"the emulator stopped with {status}, not 0, after its SIGTERM")
+        return ready, time.monotonic() - stopping
     finally:
-        process.terminate()
-        process.wait(30)
+        if process.returncode is None:
+            processes.end(process, STOP_SECONDS)
 
 
 def _local_start(state: Path, work: Path) -> dict[str, float]:

@@ -7,13 +7,13 @@ Run: python -m bench.sleeper PORT
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from bench import processes
 from local_stack.child import free_port
 
 
@@ -34,13 +34,12 @@ class _Sleep(BaseHTTPRequestHandler):
 def sleeper() -> Iterator[str]:
     """A sleeper process on a free loopback port; yields its base URL."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "bench.sleeper", str(port)])
+    process = processes.spawn([sys.executable, "-m", "bench.sleeper", str(port)])
     try:
         time.sleep(1.0)  # it binds at once; a second covers a loaded machine
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        process.wait(10)
+        processes.end(process)
 
 
 def main() -> None:

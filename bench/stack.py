@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Any
 
 import boto3
 
+from bench import processes
 from local_stack.child import free_port
 from local_stack.environment import use_emulator
 
@@ -115,13 +115,14 @@ class LocalStack:
         # In memory unless a figure is about the state directory: runs must not share one.
         args += ["--state-dir", str(state_dir)] if state_dir else ["--ephemeral"]
         with self.log_path.open("ab") as log:
-            self._process = subprocess.Popen(
-                [*command, *args],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            self._process = processes.spawn(
+                [*command, *args], stdout=log, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"}
             )
-        self.endpoint_url = self._wait_ready()
+        try:
+            self.endpoint_url = self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
 
     def _wait_ready(self) -> str:
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -135,13 +136,7 @@ class LocalStack:
         raise RuntimeError(f"sundial local was not ready within {STARTUP_SECONDS:.0f} s")
 
     def stop(self) -> None:
-        if self._process.poll() is None:
-            self._process.terminate()
-        try:
-            self._process.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        processes.end(self._process, STOP_SECONDS)
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(f"{self.url}/jobs", data=json.dumps(body).encode(), method="POST")

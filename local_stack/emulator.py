@@ -10,6 +10,7 @@ sees those faults only as HTTP answers, after its SDK's own retries, exactly as 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
@@ -17,8 +18,9 @@ import logging
 import pickle
 import random
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +42,8 @@ from local_stack.state.tables_on_disk import Restored, TablesOnDisk
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 DEFAULT_PORT = 4566
+# How long a stop waits for a request under way (a snapshot of 100,000 items takes about 3 s).
+STOP_WAIT_SECONDS = 5.0
 logger = logging.getLogger(__name__)
 
 
@@ -62,6 +66,22 @@ class SerialisedApp:
     def _lock_for(self, service: str) -> threading.Lock:
         with self._locks_guard:
             return self._locks.setdefault(service, threading.Lock())
+
+    @contextlib.contextmanager
+    def idle(self, timeout: float) -> Iterator[None]:
+        """Holds every service's lock, so that no request is half-way within; after `timeout` in
+        all, goes on without the locks it could not have."""
+        deadline = time.monotonic() + timeout
+        with self._locks_guard:
+            locks = list(self._locks.values())
+        held = [lock for lock in locks if lock.acquire(timeout=max(0.0, deadline - time.monotonic()))]
+        if len(held) < len(locks):
+            logger.warning("stopping with a request still under way")
+        try:
+            yield
+        finally:
+            for lock in held:
+                lock.release()
 
 
 def _waits(environ: dict[str, Any]) -> bool:
@@ -419,7 +439,8 @@ class Emulator:
                 raise
             moto = persistent
         # Faults outside the lock: a duplicate send or a lost answer is two ordinary requests to moto.
-        self.faults = FaultyApp(SerialisedApp(moto), faults or FaultSpec(), seed)
+        self._serialised = SerialisedApp(moto)
+        self.faults = FaultyApp(self._serialised, faults or FaultSpec(), seed)
         app = self.faults
         self._server: BaseWSGIServer = make_server(
             host, port, app, threaded=True, request_handler=MotoRequestHandler
@@ -437,9 +458,12 @@ class Emulator:
 
     def stop(self) -> None:
         self._server.shutdown()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=STOP_WAIT_SECONDS)
         if self.state is not None:
-            self.state.close()
+            # A request's thread may still be writing the log or a snapshot: closing its file under
+            # it could hand the descriptor to another file before that write lands.
+            with self._serialised.idle(STOP_WAIT_SECONDS):
+                self.state.close()
         if self.faults.spec:
             logger.info("faults injected: %s", self.faults.counts.snapshot())
 

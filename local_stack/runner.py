@@ -11,12 +11,10 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import boto3
@@ -30,6 +28,7 @@ from local_stack.options import LocalOptions, pool_sizes, state_environment
 from local_stack.pollers import QueuePoller
 from local_stack.recovery import hand_on_in_flight
 from local_stack.resources import Resources, ensure_resources
+from local_stack.signals import Interrupted, Signals, say
 from local_stack.state import directory
 from local_stack.state.directory import DirectoryLock, StateError
 from local_stack.state.tables_on_disk import holds_state
@@ -46,23 +45,45 @@ CHILD_CHECK_SECONDS = 1.0
 
 
 def run_local(options: LocalOptions) -> int:
-    """Runs until SIGINT or SIGTERM; returns the exit status. Raises StateError (nothing changed)
-    when the state directory cannot be used."""
-    stop = _stop_on_signals()
+    """Runs until SIGINT or SIGTERM, which also interrupt its start; returns the exit status. Raises
+    StateError (nothing changed) when the state directory cannot be used."""
+    signals = Signals("local").install()
+    try:
+        return _run(options, signals)
+    except Interrupted as interrupted:
+        say(signals.interrupted_line(interrupted, _left_as(options.state_dir)))
+        return interrupted.exit_status
+
+
+def _run(options: LocalOptions, signals: Signals) -> int:
     if options.endpoint_url:
-        return _serve(options, options.endpoint_url, stop, None, recover=False)
-    lock, recover = _claim_state(options.state_dir)
+        return _serve(options, options.endpoint_url, signals, None, recover=False)
+    with signals.doing(f"claiming the state directory {options.state_dir}"):
+        lock, recover = _claim_state(options.state_dir)
     os.environ.update(state_environment(options.state_dir))
     try:
         # Started before any thread exists (see local_stack.child) and stopped last, after the drain.
-        child = _start_emulator()
+        with signals.doing(_starting_emulator(options.state_dir)):
+            child = _start_emulator()
         try:
-            return _serve(options, child.endpoint_url, stop, child, recover)
+            return _serve(options, child.endpoint_url, signals, child, recover)
         finally:
             child.stop()
     finally:
         if lock is not None:
             lock.release()
+
+
+def _starting_emulator(state: Path | None) -> str:
+    if state is None:
+        return "starting its emulator"
+    return f"waiting for its emulator to restore the tables from {state}"
+
+
+def _left_as(state: Path | None) -> str:
+    if state is None:
+        return ""
+    return f"; {state} is left as a crash would leave it: the next start recovers it"
 
 
 def _claim_state(path: Path | None) -> tuple[DirectoryLock | None, bool]:
@@ -91,17 +112,23 @@ def _start_emulator() -> EmulatorProcess:
 def _serve(
     options: LocalOptions,
     endpoint_url: str,
-    stop: threading.Event,
+    signals: Signals,
     child: EmulatorProcess | None,
     recover: bool,
 ) -> int:
     region = use_emulator()
-    resources = _resources(endpoint_url, region)
+    with signals.doing(f"making the table and queues on the emulator at {endpoint_url}"):
+        resources = _resources(endpoint_url, region)
     if recover:
-        _hand_on_in_flight(resources, endpoint_url, region)
+        with signals.doing("handing on the attempts in flight when the last local stack stopped"):
+            _hand_on_in_flight(resources, endpoint_url, region)
     os.environ.update(handler_settings(resources, endpoint_url, allow_private=options.allow_private))
-    api, scheduler, worker = (_handler(name) for name in ("api", "scheduler", "worker"))
-    server = make_server(HOST, options.port, Gateway(api), threaded=True)
+    with signals.doing("loading the handlers and starting the API"):
+        api, scheduler, worker = (_handler(name) for name in ("api", "scheduler", "worker"))
+        server = make_server(HOST, options.port, Gateway(api), threaded=True)
+        # Before any thread of ours starts: from here a signal stops them through `stop`.
+        signals.serving()
+    stop = signals.stop
     threading.Thread(target=server.serve_forever, name="api", daemon=True).start()
     ticker = Ticker(scheduler, options.tick_seconds, region, stop).start()
     pollers = _pollers(resources, endpoint_url, region, options.workers, worker, stop)
@@ -186,17 +213,3 @@ def _shut_down(server: BaseWSGIServer, ticker: Ticker, pollers: list[QueuePoller
 def _url(server: BaseWSGIServer) -> str:
     host, port = server.server_address[:2]
     return f"http://{host!s}:{port}"
-
-
-def _stop_on_signals() -> threading.Event:
-    """SIGINT or SIGTERM asks for a graceful stop; a second one ends the process at once."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set():
-            os._exit(128 + signum)
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    return stop

@@ -55,13 +55,29 @@ class Scan:
         return self.whole_bytes < self.size
 
 
-def scan(path: Path, apply: Callable[[Record], None]) -> Scan:
-    """Hands every whole record to `apply`, in order. Raises CorruptState for a bad record that has
-    whole records after it, and OSError when the file cannot be read."""
+@dataclass
+class Reading:
+    """How far a scan has read its file, for whoever is told the scan was interrupted."""
+
+    path: Path
+    size: int
+    offset: int = 0
+
+    def describe(self) -> str:
+        share = f"{self.offset / self.size:.0%}" if self.size else "all"
+        return f"{self.path.name}, {share} of {self.size / 1e6:.1f} MB read"
+
+
+def scan(path: Path, apply: Callable[[Record], None], reading: Reading | None = None) -> Scan:
+    """Hands every whole record to `apply`, in order, keeping `reading` up to date. Raises
+    CorruptState for a bad record that has whole records after it, and OSError when the file cannot
+    be read."""
     records = whole_bytes = offset = 0
     first_bad: int | None = None
     with path.open("rb") as file:
         for line in file:
+            if reading is not None:
+                reading.offset = offset
             record = decode(line)
             if record is None:
                 first_bad = offset if first_bad is None else first_bad

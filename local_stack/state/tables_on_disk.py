@@ -60,6 +60,8 @@ class TablesOnDisk:
         self._schema: list[dict[str, Any]] = []
         self._log: AppendLog | None = None
         self._snapshot_bytes = 0
+        self._reading: records.Reading | None = None
+        self._restore_started: float | None = None
 
     @classmethod
     def open(cls, path: Path) -> TablesOnDisk:
@@ -71,7 +73,7 @@ class TablesOnDisk:
 
     def restore(self, replay_schema: SchemaReplay) -> Restored:
         """Puts the tables back into moto: snapshot, then log. Raises StateError."""
-        started = time.monotonic()
+        started = self._restore_started = time.monotonic()
         try:
             self._generation, self._snapshot_bytes = self._read_snapshot(replay_schema)
             log_path = self.path / log_name(self._generation)
@@ -81,11 +83,24 @@ class TablesOnDisk:
         except OSError as exc:
             unreadable = f"cannot read {exc.filename}: {exc.strerror}"
             raise StateError(f"state directory {self.path}: {unreadable}") from exc
+        finally:
+            self._reading = None
         torn = self._open_log(log_path, scan)
         self._lock.sign()
+        self._restore_started = None
         log_records = scan.records - 1 if scan else 0
         seconds = time.monotonic() - started
         return Restored(self._generation, tables.count(), log_records, torn, seconds)
+
+    def restoring(self) -> str:
+        """What `restore` is doing now, said when a signal interrupts it."""
+        if self._restore_started is None:
+            return f"opening the state directory {self.path}"
+        seconds = time.monotonic() - self._restore_started
+        if self._reading is None:
+            return f"opening the log of {self.path} for writes ({seconds:.1f} s into the restore)"
+        where = self._reading.describe()
+        return f"restoring the tables from {self.path} ({where}, {seconds:.1f} s in)"
 
     def record(self, record: Record) -> None:
         """Appends one applied write, on disk when this returns. Raises OSError."""
@@ -128,7 +143,7 @@ class TablesOnDisk:
         if not path.exists():
             return 0, 0
         reader = _Reader(path, "snapshot", replay_schema, self._schema)
-        scan = records.scan(path, reader.apply)
+        scan = records.scan(path, reader.apply, self._reading_of(path))
         if scan.torn or reader.generation is None:
             # A snapshot is renamed into place only once whole: a bad tail is damage.
             raise CorruptState(f"{path} ends in a damaged record")
@@ -136,7 +151,11 @@ class TablesOnDisk:
 
     def _read_log(self, path: Path, replay_schema: SchemaReplay) -> records.Scan:
         reader = _Reader(path, "log", replay_schema, self._schema, self._generation)
-        return records.scan(path, reader.apply)
+        return records.scan(path, reader.apply, self._reading_of(path))
+
+    def _reading_of(self, path: Path) -> records.Reading:
+        self._reading = records.Reading(path, path.stat().st_size)
+        return self._reading
 
     def _open_log(self, path: Path, scan: records.Scan | None) -> int:
         """Drops a torn tail and what an interrupted compaction left, then opens the log for appends.
