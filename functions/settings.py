@@ -28,8 +28,17 @@ class Settings(BaseSettings):
     # and whether a recurring job's successes leave history items.
     precision: c.Precision = Field(default=c.Precision.SECOND, validation_alias=c.ENV_PRECISION)
     history: c.History = Field(default=c.History.ALL, validation_alias=c.ENV_HISTORY)
+    # During an upgrade, the filter indexes that are there and backfilled (docs/operations.md); unset
+    # once the upgrade is over: every index.
+    list_indexes: str | None = Field(default=None, validation_alias=c.ENV_LIST_INDEXES)
     # Lambda names the log stream after the execution environment: the worker's identity in run history.
     worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
+
+    @property
+    def ready_indexes(self) -> frozenset[str] | None:
+        if self.list_indexes is None:
+            return None
+        return frozenset(name.strip() for name in self.list_indexes.split(",") if name.strip())
 
     @property
     def queue_urls(self) -> dict[c.Priority, str]:

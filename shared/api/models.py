@@ -9,7 +9,16 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from shared.clock import format_rfc3339
 from shared.constants import Priority
 from shared.lifecycle import waiting_triggers
-from shared.models import DEFAULT_BACKOFF, BackoffSeconds, Job, JobStatus, OverlapPolicy, Run, RunSummary
+from shared.models import (
+    DEFAULT_BACKOFF,
+    BackoffSeconds,
+    Health,
+    Job,
+    JobStatus,
+    OverlapPolicy,
+    Run,
+    RunSummary,
+)
 from shared.schedules import MisfirePolicy
 from shared.targets.models import Target, masked
 
@@ -142,6 +151,13 @@ class JobView(BaseModel):
     last_run: LastRun | None
     created_at: str
     updated_at: str
+    health: Health = Field(
+        default=Health.OK,
+        description="ok; failing: its last attempt failed and a retry waits; dead: its last occurrence died.",
+    )
+    consecutive_failures: int = Field(
+        default=0, description="Occurrences in a row that died; a success resets it."
+    )
     triggers_waiting: int = Field(
         default=0, description="Acknowledged triggers whose runs have not started; each runs in turn."
     )
@@ -176,6 +192,8 @@ class JobView(BaseModel):
             last_run=LastRun.of(job.last_run) if job.last_run else None,
             created_at=format_rfc3339(job.created_at),
             updated_at=format_rfc3339(job.updated_at),
+            health=job.health,
+            consecutive_failures=job.consecutive_failures,
             triggers_waiting=waiting_triggers(job),
             effects=effects or [],
         )
@@ -184,6 +202,8 @@ class JobView(BaseModel):
 class JobList(BaseModel):
     jobs: list[JobView]
     next_token: str | None
+    total: int = Field(description="Jobs that match the filters, as of the listing's first page.")
+    total_is_estimate: bool = Field(description="True when `total` is an estimate, not a count.")
 
 
 class RunView(BaseModel):
