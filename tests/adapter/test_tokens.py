@@ -149,7 +149,7 @@ def refuse_start_keys(dynamodb: Any, every_query: bool = False) -> None:
     refusal = {"Error": {"Code": "ValidationException", "Message": "The provided starting key is invalid"}}
 
     def answer(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-        if not every_query and "ExclusiveStartKey" not in params:
+        if not every_query and b"ExclusiveStartKey" not in params["body"]:  # the request as sent
             return None
         return AWSResponse("https://dynamodb.example", 400, {}, None), refusal
 
