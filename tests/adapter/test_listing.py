@@ -10,7 +10,7 @@ import pytest
 
 from shared import constants as c
 from shared.api.models import JobCreate
-from shared.engine.worker import Outcome
+from shared.engine.worker import AttemptResult, Outcome
 from shared.errors import InvalidInput
 from shared.models import Health, JobStatus
 from shared.store import ListFilter, listing
@@ -28,16 +28,18 @@ def later_jobs(engine: Engine, count: int, **fields: Any) -> list[str]:
 
 def dead_job(engine: Engine) -> str:
     job_id = create(engine, max_retries=0)
-    die_once(engine, job_id)
+    assert die_once(engine, job_id).dead_in_a_row is None  # one-off: its death is JobsDead alone
     return job_id
 
 
-def die_once(engine: Engine, job_id: str) -> None:
+def die_once(engine: Engine, job_id: str) -> AttemptResult:
     """Runs the job's next message, whose target fails: with no retries its occurrence dies."""
     engine.targets.failures[job_id] = 1
     (message,) = (m for m in engine.receive() if m.job_id == job_id)
     engine.clock.set(max(engine.clock.now_ms(), message.due_at))
-    assert engine.worker.process(message).outcome is Outcome.DEAD
+    result = engine.worker.process(message)
+    assert result.outcome is Outcome.DEAD
+    return result
 
 
 def every_page(engine: Engine, wanted: ListFilter, limit: int) -> list[list[str]]:
@@ -189,7 +191,7 @@ def test_a_recurring_job_whose_occurrences_die_is_dead_counted_and_listed_until_
         assert job.due_at is not None
         engine.clock.set(job.due_at - 20 * SECOND)
         engine.scheduler.tick()
-        die_once(engine, view.id)
+        assert die_once(engine, view.id).dead_in_a_row == streak  # the alarm's metric
         job = engine.store.get(view.id)
         # The next occurrence is a minute away: the settle that killed this one queued it.
         assert (job.health, job.consecutive_failures, job.status) == (Health.DEAD, streak, JobStatus.QUEUED)
