@@ -269,3 +269,16 @@ def test_a_listing_index_not_ready_yet_is_not_read(engine: Engine, dynamodb: Any
 
     assert [job.id for job in page.jobs] == [cancelled]
     assert set(used) == {c.LIST_INDEX_NAME}
+
+
+def test_a_triggered_run_that_dies_makes_a_recurring_job_dead_while_its_schedule_goes_on(
+    engine: Engine,
+) -> None:
+    job_id = create(engine, schedule="rate(1 day)", max_retries=0)
+    engine.service.trigger(job_id)
+
+    die_once(engine, job_id)
+
+    job = engine.store.get(job_id)
+    assert (job.health, job.consecutive_failures, job.status) == (Health.DEAD, 1, JobStatus.PENDING)
+    assert [j.id for j in engine.store.list_jobs(ListFilter(health="dead"), 10, None).jobs] == [job_id]
