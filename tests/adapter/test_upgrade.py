@@ -8,6 +8,7 @@ import itertools
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from ulid import ULID
 
 from local_stack.resources import table_definition, upgrade_table
@@ -17,6 +18,7 @@ from shared.models import Health, Job, JobStatus, RunSummary
 from shared.store import JobStore, ListFilter, items
 from shared.store.upgrade import LISTING_KEYS, backfill_listing
 from shared.targets.models import PythonTarget
+from sundial.cli import cli
 
 NOW = 1_900_000_000_000
 _tables = itertools.count()
@@ -176,3 +178,18 @@ def test_a_job_that_changes_during_the_backfill_gets_the_keys_of_its_new_state(
     assert changed
     assert target.id in listed(store, ListFilter(status="cancelled"))
     assert target.id not in listed(store, ListFilter(status="pending"))
+
+
+def test_the_cli_backfills_a_table_in_segments_and_says_how_far_it_went(
+    dynamodb: Any, aws: dict[str, Any], old_table: tuple[str, list[Job]]
+) -> None:
+    name, jobs = old_table
+    args = ["upgrade-listing", "--table", name, "--segments", "3", "--endpoint-url", aws["endpoint_url"]]
+
+    result = CliRunner().invoke(cli, [*args, "--region", aws["region_name"]])
+
+    assert result.exit_code == 0, result.output
+    assert (
+        result.output.splitlines()[-1] == f"done: {len(jobs) * 2 + 1} items read, {len(jobs)} jobs given keys"
+    )
+    assert backfill_listing(dynamodb, name).written == 0
