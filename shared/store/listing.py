@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared import constants as c
 from shared.errors import InvalidInput
-from shared.models import Health, Job
+from shared.models import Health, Job, JobStatus
 from shared.store import items
 
 if TYPE_CHECKING:
@@ -83,6 +83,10 @@ def plan(wanted: ListFilter, ready: frozenset[str]) -> Plan:
         choices.append((c.NAME_INDEX_NAME, [items.name_key(wanted.name_prefix)]))
     if wanted.status is not None:
         choices.append((c.STATUS_INDEX_NAME, [wanted.status]))
+        # Without the status index, the jobs that are dead or failed are among the unhealthy ones.
+        if wanted.status in (JobStatus.DEAD, JobStatus.FAILED):
+            health = [dead] if wanted.status == JobStatus.DEAD else [failing, dead]
+            choices.append((c.HEALTH_INDEX_NAME, health))
     if wanted.priority is not None:
         choices.append((c.PRIORITY_INDEX_NAME, [wanted.priority]))
     # The name index keys on a prefix of the name; each other index decides its own filter.
@@ -90,7 +94,8 @@ def plan(wanted: ListFilter, ready: frozenset[str]) -> Plan:
     for index, values in choices:
         if index in ready:
             partitions = tuple(items.list_partition(value, shard) for value in values for shard in shards)
-            return Plan(index, partitions, len(choices) == 1 and not refined)
+            exact = index == choices[0][0] and len({name for name, _ in choices}) == 1 and not refined
+            return Plan(index, partitions, exact)
     everything = tuple(items.list_partition("JOBS", shard) for shard in shards)
     if c.LIST_INDEX_NAME not in ready:  # jobs written before the index was sharded
         everything += (items.LIST_PK,)

@@ -1,11 +1,11 @@
 """The backfill that moves jobs written before the sharded listing indexes onto them.
 
 Every write since gives a job its listing keys itself (items.index_moves); this gives them to the
-jobs written before: a Scan of the table, and for each job item whose keys are not yet what
-items.listing_attributes says, one UpdateItem of those keys alone, conditional on the job's version
-read, so that it never writes keys from a state the job has left (on a failed condition it reads the
-job again and decides again). It changes no field a job's reader sees, and it can stop at any point:
-run again, it writes only what is still missing, and `start` skips the part of the table already done
+jobs written before, and their health (dead when their last occurrence died): a Scan of the table,
+and for each job item whose keys are not yet what items.listing_attributes says, one UpdateItem of
+those alone, conditional on the job's version read, so that it never writes keys from a state the
+job has left (on a failed condition it reads the job again and decides again). It can stop at any
+point: run again, it writes only what is still missing, and `start` skips the part of the table done
 (docs/operations.md, "Upgrading the listing indexes").
 """
 
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared import constants as c
+from shared.models import Health, Job, RunStatus
 from shared.store import items
 from shared.store.writes import is_condition_failure
 
@@ -71,8 +72,10 @@ def backfill_listing(
 def _give_keys(client: DynamoDBClient, table: str, item: dict[str, Any]) -> bool:
     """True when this call wrote the job's keys; False when they were right already."""
     for _ in range(ROUNDS):
-        wanted = items.serialize(items.listing_attributes(items.item_to_job(item)))
-        stale = [name for name in LISTING_KEYS if item.get(name) != wanted.get(name)]
+        job = _with_health(items.item_to_job(item), item)
+        wanted = items.serialize({**items.listing_attributes(job), **_health_of(job, item)})
+        derived = ("health", "consecutive_failures") if "health" in wanted else ()
+        stale = [name for name in (*LISTING_KEYS, *derived) if item.get(name) != wanted.get(name)]
         if not stale:
             return False
         try:
@@ -88,6 +91,20 @@ def _give_keys(client: DynamoDBClient, table: str, item: dict[str, Any]) -> bool
             return False
         item = found["Item"]
     raise RuntimeError(f"job '{_job_id(item)}' kept changing during the backfill; run it again")
+
+
+def _with_health(job: Job, item: dict[str, Any]) -> Job:
+    """A job written before health was kept: dead when its last occurrence died (one in a row, as
+    far as anything tells), ok otherwise."""
+    if "health" in item or job.last_run is None or job.last_run.status is not RunStatus.DEAD:
+        return job
+    return job.model_copy(update={"health": Health.DEAD, "consecutive_failures": 1})
+
+
+def _health_of(job: Job, item: dict[str, Any]) -> dict[str, Any]:
+    if "health" in item or job.health is Health.OK:
+        return {}
+    return {"health": job.health, "consecutive_failures": job.consecutive_failures}
 
 
 def _request(item: dict[str, Any], wanted: dict[str, Any], stale: list[str]) -> dict[str, Any]:

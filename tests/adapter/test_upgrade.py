@@ -35,10 +35,12 @@ SHAPES = [
 def old_item(job: Job) -> dict[str, Any]:
     """The job as the release before wrote it: one listing partition, no filter keys."""
     item = items.job_to_item(job, "w0")
-    for name in LISTING_KEYS:
+    for name in (*LISTING_KEYS, "health", "consecutive_failures"):  # none of these existed
         item.pop(name, None)
     item[c.LIST_PARTITION_ATTRIBUTE] = {"S": items.LIST_PK}
     item[c.LIST_SORT_ATTRIBUTE] = {"S": job.id}
+    if job.last_run is not None:  # written by the settle that ended the attempt
+        item["last_run"] = {"S": job.last_run.model_dump_json()}
     return item
 
 
@@ -91,14 +93,19 @@ FILTERS = [
     ListFilter(status="pending", priority="high"),
     ListFilter(priority="low"),
     ListFilter(health="dead"),
+    ListFilter(status="dead", priority="high"),
     ListFilter(name_prefix="report-"),
     ListFilter(name_prefix="rep", status="succeeded"),
 ]
 
 
 def expected(jobs: list[Job], wanted: ListFilter) -> list[str]:
+    """What the listing must answer once upgraded: a job whose last occurrence died is dead."""
     newest_first = sorted(jobs, key=lambda job: job.id, reverse=True)
-    return [job.id for job in newest_first if wanted.matches(job)]
+    upgraded = [
+        job.model_copy(update={"health": Health.DEAD}) if job.last_run else job for job in newest_first
+    ]
+    return [job.id for job in upgraded if wanted.matches(job)]
 
 
 def test_an_upgraded_table_lists_every_old_job_by_every_filter(
@@ -106,6 +113,7 @@ def test_an_upgraded_table_lists_every_old_job_by_every_filter(
 ) -> None:
     name, jobs = old_table
     store = JobStore(dynamodb, name, FixedClock(NOW))
+    without_status = frozenset({c.LIST_INDEX_NAME, c.HEALTH_INDEX_NAME})
     # Before: the new code on the old table reads the old partition, filters on the items.
     assert listed(store, ListFilter(status="dead"), ready=frozenset()) == expected(
         jobs, ListFilter(status="dead")
@@ -116,8 +124,13 @@ def test_an_upgraded_table_lists_every_old_job_by_every_filter(
     assert added == list(c.FILTER_INDEXES)
     for wanted in FILTERS:
         assert listed(store, wanted) == expected(jobs, wanted), wanted
-    assert store.get(jobs[0].id).health is Health.OK  # old items hold no health: read as ok
+    assert store.get(jobs[0].id).health is Health.DEAD  # its last occurrence died: given its health
+    assert store.get(jobs[1].id).health is Health.OK  # old items hold no health: read as ok
     assert backfill_listing(dynamodb, name).written == 0  # run again: nothing left to write
+    # A deployment without the status index finds the dead among the unhealthy.
+    assert listed(store, ListFilter(status="dead"), without_status) == expected(
+        jobs, ListFilter(status="dead")
+    )
 
 
 def test_the_backfill_goes_on_from_where_a_crash_stopped_it(
