@@ -202,8 +202,9 @@ class JobView(BaseModel):
 class JobList(BaseModel):
     jobs: list[JobView]
     next_token: str | None
-    total: int = Field(description="Jobs that match the filters, as of the listing's first page.")
-    total_is_estimate: bool = Field(description="True when `total` is an estimate, not a count.")
+    # Optional for a client reading a server from before 1.1, which answers neither; this one always does.
+    total: int | None = Field(default=None, description="Jobs that match the filters, as of the first page.")
+    total_is_estimate: bool | None = Field(default=None, description="True when `total` is an estimate.")
 
 
 class RunView(BaseModel):
