@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from ulid import ULID
 
-from local_stack.resources import table_definition, upgrade_table
+from local_stack.resources import ensure_resources, table_definition, upgrade_table
 from shared import constants as c
 from shared.clock import FixedClock
 from shared.models import Health, Job, JobStatus, RunSummary
@@ -206,3 +206,25 @@ def test_the_cli_backfills_a_table_in_segments_and_says_how_far_it_went(
         result.output.splitlines()[-1] == f"done: {len(jobs) * 2 + 1} items read, {len(jobs)} jobs given keys"
     )
     assert backfill_listing(dynamodb, name).written == 0
+
+
+def test_the_local_stack_upgrades_a_table_saved_by_the_release_before_when_it_starts(
+    dynamodb: Any, sqs: Any
+) -> None:
+    prefix = f"old-{next(_tables)}-"
+    name = prefix + c.TABLE_NAME
+    dynamodb.create_table(**table_definition(name, filter_indexes=0))
+    jobs = [old_job(n, *shape) for n, shape in enumerate(SHAPES[:5])]
+    for job in jobs:
+        dynamodb.put_item(TableName=name, Item=old_item(job))
+
+    ensure_resources(dynamodb, sqs, prefix=prefix)
+
+    indexes = dynamodb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]
+    assert {index["IndexName"] for index in indexes} == {
+        c.DUE_INDEX_NAME,
+        c.LIST_INDEX_NAME,
+        *c.FILTER_INDEXES,
+    }
+    store = JobStore(dynamodb, name, FixedClock(NOW))
+    assert listed(store, ListFilter(priority="high")) == expected(jobs, ListFilter(priority="high"))
