@@ -186,7 +186,7 @@ class Lister:
         """Up to `need` ids, newest first across partitions. A row is taken once no partition may
         still hold a newer one: each partition's unread rows are older than the last row read from
         it, so only a partition whose last row read is newer than the best row at hand is read on.
-        Each read asks for the page's share of what is left, so a partition's rows read and not
+        Each read asks for the page's share per partition, so a partition's rows read and not
         taken (the page's overhead) are never more than that share."""
         taken: list[str] = []
         while len(taken) < need:
@@ -200,7 +200,7 @@ class Lister:
                 and (best is None or cursor.read_from is None or cursor.read_from > best.ahead[0])
             ]
             if blocking:
-                self._read_ahead(blocking, max(1, (need - len(taken)) // len(cursors)))
+                self._read_ahead(blocking, max(1, need // len(cursors)))
                 continue
             if best is None:
                 break
@@ -236,49 +236,45 @@ class Lister:
 
     def _total(self, the_plan: Plan) -> tuple[int, bool]:
         """Rows in the plan's partitions: counted while there are at most EXACT_TOTAL_UP_TO of them;
-        beyond, each partition's count of its newest rows stretched over its age (ids hold their
-        creation instant), which assumes creates spread evenly over time."""
+        beyond, each partition's count of its newest rows stretched over the partitions' age (ids
+        hold their creation instant; the shards of a hash span the same years, so one partition's
+        oldest row stands for all), which assumes creates spread evenly over time."""
         share = max(1, EXACT_TOTAL_UP_TO // len(the_plan.partitions))
-        attribute = the_plan.key_attribute
-        total, estimate = 0, False
+        total, cut = 0, []
         for partition in the_plan.partitions:
-            counted, last = self._count(the_plan.index, attribute, partition, share)
-            if last is None:
-                total += counted
-                continue
-            estimate = True
-            total += self._stretch(the_plan.index, attribute, partition, counted, last)
-        return total, estimate
+            counted, last = self._count(the_plan, partition, share)
+            total += counted
+            if last is not None:
+                cut.append((partition, counted, last))
+        if not cut:
+            return total, False
+        oldest = self._oldest(the_plan, cut[0][0])
+        for _, counted, last in cut:
+            span = max(1, self._now_ms - ulid_ms(last))
+            total += max(0, round(counted * (self._now_ms - oldest) / span) - counted)
+        return total, True
 
-    def _count(self, index: str, attribute: str, partition: str, limit: int) -> tuple[int, str | None]:
+    def _count(self, the_plan: Plan, partition: str, limit: int) -> tuple[int, str | None]:
         response = self._client.query(
-            TableName=self._table,
-            IndexName=index,
-            KeyConditionExpression="#p = :p",
-            ExpressionAttributeNames={"#p": attribute},
-            ExpressionAttributeValues={":p": {"S": partition}},
-            ScanIndexForward=False,
-            Select="COUNT",
-            Limit=limit,
+            **self._partition(the_plan, partition), ScanIndexForward=False, Select="COUNT", Limit=limit
         )
         last = response.get("LastEvaluatedKey")
         return int(response["Count"]), last[c.LIST_SORT_ATTRIBUTE]["S"] if last else None
 
-    def _stretch(self, index: str, attribute: str, partition: str, counted: int, last: str) -> int:
-        oldest = self._client.query(
-            TableName=self._table,
-            IndexName=index,
-            KeyConditionExpression="#p = :p",
-            ExpressionAttributeNames={"#p": attribute},
-            ExpressionAttributeValues={":p": {"S": partition}},
-            ScanIndexForward=True,
-            Limit=1,
-        )["Items"]
-        if not oldest:
-            return counted
-        first_ms = ulid_ms(oldest[0][c.LIST_SORT_ATTRIBUTE]["S"])
-        span_counted = max(1, self._now_ms - ulid_ms(last))
-        return max(counted, round(counted * (self._now_ms - first_ms) / span_counted))
+    def _oldest(self, the_plan: Plan, partition: str) -> int:
+        rows = self._client.query(**self._partition(the_plan, partition), ScanIndexForward=True, Limit=1)[
+            "Items"
+        ]
+        return ulid_ms(rows[0][c.LIST_SORT_ATTRIBUTE]["S"]) if rows else self._now_ms
+
+    def _partition(self, the_plan: Plan, partition: str) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "IndexName": the_plan.index,
+            "KeyConditionExpression": "#p = :p",
+            "ExpressionAttributeNames": {"#p": the_plan.key_attribute},
+            "ExpressionAttributeValues": {":p": {"S": partition}},
+        }
 
 
 def ulid_ms(value: str) -> int:
