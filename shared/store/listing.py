@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from shared import constants as c
 from shared.errors import InvalidInput
-from shared.models import Health, Job, JobStatus
+from shared.models import Job
 from shared.store import items
+from shared.store.list_plan import ListFilter, Plan, plan
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -34,72 +35,9 @@ EXTRA_READS = 1000
 READ_SECONDS = 5.0
 # `total` is exact up to this many index rows counted; above it, an estimate marked as one.
 EXACT_TOTAL_UP_TO = 1000
+__all__ = ["ListFilter", "Listed", "Lister", "Plan", "not_issued", "plan", "ulid_ms"]
 _ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-
-@dataclass(frozen=True)
-class ListFilter:
-    status: str | None = None
-    priority: str | None = None
-    health: str | None = None
-    name_prefix: str | None = None
-    name: str | None = None  # a case-insensitive substring: checked on the items, never indexed
-
-    def matches(self, job: Job) -> bool:
-        health_ok = self.health is None or (
-            job.health.value == self.health or (self.health == Health.FAILING and job.health is Health.DEAD)
-        )
-        return (
-            health_ok
-            and (self.status is None or job.status == self.status)
-            and (self.priority is None or job.priority == self.priority)
-            and (self.name_prefix is None or _folded(job.name).startswith(self.name_prefix.casefold()))
-            and (self.name is None or self.name.casefold() in _folded(job.name))
-        )
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The index a listing reads, its partitions, and whether the index alone decides the filter."""
-
-    index: str
-    partitions: tuple[str, ...]
-    exact: bool
-
-    @property
-    def key_attribute(self) -> str:
-        return c.LIST_INDEX_KEYS[self.index]
-
-
-def plan(wanted: ListFilter, ready: frozenset[str]) -> Plan:
-    """The most selective ready index: health, then name prefix, then status, then priority."""
-    shards = range(c.LIST_SHARDS)
-    choices: list[tuple[str, list[str]]] = []
-    dead, failing = Health.DEAD.value, Health.FAILING.value
-    if wanted.health in (dead, failing):  # healthy jobs are not in the index
-        choices.append((c.HEALTH_INDEX_NAME, [dead] if wanted.health == dead else [failing, dead]))
-    if wanted.name_prefix is not None:
-        choices.append((c.NAME_INDEX_NAME, [items.name_key(wanted.name_prefix)]))
-    if wanted.status is not None:
-        choices.append((c.STATUS_INDEX_NAME, [wanted.status]))
-        # Without the status index, the jobs that are dead or failed are among the unhealthy ones.
-        if wanted.status in (JobStatus.DEAD, JobStatus.FAILED):
-            health = [dead] if wanted.status == JobStatus.DEAD else [failing, dead]
-            choices.append((c.HEALTH_INDEX_NAME, health))
-    if wanted.priority is not None:
-        choices.append((c.PRIORITY_INDEX_NAME, [wanted.priority]))
-    # The name index keys on a prefix of the name; each other index decides its own filter.
-    refined = wanted.name is not None or wanted.name_prefix is not None or wanted.health == Health.OK
-    for index, values in choices:
-        if index in ready:
-            partitions = tuple(items.list_partition(value, shard) for value in values for shard in shards)
-            exact = index == choices[0][0] and len({name for name, _ in choices}) == 1 and not refined
-            return Plan(index, partitions, exact)
-    everything = tuple(items.list_partition("JOBS", shard) for shard in shards)
-    if c.LIST_INDEX_NAME not in ready:  # jobs written before the index was sharded
-        everything += (items.LIST_PK,)
-    return Plan(c.LIST_INDEX_NAME, everything, not choices and not refined)
 
 
 @dataclass
@@ -283,10 +221,6 @@ def ulid_ms(value: str) -> int:
     for char in value[:10]:
         instant = instant * 32 + _CROCKFORD.index(char)
     return instant
-
-
-def _folded(name: str | None) -> str:
-    return name.casefold() if name is not None else ""
 
 
 def _start_key(attribute: str, partition: str, job_id: str) -> dict[str, Any]:
