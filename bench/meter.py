@@ -20,7 +20,7 @@ from shared import constants as c
 TABLE_KEYS = (c.PARTITION_KEY, c.SORT_KEY)
 INDEXES = (
     m.Index(c.DUE_INDEX_NAME, (c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE)),
-    m.Index(c.LIST_INDEX_NAME, (c.LIST_PARTITION_ATTRIBUTE, c.LIST_SORT_ATTRIBUTE)),
+    *(m.Index(name, (key, c.LIST_SORT_ATTRIBUTE)) for name, key in c.LIST_INDEX_KEYS.items()),
 )
 ITEM_WRITES = ("PutItem", "UpdateItem", "DeleteItem")
 SQS_SENDS = ("SendMessage", "SendMessageBatch")

@@ -37,7 +37,7 @@ from shared.api.requests import NAME_FILTER_LIMIT
 from shared.api.service import JobService
 from shared.clock import SystemClock
 from shared.errors import InvalidInput, SundialError
-from shared.models import JobStatus
+from shared.models import Health, JobStatus
 
 TITLE, VERSION = "Sundial", "1.0.0"
 DESCRIPTION = (
@@ -82,7 +82,13 @@ JobId = Annotated[
 @clients.lazy
 def _service() -> JobService:
     config = clients.settings()
-    return JobService(clients.store(), clients.dispatcher(), SystemClock(), config.allow_private_targets)
+    return JobService(
+        clients.store(),
+        clients.dispatcher(),
+        SystemClock(),
+        config.allow_private_targets,
+        list_indexes=config.ready_indexes,
+    )
 
 
 @app.post(
@@ -113,12 +119,19 @@ def _location(job_id: str) -> str:
 @app.get(
     "/jobs",
     summary="List jobs",
-    description="Newest first, optionally filtered by status, priority and name. A page may hold "
-    "fewer than `limit` jobs, even none, and still have a `next_token`: the listing ends when "
-    "`next_token` is null.",
+    description="Newest first, optionally filtered by status, priority, health, name prefix and name; "
+    "the filters combine. A page holds fewer than `limit` jobs only when nothing more matches (or when "
+    "a `name` search read its bound: see docs/api.md); the listing ends when `next_token` is null. "
+    "`total` counts the matches, exactly or as an estimate marked by `total_is_estimate`.",
     tags=["jobs"],
     operation_id="list_jobs",
-    responses=doc.answers(OK, JobList, "A page of jobs.", {"jobs": [doc.JOB], "next_token": None}, B),
+    responses=doc.answers(
+        OK,
+        JobList,
+        "A page of jobs.",
+        {"jobs": [doc.JOB], "next_token": None, "total": 1, "total_is_estimate": False},
+        B,
+    ),
 )
 def list_jobs(
     status: Annotated[JobStatus | None, Query(description="Only jobs in this status.")] = None,
@@ -134,8 +147,21 @@ def list_jobs(
             examples=["report"],
         ),
     ] = None,
+    health: Annotated[
+        Health | None,
+        Query(description="failing: the last attempt failed or the last occurrence died; dead: it died."),
+    ] = None,
+    name_prefix: Annotated[
+        str | None,
+        Query(
+            min_length=c.NAME_KEY_CHARS,
+            max_length=NAME_FILTER_LIMIT,
+            description="Only jobs whose name starts with this text, in any case.",
+            examples=["report-"],
+        ),
+    ] = None,
 ) -> JobList:
-    return _service().list(status, priority, limit, next_token, name)
+    return _service().list(status, priority, limit, next_token, name, health, name_prefix)
 
 
 @app.get(

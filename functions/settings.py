@@ -35,8 +35,17 @@ class Settings(BaseSettings):
     due_shards_before: int | None = Field(
         default=None, ge=1, le=c.MAX_DUE_SHARDS, validation_alias=c.ENV_DUE_SHARDS_BEFORE
     )
+    # During an upgrade, the filter indexes that are there and backfilled (docs/operations.md); unset
+    # once the upgrade is over: every index.
+    list_indexes: str | None = Field(default=None, validation_alias=c.ENV_LIST_INDEXES)
     # Lambda names the log stream after the execution environment: the worker's identity in run history.
     worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
+
+    @property
+    def ready_indexes(self) -> frozenset[str] | None:
+        if self.list_indexes is None:
+            return None
+        return frozenset(name.strip() for name in self.list_indexes.split(",") if name.strip())
 
     @property
     def queue_urls(self) -> dict[c.Priority, str]:

@@ -156,6 +156,8 @@ def _record(result: AttemptResult) -> None:
         _add_metric(c.Metric.START_LATENESS_MS, MetricUnit.Milliseconds, result.lateness_ms)
     if result.outcome in ATTEMPT_METRICS:
         _add_metric(ATTEMPT_METRICS[result.outcome], MetricUnit.Count, 1)
+    if result.dead_in_a_row is not None:
+        _add_metric(c.Metric.DEAD_OCCURRENCES_IN_A_ROW, MetricUnit.Count, result.dead_in_a_row)
     level = logger.info if result.outcome is Outcome.SUCCEEDED else logger.warning
     level(
         "attempt finished",

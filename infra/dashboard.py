@@ -70,10 +70,11 @@ def _job_widgets() -> list[cw.IWidget]:
         sundial_metric(c.Metric.OLDEST_DUE_LATENESS_MS, "Maximum").with_(label="oldest due job"),
     ]
     dead = sundial_metric(c.Metric.DEAD, "Sum", FIVE_MINUTES).with_(label="dead jobs")
+    streak = sundial_metric(c.Metric.DEAD_OCCURRENCES_IN_A_ROW, "Maximum", FIVE_MINUTES)
     return [
         _graph("Jobs per minute, by status", throughput),
         _graph("Lateness (ms)", lateness),
-        _graph("Dead jobs", [dead]),
+        _graph("Dead jobs", [dead, streak.with_(label="most occurrences of a recurring job dead in a row")]),
     ]
 
 

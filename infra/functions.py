@@ -162,6 +162,7 @@ def _environment(table_name: str, queues: JobQueues, settings: Settings) -> dict
         c.ENV_DEAD_LETTER_QUEUE_URL: queues.dead_letter.queue_url,
         c.ENV_PRECISION: settings.precision.value,
         c.ENV_HISTORY: settings.history.value,
+        c.ENV_LIST_INDEXES: ",".join(settings.ready_indexes),
         "POWERTOOLS_SERVICE_NAME": c.METRICS_SERVICE,
         "POWERTOOLS_METRICS_NAMESPACE": c.METRICS_NAMESPACE,
         # A handler's response goes to no trace: the API's carries job payloads and target headers

@@ -44,6 +44,7 @@ class Monitoring(Construct):
         self.topic = self._topic(settings.alarm_email)
         self.alarms: list[cw.Alarm] = []
         self._job_alarms(queues, settings.start_lateness_p99_threshold_ms)
+        self._streak_alarm(settings.dead_occurrences_in_a_row)
         self._scheduler_alarms(functions.scheduler)
         self._tick_alarm(functions.scheduler)
         for priority, queue in queues.by_priority.items():
@@ -130,6 +131,12 @@ class Monitoring(Construct):
         lateness = sundial_metric(c.Metric.START_LATENESS_MS, "p99", FIVE_MINUTES)
         description = f"p99 of job start lateness is at least {lateness_threshold_ms} ms"
         self._alarm("StartLatenessP99", description, lateness, lateness_threshold_ms, periods=2, datapoints=2)
+
+    def _streak_alarm(self, in_a_row: int) -> None:
+        # Each death of a recurring job's occurrence reports how many in a row have died.
+        streak = sundial_metric(c.Metric.DEAD_OCCURRENCES_IN_A_ROW, "Maximum")
+        description = f"A recurring job's occurrences died {in_a_row} times in a row"
+        self._alarm("DeadOccurrencesInARow", description, streak, in_a_row)
 
     def _scheduler_alarms(self, scheduler: lambda_.Function) -> None:
         # One failed tick is repaired by the next; two in three minutes is a broken scheduler.

@@ -10,7 +10,7 @@ from typing import Any
 
 from constructs import Node
 
-from shared.constants import MAX_DUE_SHARDS, History, Precision, Priority
+from shared.constants import FILTER_INDEXES, LIST_INDEX_NAME, MAX_DUE_SHARDS, History, Precision, Priority
 
 PREFIX = "sundial:"
 MAX_CONCURRENCY_KEYS: Mapping[Priority, str] = {
@@ -34,12 +34,16 @@ BILLING_MODE_KEY = PREFIX + "billingMode"
 CAPACITY_KEY = PREFIX + "provisionedCapacity"
 DUE_SHARDS_KEY = PREFIX + "dueShards"
 DUE_SHARDS_BEFORE_KEY = PREFIX + "dueShardsBefore"
+LIST_INDEXES_KEY = PREFIX + "listIndexes"
+LISTING_BACKFILLED_KEY = PREFIX + "listingBackfilled"
+DEAD_IN_A_ROW_KEY = PREFIX + "deadOccurrencesInARow"
 
 BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
 DEFAULT_LATENESS_P99_MS = 1000
 DEFAULT_API_RATE_LIMIT = 100
 DEFAULT_API_BURST_LIMIT = 200
+DEFAULT_DEAD_IN_A_ROW = 3
 
 # Lambda's bounds for an SQS event source's MaximumConcurrency, and for its provisioned pollers.
 _ESM_CONCURRENCY = range(2, 1001)
@@ -100,6 +104,21 @@ class Settings:
     # change, which readers keep covering until the rows written under it have moved.
     due_shards: int | None = None
     due_shards_before: int | None = None
+    # The upgrade of a table from before the filter indexes (docs/operations.md, "Upgrading the
+    # listing indexes"): how many of FILTER_INDEXES the table declares, in their order (CloudFormation
+    # creates one index per stack update), and whether the backfill has given every job their keys.
+    list_indexes: int = len(FILTER_INDEXES)
+    listing_backfilled: bool = True
+    # The alarm on a recurring job whose occurrences die: this many in a row.
+    dead_occurrences_in_a_row: int = DEFAULT_DEAD_IN_A_ROW
+
+    @property
+    def ready_indexes(self) -> tuple[str, ...]:
+        """What the functions may read: the declared filter indexes, and by_created's shards once
+        every job is in them (before, it reads the one partition of the jobs not backfilled yet)."""
+        if not self.listing_backfilled:
+            return ()
+        return (LIST_INDEX_NAME, *FILTER_INDEXES[: self.list_indexes])
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -126,6 +145,9 @@ class Settings:
             provisioned_capacity=_capacity(node),
             due_shards=_shards(node, DUE_SHARDS_KEY),
             due_shards_before=_shards(node, DUE_SHARDS_BEFORE_KEY),
+            list_indexes=_list_indexes(node),
+            listing_backfilled=_boolean(node, LISTING_BACKFILLED_KEY, default=True),
+            dead_occurrences_in_a_row=_integer(node, DEAD_IN_A_ROW_KEY, DEFAULT_DEAD_IN_A_ROW, minimum=1),
         )
 
 
@@ -146,6 +168,13 @@ def _stage(node: Node) -> str | None:
             "and hyphens (at most 40)"
         )
     return stage
+
+
+def _list_indexes(node: Node) -> int:
+    value = _integer(node, LIST_INDEXES_KEY, len(FILTER_INDEXES), minimum=0)
+    if value > len(FILTER_INDEXES):
+        raise ValueError(f"context {LIST_INDEXES_KEY}={value}: must be 0-{len(FILTER_INDEXES)}")
+    return value
 
 
 def _concurrency(node: Node, key: str, default: int) -> int:

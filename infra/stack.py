@@ -25,6 +25,7 @@ class SundialStack(Stack):
             "Jobs",
             deletion_protection=settings.table_deletion_protection,
             capacity=settings.provisioned_capacity,
+            list_indexes=settings.list_indexes,
         )
         queues = JobQueues(self, "Queues")
         functions = Functions(self, "Functions", table=table.table, queues=queues, settings=settings)

@@ -1,4 +1,4 @@
-"""The jobs table: the source of truth, with the sparse due index and the listing index.
+"""The jobs table: the source of truth, with the sparse due index and the listing indexes.
 
 Keys and index names come from `shared.constants`; the table's name does not (see below), and the
 functions read it from their environment.
@@ -26,6 +26,7 @@ class JobsTable(Construct):
         *,
         deletion_protection: bool,
         capacity: Capacity | None = None,
+        list_indexes: int = len(c.FILTER_INDEXES),
     ) -> None:
         super().__init__(scope, construct_id)
         # On-demand by default: load follows the schedules' peaks and needs no planning. A steady
@@ -54,29 +55,25 @@ class JobsTable(Construct):
             # delete them. A failed create is the exception, so that its rollback leaves nothing.
             removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
         )
-        # Both indexes only locate items; the claim reads the item itself with a conditional write,
-        # so projecting keys alone keeps every index write small.
-        self.table.add_global_secondary_index(
-            index_name=c.DUE_INDEX_NAME,
-            partition_key=_key(c.DUE_SHARD_ATTRIBUTE),
-            sort_key=_key(c.DUE_KEY_ATTRIBUTE),
-            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
-            read_capacity=capacity.read_min if capacity else None,
-            write_capacity=capacity.write_min if capacity else None,
-        )
-        self.table.add_global_secondary_index(
-            index_name=c.LIST_INDEX_NAME,
-            partition_key=_key(c.LIST_PARTITION_ATTRIBUTE),
-            sort_key=_key(c.LIST_SORT_ATTRIBUTE),
-            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
-            read_capacity=capacity.read_min if capacity else None,
-            write_capacity=capacity.write_min if capacity else None,
-        )
+        # Every index only locates items; the claim and the listing read the item itself, so
+        # projecting keys alone keeps every index write small (docs/operations.md prices them).
+        self.indexes = [c.DUE_INDEX_NAME, c.LIST_INDEX_NAME, *c.FILTER_INDEXES[:list_indexes]]
+        keys = {c.DUE_INDEX_NAME: (c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE)}
+        keys.update({name: (c.LIST_INDEX_KEYS[name], c.LIST_SORT_ATTRIBUTE) for name in self.indexes[1:]})
+        for name in self.indexes:
+            self.table.add_global_secondary_index(
+                index_name=name,
+                partition_key=_key(keys[name][0]),
+                sort_key=_key(keys[name][1]),
+                projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+                read_capacity=capacity.read_min if capacity else None,
+                write_capacity=capacity.write_min if capacity else None,
+            )
         if capacity is not None:
             self._auto_scale(capacity)
 
     def _auto_scale(self, capacity: Capacity) -> None:
-        """Target tracking on reads and writes of the table and of both indexes."""
+        """Target tracking on reads and writes of the table and of each index."""
         target = capacity.target_utilization
         table = self.table
         table.auto_scale_read_capacity(
@@ -85,7 +82,7 @@ class JobsTable(Construct):
         table.auto_scale_write_capacity(
             min_capacity=capacity.write_min, max_capacity=capacity.write_max
         ).scale_on_utilization(target_utilization_percent=target)
-        for index in (c.DUE_INDEX_NAME, c.LIST_INDEX_NAME):
+        for index in self.indexes:
             table.auto_scale_global_secondary_index_read_capacity(
                 index, min_capacity=capacity.read_min, max_capacity=capacity.read_max
             ).scale_on_utilization(target_utilization_percent=target)

@@ -30,12 +30,12 @@ _WRITES = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 
 TABLE_ACCESS: Mapping[str, TableAccess] = {
     # Jobs, payload items, idempotency reservations and history: read, create, change. The run
-    # history is a query of the table; the listing queries by_created and fetches what it found in
-    # batches. The API never ends an occurrence DEAD, so it never clears an owed alert. GET /stats
+    # history is a query of the table; the listing queries the listing indexes and fetches what it
+    # found in batches. The API never ends an occurrence DEAD, so it never clears an owed alert. GET /stats
     # counts jobs with a Scan kept for a bounded age and reads the earliest entry of each due shard.
     "Api": TableAccess(
         (*_WRITES, "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:Scan"),
-        (c.LIST_INDEX_NAME, c.DUE_INDEX_NAME),
+        (c.LIST_INDEX_NAME, *c.FILTER_INDEXES, c.DUE_INDEX_NAME),
     ),
     # Claims and reclaims what the due index holds; sends owed alerts and clears them; reads its
     # sent marks, one item per shard, in one query of their partition.

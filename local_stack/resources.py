@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shared import constants as c
+from shared.store.upgrade import backfill_listing
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -45,53 +46,72 @@ def ensure_resources(
     return Resources(table_name, queue_urls, dead_url)
 
 
-def table_definition(table_name: str) -> dict[str, Any]:
-    """The CreateTable request; the CDK table construct declares the same keys and indexes."""
-    keys_only = {"ProjectionType": "KEYS_ONLY"}
+def table_definition(table_name: str, filter_indexes: int = len(c.FILTER_INDEXES)) -> dict[str, Any]:
+    """The CreateTable request; the CDK table construct declares the same keys and indexes.
+    `filter_indexes` leaves out the last of them: a table as an older release made it."""
+    listing = [c.LIST_INDEX_NAME, *c.FILTER_INDEXES[:filter_indexes]]
+    indexes = [index_definition(c.DUE_INDEX_NAME, c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE)]
+    indexes += [index_definition(name, c.LIST_INDEX_KEYS[name], c.LIST_SORT_ATTRIBUTE) for name in listing]
+    keys = {key["AttributeName"] for index in indexes for key in index["KeySchema"]}
     return {
         "TableName": table_name,
         "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [
             {"AttributeName": name, "AttributeType": "S"}
-            for name in (
-                c.PARTITION_KEY,
-                c.SORT_KEY,
-                c.DUE_SHARD_ATTRIBUTE,
-                c.DUE_KEY_ATTRIBUTE,
-                c.LIST_PARTITION_ATTRIBUTE,
-                c.LIST_SORT_ATTRIBUTE,
-            )
+            for name in (c.PARTITION_KEY, c.SORT_KEY, *sorted(keys))
         ],
         "KeySchema": [
             {"AttributeName": c.PARTITION_KEY, "KeyType": "HASH"},
             {"AttributeName": c.SORT_KEY, "KeyType": "RANGE"},
         ],
-        "GlobalSecondaryIndexes": [
-            {
-                "IndexName": c.DUE_INDEX_NAME,
-                "KeySchema": [
-                    {"AttributeName": c.DUE_SHARD_ATTRIBUTE, "KeyType": "HASH"},
-                    {"AttributeName": c.DUE_KEY_ATTRIBUTE, "KeyType": "RANGE"},
-                ],
-                "Projection": keys_only,
-            },
-            {
-                "IndexName": c.LIST_INDEX_NAME,
-                "KeySchema": [
-                    {"AttributeName": c.LIST_PARTITION_ATTRIBUTE, "KeyType": "HASH"},
-                    {"AttributeName": c.LIST_SORT_ATTRIBUTE, "KeyType": "RANGE"},
-                ],
-                "Projection": keys_only,
-            },
+        "GlobalSecondaryIndexes": indexes,
+    }
+
+
+def index_definition(name: str, partition: str, sort: str) -> dict[str, Any]:
+    """One KEYS_ONLY index, as CreateTable and UpdateTable's Create take it."""
+    return {
+        "IndexName": name,
+        "KeySchema": [
+            {"AttributeName": partition, "KeyType": "HASH"},
+            {"AttributeName": sort, "KeyType": "RANGE"},
         ],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
     }
 
 
 def _ensure_table(dynamodb: DynamoDBClient, table_name: str) -> None:
     if table_name in dynamodb.list_tables()["TableNames"]:
+        upgrade_table(dynamodb, table_name)
         return
     dynamodb.create_table(**table_definition(table_name))
     dynamodb.update_time_to_live(
         TableName=table_name,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": c.TTL_ATTRIBUTE},
     )
+
+
+def upgrade_table(dynamodb: DynamoDBClient, table_name: str) -> list[str]:
+    """A table saved by an older release, moved onto the listing indexes as a deployed one is
+    (docs/operations.md): every job given its listing keys, then each missing index added, one per
+    UpdateTable. Returns the indexes added."""
+    present = {
+        index["IndexName"]
+        for index in dynamodb.describe_table(TableName=table_name)["Table"].get("GlobalSecondaryIndexes", [])
+    }
+    missing = [
+        i for i in table_definition(table_name)["GlobalSecondaryIndexes"] if i["IndexName"] not in present
+    ]
+    if not missing:
+        return []  # made by this release: every job was written with its keys
+    backfill_listing(dynamodb, table_name)
+    added = []
+    for index in missing:
+        keys = [key["AttributeName"] for key in index["KeySchema"]]
+        dynamodb.update_table(
+            TableName=table_name,
+            AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in keys],
+            GlobalSecondaryIndexUpdates=[{"Create": index}],
+        )
+        added.append(index["IndexName"])
+    return added

@@ -32,10 +32,34 @@ DUE_KEY_ATTRIBUTE: Final = "due_key"  # "<13-digit epoch ms>#run", "...#lease" o
 DUE_SHARDS: Final = 8
 MAX_DUE_SHARDS: Final = 256
 
-# The listing index: every job, newest first (KEYS_ONLY, written once at create).
-LIST_INDEX_NAME: Final = "by_created"
-LIST_PARTITION_ATTRIBUTE: Final = "list_pk"
+# The listing indexes (docs/operations.md, "Listing indexes"): each sorts by list_sk, the job's id
+# (a ULID, so newest first), and spreads its partition key over LIST_SHARDS shards so that creates
+# and state changes spread over partitions: newest first is a merge across the shards. All are
+# KEYS_ONLY; health and name are sparse (a healthy or nameless job is not in them).
+LIST_SHARDS: Final = 16
 LIST_SORT_ATTRIBUTE: Final = "list_sk"
+LIST_INDEX_NAME: Final = "by_created"  # every job: "JOBS#<shard>", written once at create
+LIST_PARTITION_ATTRIBUTE: Final = "list_pk"
+STATUS_INDEX_NAME: Final = "by_status"  # "<status>#<shard>", moved by each status change
+STATUS_PARTITION_ATTRIBUTE: Final = "status_pk"
+PRIORITY_INDEX_NAME: Final = "by_priority"  # "<priority>#<shard>", moved by a change of priority
+PRIORITY_PARTITION_ATTRIBUTE: Final = "priority_pk"
+HEALTH_INDEX_NAME: Final = "by_health"  # "failing#<shard>" or "dead#<shard>"; absent while ok
+HEALTH_PARTITION_ATTRIBUTE: Final = "health_pk"
+NAME_INDEX_NAME: Final = "by_name"  # "<first NAME_KEY_CHARS of the case-folded name>#<shard>"
+NAME_PARTITION_ATTRIBUTE: Final = "name_pk"
+NAME_KEY_CHARS: Final = 3
+# In the order a deployed table gains them (one index per stack update; docs/operations.md). The
+# status index is last: its key moves with every status change, so it costs write units on every
+# execution, while the others are written at create and on the rare change of what they key.
+FILTER_INDEXES: Final = (HEALTH_INDEX_NAME, PRIORITY_INDEX_NAME, NAME_INDEX_NAME, STATUS_INDEX_NAME)
+LIST_INDEX_KEYS: Final = {
+    LIST_INDEX_NAME: LIST_PARTITION_ATTRIBUTE,
+    STATUS_INDEX_NAME: STATUS_PARTITION_ATTRIBUTE,
+    HEALTH_INDEX_NAME: HEALTH_PARTITION_ATTRIBUTE,
+    PRIORITY_INDEX_NAME: PRIORITY_PARTITION_ATTRIBUTE,
+    NAME_INDEX_NAME: NAME_PARTITION_ATTRIBUTE,
+}
 
 # --- SQS ------------------------------------------------------------------------------------------
 QUEUE_NAMES: Final = {
@@ -108,6 +132,9 @@ class Metric(StrEnum):
     UNPARSABLE_MESSAGES = "UnparsableMessages"
     START_LATENESS_MS = "StartLatenessMs"
     OLDEST_DUE_LATENESS_MS = "OldestDueLatenessMs"
+    # A recurring job's occurrence died: the value is how many in a row have (its alarm's threshold
+    # is the deployment's setting).
+    DEAD_OCCURRENCES_IN_A_ROW = "DeadOccurrencesInARow"
 
 
 # --- Function settings (environment variable names read by functions/settings.py) ----------------
@@ -124,6 +151,8 @@ ENV_HISTORY: Final = "SUNDIAL_HISTORY"
 # The due index's shard count, and the count before a change (readers cover both until rows moved).
 ENV_DUE_SHARDS: Final = "SUNDIAL_DUE_SHARDS"
 ENV_DUE_SHARDS_BEFORE: Final = "SUNDIAL_DUE_SHARDS_BEFORE"
+# The filter indexes that exist and are backfilled (comma-separated names; unset: all of them).
+ENV_LIST_INDEXES: Final = "SUNDIAL_LIST_INDEXES"
 
 
 class Precision(StrEnum):

@@ -43,6 +43,14 @@ class RunStatus(StrEnum):
     TIMED_OUT = "timed_out"
 
 
+class Health(StrEnum):
+    """How a job's occurrences have been ending (docs/api.md, "Health")."""
+
+    OK = "ok"
+    FAILING = "failing"  # its last attempt failed and a retry waits
+    DEAD = "dead"  # its last occurrence died (a recurring job goes on to the next one)
+
+
 DEFAULT_BACKOFF = (5, 30, 120, 600, 3600)
 BackoffSeconds = Annotated[int, Field(ge=0, le=86_400)]
 
@@ -113,6 +121,8 @@ class Job(BaseModel):
     version: int = 0  # bumped by every write: what the API's read-decide-write guards on
     revision: int = 0  # bumped by user actions only: what an attempt's settle guards on
     resent: int = 0  # how often the current queued message was sent again after its lease ran out
+    health: Health = Health.OK
+    consecutive_failures: int = 0  # occurrences in a row that died; a success resets it
 
     @property
     def is_recurring(self) -> bool:

@@ -12,7 +12,15 @@ from pydantic_core import PydanticCustomError
 from shared.clock import format_rfc3339, to_epoch_ms
 from shared.constants import Priority
 from shared.lifecycle import waiting_triggers
-from shared.models import DEFAULT_BACKOFF, Job, JobStatus, OverlapPolicy, Run, RunSummary
+from shared.models import (
+    DEFAULT_BACKOFF,
+    Health,
+    Job,
+    JobStatus,
+    OverlapPolicy,
+    Run,
+    RunSummary,
+)
 from shared.schedules import RANGE_TEXT, MisfirePolicy, in_range
 from shared.targets.models import Target, masked
 
@@ -185,6 +193,13 @@ class JobView(BaseModel):
     last_run: LastRun | None
     created_at: str
     updated_at: str
+    health: Health = Field(
+        default=Health.OK,
+        description="ok; failing: its last attempt failed and a retry waits; dead: its last occurrence died.",
+    )
+    consecutive_failures: int = Field(
+        default=0, description="Occurrences in a row that died; a success resets it."
+    )
     triggers_waiting: int = Field(
         default=0, description="Acknowledged triggers whose runs have not started; each runs in turn."
     )
@@ -219,6 +234,8 @@ class JobView(BaseModel):
             last_run=LastRun.of(job.last_run) if job.last_run else None,
             created_at=format_rfc3339(job.created_at),
             updated_at=format_rfc3339(job.updated_at),
+            health=job.health,
+            consecutive_failures=job.consecutive_failures,
             triggers_waiting=waiting_triggers(job),
             effects=effects or [],
         )
@@ -227,6 +244,9 @@ class JobView(BaseModel):
 class JobList(BaseModel):
     jobs: list[JobView]
     next_token: str | None
+    # Optional for a client reading a server from before 1.1, which answers neither; this one always does.
+    total: int | None = Field(default=None, description="Jobs that match the filters, as of the first page.")
+    total_is_estimate: bool | None = Field(default=None, description="True when `total` is an estimate.")
 
 
 class RunView(BaseModel):

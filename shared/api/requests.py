@@ -5,15 +5,15 @@ Every refusal is InvalidInput naming the field the client wrote."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from shared import constants as c
 from shared.api.models import JobUpdate
 from shared.clock import to_epoch_ms
 from shared.errors import InvalidInput, PayloadTooLarge
-from shared.models import Job, JobStatus, OverlapPolicy, RetryPolicy
+from shared.models import Health, Job, JobStatus, OverlapPolicy, RetryPolicy
 from shared.schedules import check_window, parse_schedule, parse_timezone
+from shared.store.listing import ListFilter
 
 # A job's name is at most 200 characters, so a longer filter could match none.
 NAME_FILTER_LIMIT = 200
@@ -89,25 +89,31 @@ def check_job_window(job: Job) -> None:
     check_window(job.start_at, job.end_at)
 
 
-def list_filter(status: str | None, priority: str | None, name: str | None) -> Callable[[Job], bool] | None:
-    """What GET /jobs keeps, or None to keep every job. `name` is a case-insensitive substring of the
-    job's name: a search box finds "nightly-report-eu" by "report" as well as by "nightly"."""
-    if status is not None and status not in {s.value for s in JobStatus}:
-        raise InvalidInput(
-            f"status '{status}' is not one of {', '.join(s.value for s in JobStatus)}", field="status"
-        )
-    if priority is not None and priority not in {p.value for p in c.Priority}:
-        raise InvalidInput(f"priority '{priority}' is not one of high, medium, low", field="priority")
+def list_filter(
+    status: str | None,
+    priority: str | None,
+    name: str | None,
+    health: str | None = None,
+    name_prefix: str | None = None,
+) -> ListFilter:
+    """What GET /jobs keeps. `name` is a case-insensitive substring of the job's name (a search box
+    finds "nightly-report-eu" by "report"); `name_prefix`, case-insensitive too, is what the name index
+    answers, so it needs its first NAME_KEY_CHARS characters."""
+    _one_of("status", status, [s.value for s in JobStatus])
+    _one_of("priority", priority, [p.value for p in c.Priority])
+    _one_of("health", health, [h.value for h in Health])
     if name is not None and not 1 <= len(name) <= NAME_FILTER_LIMIT:
         raise InvalidInput(f"name must be 1-{NAME_FILTER_LIMIT} characters", field="name")
-    if status is None and priority is None and name is None:
-        return None
-    needle = name.casefold() if name is not None else None
-    return lambda job: (
-        (status is None or job.status == status)
-        and (priority is None or job.priority == priority)
-        and (needle is None or (job.name is not None and needle in job.name.casefold()))
-    )
+    if name_prefix is not None and not c.NAME_KEY_CHARS <= len(name_prefix.casefold()) <= NAME_FILTER_LIMIT:
+        raise InvalidInput(
+            f"name_prefix must be {c.NAME_KEY_CHARS}-{NAME_FILTER_LIMIT} characters", field="name_prefix"
+        )
+    return ListFilter(status, priority, health, name_prefix, name)
+
+
+def _one_of(field: str, value: str | None, allowed: list[str]) -> None:
+    if value is not None and value not in allowed:
+        raise InvalidInput(f"{field} '{value}' is not one of {', '.join(allowed)}", field=field)
 
 
 def payload_json(payload: Any) -> str:

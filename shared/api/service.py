@@ -56,8 +56,14 @@ ACTION_ROUNDS = 5
 
 class JobService:
     def __init__(
-        self, store: JobStore, dispatcher: Dispatcher, clock: Clock, allow_private_targets: bool
+        self,
+        store: JobStore,
+        dispatcher: Dispatcher,
+        clock: Clock,
+        allow_private_targets: bool,
+        list_indexes: frozenset[str] | None = None,
     ) -> None:
+        self._list_indexes = list_indexes
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
@@ -96,15 +102,22 @@ class JobService:
         limit: int,
         next_token: str | None,
         name: str | None = None,
+        health: str | None = None,
+        name_prefix: str | None = None,
     ) -> JobList:
-        """Newest first; `name` keeps the jobs whose name holds it, in any case. A page may hold fewer
-        than `limit` jobs and still have a next_token (see JobStore.list_jobs). Raises InvalidInput for
-        a bad filter, limit or token."""
-        keep = list_filter(status, priority, name)
+        """Newest first, filters combined; a page is short only when nothing more matches (or, for a
+        filter no index decides, when the page read its bound: JobStore.list_jobs). Raises
+        InvalidInput for a bad filter, limit or token."""
+        wanted = list_filter(status, priority, name, health, name_prefix)
         if not 1 <= limit <= 100:
             raise InvalidInput("limit must be 1-100", field="limit")
-        page = self._store.list_jobs(limit, next_token, keep)
-        return JobList(jobs=[self._view(job) for job in page.jobs], next_token=page.next_token)
+        page = self._store.list_jobs(wanted, limit, next_token, self._list_indexes)
+        return JobList(
+            jobs=[self._view(job) for job in page.jobs],
+            next_token=page.next_token,
+            total=page.total,
+            total_is_estimate=page.total_is_estimate,
+        )
 
     def runs(self, job_id: str, limit: int, next_token: str | None) -> RunList:
         """Raises JobNotFound, InvalidInput."""

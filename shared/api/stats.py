@@ -15,11 +15,11 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from shared.clock import Clock, format_rfc3339
 from shared.constants import PRIORITIES, Priority
-from shared.models import JobStatus
+from shared.models import Health, JobStatus
 from shared.store.stats_reads import Census, Start, StatsReads
 
 if TYPE_CHECKING:
@@ -50,6 +50,9 @@ class JobCounts(BaseModel):
     total: int
     paused: int
     by_status: dict[JobStatus, dict[Priority, int]]
+    by_health: dict[Health, int] = Field(
+        description="ok; failing: the last attempt failed and a retry waits; dead: the last occurrence died."
+    )
 
 
 class DeadJobView(BaseModel):
@@ -58,6 +61,9 @@ class DeadJobView(BaseModel):
     priority: Priority
     died_at: str
     error: str | None
+    dead_in_a_row: int = Field(
+        description="A recurring job whose last occurrence died: how many in a row have (0: a dead one-off)."
+    )
 
 
 class QueueView(BaseModel):
@@ -129,6 +135,7 @@ class StatsService:
                     priority=Priority(d.priority),
                     died_at=format_rfc3339(d.updated_at),
                     error=d.error,
+                    dead_in_a_row=d.dead_in_a_row,
                 )
                 for d in dead[:DEAD_SHOWN]
             ],
@@ -152,6 +159,7 @@ class StatsService:
             total=sum(census.counts.values()),
             paused=census.paused,
             by_status=by_status,
+            by_health={health: census.health[health.value] for health in Health},
         )
 
     def _queue(self, priority: Priority, now_ms: int) -> QueueView:

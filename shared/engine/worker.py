@@ -69,6 +69,7 @@ class AttemptResult:
     attempt: int = 0
     lateness_ms: int | None = None  # start instant minus due instant
     error: str | None = None
+    dead_in_a_row: int | None = None  # a recurring job's occurrence died: how many in a row have
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,9 @@ class Worker:
             outcome = self.finish(job, token, started, end, not_before, deadline_ms)
         except StaleDelivery:
             return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
-        return AttemptResult(outcome, job.id, job.attempt, lateness, end.error)
+        # The settle counted this death on the count the fence read (no other settle holds the token).
+        streak = job.consecutive_failures + 1 if outcome is Outcome.DEAD and job.is_recurring else None
+        return AttemptResult(outcome, job.id, job.attempt, lateness, end.error, streak)
 
     def _limit_seconds(self, job: Job, deadline_ms: int | None) -> float:
         """The job's timeout, cut to what the invocation has left after settling's headroom."""

@@ -20,6 +20,7 @@ from shared.lifecycle.decide import (
     unstarted_extra,
     waiting_triggers,
 )
+from shared.lifecycle.health import health_after
 from shared.lifecycle.leases import (
     ahead_lease,
     lease_seconds,
@@ -43,6 +44,7 @@ __all__ = [
     "ahead_lease",
     "catch_up",
     "caught_up",
+    "health_after",
     "is_dead",
     "lease_seconds",
     "needs_renewal",

@@ -2,6 +2,16 @@
 
 from shared.store.items import DueShards
 from shared.store.jobs import IdempotencyRecord, JobStore, new_token
-from shared.store.reads import DueRow, Page, SentMarks
+from shared.store.listing import Listed, ListFilter
+from shared.store.reads import DueRow, SentMarks
 
-__all__ = ["DueRow", "DueShards", "IdempotencyRecord", "JobStore", "Page", "SentMarks", "new_token"]
+__all__ = [
+    "DueRow",
+    "DueShards",
+    "IdempotencyRecord",
+    "JobStore",
+    "ListFilter",
+    "Listed",
+    "SentMarks",
+    "new_token",
+]

@@ -15,13 +15,13 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import TypeAdapter
 
 from shared import constants as c
-from shared.models import IN_FLIGHT, WAITING, Job, JobStatus, RetryPolicy, Run, RunSummary
+from shared.models import IN_FLIGHT, WAITING, Health, Job, JobStatus, RetryPolicy, Run, RunSummary
 from shared.targets.models import Target
 
 JOB_SK = "JOB"
 PAYLOAD_SK = "PAYLOAD"
 RUN_PREFIX = "RUN#"
-LIST_PK = "JOBS"
+LIST_PK = "JOBS"  # by_created's one partition before it was sharded: read until the upgrade ends
 ALERT_PREFIX = "ALERT#"
 RUN_KIND = "run"
 LEASE_KIND = "lease"
@@ -108,6 +108,70 @@ def ahead_token(value: str) -> str | None:
     return parts[2] if len(parts) == 3 and parts[1] == AHEAD_KIND else None
 
 
+def list_shard(job_id: str) -> int:
+    """The listing indexes' shard of a job: stable, and independent of its due-index shard."""
+    digest = hashlib.blake2b(job_id.encode(), digest_size=2, person=b"list").digest()
+    return int.from_bytes(digest, "big") % c.LIST_SHARDS
+
+
+def list_partition(value: str, shard: int) -> str:
+    return f"{value}#{shard}"
+
+
+def name_key(name: str) -> str:
+    """What the name index keys on: the first characters of the case-folded name."""
+    return name.casefold()[: c.NAME_KEY_CHARS]
+
+
+def listing_attributes(job: Job) -> dict[str, str]:
+    """Every listing index's key attributes for a job as it is (a create, or the upgrade's backfill)."""
+    values = {
+        c.LIST_PARTITION_ATTRIBUTE: list_partition("JOBS", list_shard(job.id)),
+        c.LIST_SORT_ATTRIBUTE: job.id,
+    }
+    fields: dict[str, Any] = {
+        "status": job.status,
+        "priority": job.priority,
+        "name": job.name,
+        "health": job.health,
+    }
+    moved = index_moves(job.id, fields, set())
+    values.update({name: value for name, value in moved.items() if value is not None})
+    return values
+
+
+# Which job field keys which listing index.
+_INDEXED_BY = {
+    "status": c.STATUS_PARTITION_ATTRIBUTE,
+    "priority": c.PRIORITY_PARTITION_ATTRIBUTE,
+    "name": c.NAME_PARTITION_ATTRIBUTE,
+    "health": c.HEALTH_PARTITION_ATTRIBUTE,
+}
+
+
+def index_moves(job_id: str, sets: dict[str, Any], removes: set[str]) -> dict[str, str | None]:
+    """The listing index keys that a write of these fields moves: a value, or None to leave the index
+    (health ok, no name). Every write that changes an indexed field adds these to itself."""
+    moves: dict[str, str | None] = {}
+    shard = list_shard(job_id)
+    for name, attribute in _INDEXED_BY.items():
+        if name in removes:
+            moves[attribute] = None
+        elif name in sets:
+            moves[attribute] = _index_value(name, _plain(sets[name]), shard)
+    return moves
+
+
+def _index_value(name: str, value: Any, shard: int) -> str | None:
+    if value is None or (name == "health" and value == Health.OK.value):
+        return None
+    if name == "name":
+        value = name_key(str(value))
+        if not value:
+            return None
+    return list_partition(str(value), shard)
+
+
 def serialize(values: dict[str, Any]) -> dict[str, Any]:
     return {name: _serializer.serialize(_plain(value)) for name, value in values.items()}
 
@@ -122,8 +186,7 @@ def job_to_item(job: Job, write_id: str, shards: int = c.DUE_SHARDS) -> dict[str
         "write_id": write_id,
         c.PARTITION_KEY: job_pk(job.id),
         c.SORT_KEY: JOB_SK,
-        c.LIST_PARTITION_ATTRIBUTE: LIST_PK,
-        c.LIST_SORT_ATTRIBUTE: job.id,
+        **listing_attributes(job),
         **job.model_dump(exclude={"target", "retry", "last_run", "payload"}, exclude_none=True),
         "target": job.target.model_dump_json(),
         "retry": job.retry.model_dump_json(),

@@ -267,6 +267,7 @@ class JobStore(StoreWrites):
         change.proof["last_run"] = change.sets["last_run"]
         if placement.status is JobStatus.CANCELLED:
             change.remove("cancel_requested")
+        change.set(**lifecycle.health_after(job, placement, run.status))
         if not placement.alert:
             return self._transition(event, job.id, change)
         alert = items.alert_item(job, run, self._now() + ALERT_GRACE_MS, self._written)
@@ -305,6 +306,7 @@ class JobStore(StoreWrites):
         if token is not None:
             change.condition_values[":token"] = token
         condition = x.all_of(sources, *(x.GUARDS[guard] for guard in row.guards), *extra)
+        change.set(**items.index_moves(job_id, change.sets, change.removes))
         if put is None:
             return self._write(job_id, change, condition)
         return self._write_with(job_id, change, condition, put)

@@ -15,7 +15,8 @@ from shared import lifecycle
 from shared.clock import Clock
 from shared.errors import InvalidInput, JobNotFound
 from shared.models import Job, Run, RunSummary
-from shared.store import items
+from shared.store import items, listing
+from shared.store.listing import Listed, ListFilter
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -24,11 +25,10 @@ if TYPE_CHECKING:
 BATCH_GET_LIMIT = 100
 # DynamoDB's limit on a sort key value; the keys this API issues are far shorter.
 _KEY_VALUE_BYTES = 1024
-_LIST_KEY_ATTRIBUTES = {c.PARTITION_KEY, c.SORT_KEY, c.LIST_PARTITION_ATTRIBUTE, c.LIST_SORT_ATTRIBUTE}
+READY_ALL = frozenset({c.LIST_INDEX_NAME, *c.FILTER_INDEXES})
 _RUN_KEY_ATTRIBUTES = {c.PARTITION_KEY, c.SORT_KEY}
 
 KeyCheck = Callable[[dict[str, str]], bool]
-JobFilter = Callable[[Job], bool]
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,6 @@ class SentMarks:
 
     def of(self, shard: int) -> int:
         return self.own.get(shard, self.shared)
-
-
-@dataclass(frozen=True)
-class Page:
-    jobs: list[Job]
-    next_token: str | None
 
 
 class StoreReads:
@@ -160,34 +154,14 @@ class StoreReads:
                 yield DueRow(job_id, item[c.DUE_KEY_ATTRIBUTE]["S"], item[c.SORT_KEY]["S"])
 
     def list_jobs(
-        self, limit: int, next_token: str | None, keep: JobFilter | None = None, max_reads: int = 1000
-    ) -> Page:
-        """Newest first, filtered by `keep(job)`.
-
-        Reads at most `max_reads` index rows per call, so a rare filter answers a short page, even an
-        empty one, with a next_token rather than a slow answer. The token is the position of the last
-        job looked at, so following the tokens with the same filter gives every match exactly once.
-        """
-        start = _decode_token(next_token, _is_list_key)
-        found: list[Job] = []
-        read = 0
-        while len(found) < limit and read < max_reads:
-            # Unfiltered, every row is a job of the page; filtered, read whole batches and stop
-            # mid-batch when the page is full.
-            wanted = min(BATCH_GET_LIMIT, max_reads - read) if keep else limit - len(found)
-            ids, start = self._list_page(start, wanted)
-            read += len(ids)
-            jobs = {job.id: job for job in self._batch_get(ids)}
-            for index, job_id in enumerate(ids):
-                job = jobs.get(job_id)
-                if job is not None and (keep is None or keep(job)):
-                    found.append(job)
-                if len(found) == limit and index < len(ids) - 1:
-                    start = _list_key(job_id)
-                    break
-            if start is None:
-                break
-        return Page(found, _encode_token(start))
+        self, wanted: ListFilter, limit: int, next_token: str | None, ready: frozenset[str] | None = None
+    ) -> Listed:
+        """Newest first, every job that `wanted` matches once across the pages, each page full
+        unless nothing more matches (shared/store/listing.py). `ready`: the filter indexes that exist
+        and are backfilled (None: all). Raises InvalidInput (field next_token) for a bad token."""
+        the_plan = listing.plan(wanted, READY_ALL if ready is None else ready)
+        lister = listing.Lister(self._client, self._table, self._query, self._batch_get, self._clock.now_ms())
+        return lister.page(the_plan, wanted, limit, next_token)
 
     def runs(self, job_id: str, limit: int, next_token: str | None) -> tuple[list[Run], str | None]:
         """Attempt history, newest first."""
@@ -209,23 +183,7 @@ class StoreReads:
         runs = [items.item_to_run(item) for item in response["Items"]]
         return runs, _encode_token(response.get("LastEvaluatedKey"))
 
-    def _list_page(self, start: dict[str, Any] | None, limit: int) -> tuple[list[str], dict[str, Any] | None]:
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "IndexName": c.LIST_INDEX_NAME,
-            "KeyConditionExpression": "#lp = :lp",
-            "ExpressionAttributeNames": {"#lp": c.LIST_PARTITION_ATTRIBUTE},
-            "ExpressionAttributeValues": {":lp": {"S": items.LIST_PK}},
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if start:
-            request["ExclusiveStartKey"] = start
-        response = self._query(request)
-        ids = [item[c.LIST_SORT_ATTRIBUTE]["S"] for item in response["Items"]]
-        return ids, response.get("LastEvaluatedKey")
-
-    def _query(self, request: dict[str, Any]) -> QueryOutputTypeDef:
+    def _query(self, request: Any) -> QueryOutputTypeDef:
         """Raises InvalidInput when DynamoDB refuses the start key that a next_token gave."""
         try:
             return self._client.query(**request)
@@ -302,26 +260,6 @@ def _fits_a_key(value: str) -> bool:
     return len(encoded) <= _KEY_VALUE_BYTES
 
 
-def _list_key(job_id: str) -> dict[str, Any]:
-    """The list index's key of a job: where a page that ends on it goes on from."""
-    return {
-        c.PARTITION_KEY: {"S": items.job_pk(job_id)},
-        c.SORT_KEY: {"S": items.JOB_SK},
-        c.LIST_PARTITION_ATTRIBUTE: {"S": items.LIST_PK},
-        c.LIST_SORT_ATTRIBUTE: {"S": job_id},
-    }
-
-
-def _is_list_key(key: dict[str, str]) -> bool:
-    """A key the list index issues: a job item's, in the one listing partition."""
-    return (
-        key.keys() == _LIST_KEY_ATTRIBUTES
-        and key[c.LIST_PARTITION_ATTRIBUTE] == items.LIST_PK
-        and key[c.SORT_KEY] == items.JOB_SK
-        and key[c.PARTITION_KEY] == items.job_pk(key[c.LIST_SORT_ATTRIBUTE])
-    )
-
-
 def _run_key_of(job_id: str) -> KeyCheck:
     """Accepts a key of one of this job's history items, and nothing else."""
 
@@ -336,4 +274,4 @@ def _run_key_of(job_id: str) -> KeyCheck:
 
 
 def _not_issued() -> InvalidInput:
-    return InvalidInput("next_token is not one this API issued", field="next_token")
+    return listing.not_issued()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from shared import constants as c
-from shared.models import JobStatus, RunSummary
+from shared.models import Health, JobStatus, RunSummary
 from shared.store import items
 
 if TYPE_CHECKING:
@@ -21,7 +21,16 @@ if TYPE_CHECKING:
 
 # Parallel segments of the census: enough to overlap round trips, few enough for a Lambda's sockets.
 SCAN_SEGMENTS = 4
-_JOB_FIELDS = ("status", "priority", "paused", "name", "updated_at", "last_run")
+_JOB_FIELDS = (
+    "status",
+    "priority",
+    "paused",
+    "name",
+    "updated_at",
+    "last_run",
+    "health",
+    "consecutive_failures",
+)
 _RUN_FIELDS = ("scheduled_at", "started_at", "attempt")
 
 
@@ -32,6 +41,9 @@ class DeadJob:
     priority: str
     updated_at: int
     error: str | None
+    # A recurring job whose last occurrence died (its status is its next occurrence's): how many
+    # in a row have; 0 for a one-off job that is DEAD.
+    dead_in_a_row: int = 0
 
 
 @dataclass(frozen=True)
@@ -45,15 +57,18 @@ class Start:
 
 @dataclass
 class Census:
-    """Jobs per (status, priority), the paused ones, the dead ones and the attempts since an instant."""
+    """Jobs per (status, priority) and per health, the paused ones, the dead ones (one-off jobs that
+    are DEAD and recurring jobs whose last occurrence died) and the attempts since an instant."""
 
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    health: Counter[str] = field(default_factory=Counter)
     paused: int = 0
     dead: list[DeadJob] = field(default_factory=list)
     starts: list[Start] = field(default_factory=list)
 
     def add(self, other: Census) -> None:
         self.counts.update(other.counts)
+        self.health.update(other.health)
         self.paused += other.paused
         self.dead += other.dead
         self.starts += other.starts
@@ -125,10 +140,17 @@ def _count(census: Census, values: dict[str, Any]) -> None:
         )
         return
     census.counts[(str(values["status"]), str(values["priority"]))] += 1
+    health = str(values.get("health", Health.OK.value))
+    census.health[health] += 1
     census.paused += bool(values.get("paused"))
-    if values["status"] == JobStatus.DEAD.value:
+    if values["status"] == JobStatus.DEAD.value or health == Health.DEAD.value:
         last = values.get("last_run")
         error = RunSummary.model_validate_json(last).error if last else None
         job_id = str(values[c.PARTITION_KEY]).removeprefix("JOB#")
         name = values.get("name")
-        census.dead.append(DeadJob(job_id, name, str(values["priority"]), int(values["updated_at"]), error))
+        in_a_row = (
+            int(values.get("consecutive_failures", 0)) if values["status"] != JobStatus.DEAD.value else 0
+        )
+        census.dead.append(
+            DeadJob(job_id, name, str(values["priority"]), int(values["updated_at"]), error, in_a_row)
+        )

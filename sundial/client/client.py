@@ -107,12 +107,16 @@ class SundialClient:
         name: str | None = None,
         limit: int | None = None,
         next_token: str | None = None,
+        health: str | None = None,
+        name_prefix: str | None = None,
     ) -> JobList:
         """One page, newest first; `next_token` of the answer asks for the next."""
         query = {
             "status": status,
             "priority": priority,
             "name": name,
+            "health": health,
+            "name_prefix": name_prefix,
             "limit": limit,
             "next_token": next_token,
         }
@@ -125,12 +129,20 @@ class SundialClient:
         priority: str | None = None,
         name: str | None = None,
         page_size: int = 100,
+        health: str | None = None,
+        name_prefix: str | None = None,
     ) -> Iterator[JobView]:
         """Every job that matches, newest first, fetching pages as it goes."""
 
         def page(token: str | None) -> JobList:
             return self.list_jobs(
-                status=status, priority=priority, name=name, limit=page_size, next_token=token
+                status=status,
+                priority=priority,
+                name=name,
+                limit=page_size,
+                next_token=token,
+                health=health,
+                name_prefix=name_prefix,
             )
 
         return _each(page, lambda answer: answer.jobs)

@@ -11,7 +11,7 @@ import click
 
 from shared.api.models import JobCreate, JobUpdate, JobView
 from shared.constants import Priority
-from shared.models import JobStatus, OverlapPolicy
+from shared.models import Health, JobStatus, OverlapPolicy
 from shared.schedules import MisfirePolicy
 from sundial.client import SundialClient
 from sundial.client.bodies import validated
@@ -147,6 +147,14 @@ def get(
 @click.option("--priority", type=_choice(Priority))
 @click.option("--name", help="only jobs whose name contains this text (any case)")
 @click.option(
+    "--name-prefix", help="only jobs whose name starts with this text (any case; 3 characters or more)"
+)
+@click.option(
+    "--health",
+    type=_choice(Health),
+    help="failing: the last attempt failed or the last occurrence died; dead: the last occurrence died",
+)
+@click.option(
     "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="at most this many jobs"
 )
 @click.option("--all", "every", is_flag=True, help="every job that matches, page after page")
@@ -159,17 +167,26 @@ def list_jobs(
     status: str | None,
     priority: str | None,
     name: str | None,
+    name_prefix: str | None,
+    health: str | None,
     limit: int,
     every: bool,
     watch: bool,
     interval: float,
     count: int | None,
 ) -> None:
-    """List jobs, newest first."""
+    """List jobs, newest first; the filters combine."""
     client = connection.client()
 
     def show() -> None:
-        found = client.iter_jobs(status=status, priority=priority, name=name, page_size=min(limit, 100))
+        found = client.iter_jobs(
+            status=status,
+            priority=priority,
+            name=name,
+            page_size=min(limit, 100),
+            health=health,
+            name_prefix=name_prefix,
+        )
         print_items(list(found if every else itertools.islice(found, limit)), output, jobs_table)
 
     repeat(show, watch, interval, count, output)

@@ -90,10 +90,18 @@ def jobs_table(jobs: Sequence[JobView]) -> str:
             job.schedule or f"at {job.run_at}",
             job.next_run_at or "",
             str(job.attempt),
+            _health(job),
         )
         for job in jobs
     ]
-    return table(("ID", "NAME", "STATUS", "PRIORITY", "SCHEDULE", "NEXT RUN", "ATTEMPT"), rows)
+    return table(("ID", "NAME", "STATUS", "PRIORITY", "SCHEDULE", "NEXT RUN", "ATTEMPT", "HEALTH"), rows)
+
+
+def _health(job: JobView) -> str:
+    """A recurring job's status is its next occurrence's: the health says how the last ones ended."""
+    if job.consecutive_failures > 1:
+        return f"{job.health.value} ({job.consecutive_failures} in a row)"
+    return job.health.value
 
 
 def job_details(job: JobView) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from shared.api.stats import StatsView
+from shared.models import Health
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import output_option, print_one, table, watch_options
 from sundial.commands.output import watch as repeat
@@ -45,9 +46,15 @@ def stats_table(found: StatsView) -> str:
     runs = found.executions
     p50 = "-" if runs.lateness_p50_ms is None else f"{runs.lateness_p50_ms} ms"
     p99 = "-" if runs.lateness_p99_ms is None else f"{runs.lateness_p99_ms} ms"
+    health = found.jobs.by_health
     summary = (
-        f"{found.jobs.total} jobs ({found.jobs.paused} paused, {found.dead_total} dead), counted at "
+        f"{found.jobs.total} jobs ({found.jobs.paused} paused, {found.dead_total} dead, "
+        f"{health[Health.FAILING]} failing, {health[Health.DEAD]} whose last occurrence died), counted at "
         f"{found.jobs.counted_at}; last {runs.window_minutes} min: {runs.starts} starts, "
         f"start lateness p50 {p50}, p99 {p99}"
     )
-    return "\n\n".join([summary, counts, queues])
+    dead = table(
+        ["dead job", "name", "died at", "in a row", "error"],
+        [[d.id, d.name or "", d.died_at, str(d.dead_in_a_row or ""), d.error or ""] for d in found.dead],
+    )
+    return "\n\n".join([summary, counts, queues, *([dead] if found.dead else [])])

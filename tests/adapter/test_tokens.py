@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from shared.errors import InvalidInput
 from shared.models import Run, RunStatus, RunSummary
+from shared.store import ListFilter
 from tests.adapter.conftest import Engine
 from tests.adapter.test_engine import create
 
@@ -45,7 +46,7 @@ def test_issued_tokens_page_through_jobs_and_runs(engine: Engine) -> None:
     seen: list[str] = []
     token: str | None = None
     while True:
-        page = engine.store.list_jobs(1, token)
+        page = engine.store.list_jobs(ListFilter(), 1, token)
         seen += [job.id for job in page.jobs]
         token = page.next_token
         if token is None:
@@ -66,7 +67,7 @@ def test_issued_tokens_page_through_jobs_and_runs(engine: Engine) -> None:
 def list_token(engine: Engine) -> dict[str, Any]:
     create(engine, schedule="rate(1 hour)")
     create(engine, schedule="rate(1 hour)")
-    token = engine.store.list_jobs(1, None).next_token
+    token = engine.store.list_jobs(ListFilter(), 1, None).next_token
     assert token is not None
     return decode(token)
 
@@ -79,24 +80,31 @@ def runs_token(engine: Engine, job_id: str) -> dict[str, Any]:
 
 def test_list_tokens_of_another_shape_are_refused(engine: Engine) -> None:
     issued = list_token(engine)
-    assert set(issued) == {"pk", "sk", "list_pk", "list_sk"}
+    assert set(issued) == {"i", "at", "done", "n", "e"}
+    some_shard, some_id = "JOBS#0", "01JD0000000000000000000000"
+    assert encode(issued | {"at": {some_shard: some_id}})  # well formed: the edits below are what is wrong
     job_id = with_runs(engine, 2)
     forged = [
         runs_token(engine, job_id),
-        {k: v for k, v in issued.items() if k != "list_pk"},
-        issued | {"extra": {"S": "x"}},
-        issued | {"list_pk": {"S": "OTHER"}},
-        issued | {"pk": {"S": "JOB#01JD0000000000000000000000"}},
-        issued | {"sk": {"S": "RUN#0000000000001#001"}},
-        issued | {"list_sk": {"N": "1"}},
-        issued | {"list_sk": {"S": 1}},
-        issued | {"list_sk": {"S": "x", "N": "1"}},
-        issued | {"list_sk": {"S": "x" * 2000}, "pk": {"S": "JOB#" + "x" * 2000}},
-        issued | {"list_sk": {"S": "\ud800"}, "pk": {"S": "JOB#\ud800"}},
+        {k: v for k, v in issued.items() if k != "at"},
+        issued | {"extra": 1},
+        issued | {"i": "by_status"},
+        issued | {"at": {"OTHER#1": some_id}},
+        issued | {"at": {some_shard: "x" * 2000}},
+        issued | {"at": {some_shard: "\ud800"}},
+        issued | {"at": {some_shard: 1}},
+        issued | {"at": []},
+        issued | {"done": ["JOBS#99"]},
+        issued | {"done": "JOBS#1"},
+        issued | {"n": -1},
+        issued | {"n": True},
+        issued | {"e": "no"},
         {},
     ]
     for key in forged:
-        refused(engine.store.list_jobs, 10, encode(key))
+        refused(engine.store.list_jobs, ListFilter(), 10, encode(key))
+    # A token is the listing's own: another filter's listing refuses it.
+    refused(engine.store.list_jobs, ListFilter(status="dead"), 10, encode(issued))
 
 
 def test_runs_tokens_of_another_job_or_shape_are_refused(engine: Engine) -> None:
@@ -131,15 +139,18 @@ def test_runs_tokens_of_another_job_or_shape_are_refused(engine: Engine) -> None
     ids=["text", "non-ascii", "list", "string", "flat", "not-utf8", "deeply-nested"],
 )
 def test_tokens_that_are_not_keys_are_refused(engine: Engine, token: str) -> None:
-    refused(engine.store.list_jobs, 10, token)
+    refused(engine.store.list_jobs, ListFilter(), 10, token)
     refused(engine.store.runs, "01JD0000000000000000000000", 10, token)
 
 
-def refuse_start_keys(dynamodb: Any) -> None:
-    """Makes DynamoDB answer every Query as it answers a start key it will not take."""
+def refuse_start_keys(dynamodb: Any, every_query: bool = False) -> None:
+    """Makes DynamoDB answer each Query with a start key (or every Query) as it answers a start key
+    it will not take."""
     refusal = {"Error": {"Code": "ValidationException", "Message": "The provided starting key is invalid"}}
 
-    def answer(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+    def answer(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        if not every_query and b"ExclusiveStartKey" not in params["body"]:  # the request as sent
+            return None
         return AWSResponse("https://dynamodb.example", 400, {}, None), refusal
 
     dynamodb.meta.events.register("before-call.dynamodb.Query", answer)
@@ -154,9 +165,12 @@ def test_a_start_key_dynamodb_refuses_is_a_bad_token_and_nothing_else_is(
     refuse_start_keys(dynamodb)
 
     refused(engine.store.runs, job_id, 10, issued_runs)
-    refused(engine.store.list_jobs, 10, encode(issued_list))
+    # Well formed, with a position: the listing offers DynamoDB a start key.
+    positioned = issued_list | {"at": {"JOBS#0": "01JD0000000000000000000000"}, "done": []}
+    refused(engine.store.list_jobs, ListFilter(), 10, encode(positioned))
     # Without a token the refusal is not the caller's: it stays the error it is.
+    refuse_start_keys(dynamodb, every_query=True)
     with pytest.raises(ClientError):
         engine.store.runs(job_id, 10, None)
     with pytest.raises(ClientError):
-        engine.store.list_jobs(10, None)
+        engine.store.list_jobs(ListFilter(), 10, None)

@@ -188,6 +188,24 @@ def test_list_filters_and_limits_in_every_format(local_api: str) -> None:
 
 
 @pytest.mark.e2e
+def test_list_by_name_prefix_and_health_shows_health(local_api: str) -> None:
+    tag = f"pfx{uuid.uuid4().hex[:8]}"
+    ids = [
+        created(local_api, "--name", f"{tag}-{n}", "--in", "1d", "--target-python", "noop")["id"]
+        for n in range(2)
+    ]
+    created(local_api, "--name", f"other-{tag}", "--in", "1d", "--target-python", "noop")
+
+    prefixed = sundial(local_api, "jobs", "list", "--name-prefix", tag.upper(), "-o", "json")
+    assert [job["id"] for job in json.loads(prefixed.stdout)] == ids[::-1]
+    healthy = sundial(local_api, "jobs", "list", "--name-prefix", tag, "--health", "dead", "-o", "json")
+    assert json.loads(healthy.stdout) == []
+    as_table = sundial(local_api, "jobs", "list", "--name-prefix", tag)
+    header, *rows = as_table.stdout.splitlines()
+    assert header.split()[-1] == "HEALTH" and [row.split()[-1] for row in rows] == ["ok", "ok"]
+
+
+@pytest.mark.e2e
 def test_watch_shows_again_a_bounded_number_of_times(local_api: str) -> None:
     job_id = str(created(local_api, "--in", "1d", "--target-python", "noop")["id"])
     for args in (["get", job_id], ["list", "--limit", "1"], ["runs", job_id]):

@@ -12,7 +12,7 @@ from selenium.webdriver.remote.webelement import WebElement
 
 from tests.console.browser import Browser
 from tests.console.conftest import Stack
-from tests.e2e.api import rfc3339
+from tests.e2e.api import rfc3339, wait_until
 
 pytestmark = pytest.mark.e2e
 DEAD_SECONDS = 20.0
@@ -216,6 +216,33 @@ def test_bulk_retry_of_selected_dead_jobs(browser: Browser, console_stack: Stack
             20,
             f"{job_id} never ran again",
         )
+
+
+def test_a_recurring_job_whose_occurrence_died_is_listed_by_health_and_shown_with_the_dead(
+    browser: Browser, console_stack: Stack
+) -> None:
+    name = _unique("recurring-dead")
+    api = console_stack.api
+    job = api.create(
+        name=name, schedule="rate(1 day)", max_retries=0, target={"type": "python", "handler": "fail"}
+    )
+    status, _ = api.call("POST", f"/jobs/{job['id']}/trigger")  # an occurrence now, and it dies
+    assert status == 200
+    wait_until(lambda: api.job(job["id"])["health"] == "dead", DEAD_SECONDS, f"{name} never died")
+
+    browser.open(f"{console_stack.url}/console/#/jobs?health=dead")
+    table = browser.find("table", "Jobs, newest first")
+    browser.find("link", name)
+    row = next(row for row in browser.rows(table) if row[1] == name)
+    assert row[2].startswith("pending") and "(dead)" in row[2], row  # its next occurrence waits
+    browser.open(f"{console_stack.url}/console/#/")
+    census_age = 40.0
+    dead = browser.find("table", "Dead jobs, most recent first", timeout=census_age)
+    browser.wait(
+        lambda: any(r[0] == name and r[4] == "recurring, 1 in a row dead" for r in browser.rows(dead)),
+        census_age,
+        "the overview does not show the recurring job with the dead",
+    )
 
 
 def test_overview_shows_counts_queues_dead_jobs_and_charts(browser: Browser, console_stack: Stack) -> None:

@@ -10,7 +10,7 @@ from local_stack.emulator import Emulator
 from local_stack.resources import Resources
 from shared.api.stats import MINUTE_MS, StatsService, executions, percentile
 from shared.clock import FixedClock
-from shared.models import Job, JobStatus, Run, RunStatus, RunSummary
+from shared.models import Health, Job, JobStatus, Run, RunStatus, RunSummary
 from shared.store import items
 from shared.store.stats_reads import Start, StatsReads
 from shared.targets.models import PythonTarget
@@ -85,6 +85,23 @@ def test_counts_dead_jobs_and_starts_come_from_one_census_kept_for_its_max_age(
     clock.advance(2)
     again = service.stats()
     assert again.jobs.total == 4 and again.jobs.counted_at == "2027-01-15T08:00:31Z"
+
+
+def test_a_recurring_job_whose_last_occurrence_died_is_counted_and_shown_with_the_dead(
+    emulator: Emulator, resources: Resources, dynamodb: Any
+) -> None:
+    table = resources.table_name
+    died = RunSummary(scheduled_at=NOW - 60_000, attempt=1, status=RunStatus.DEAD, error="down")
+    recurring = {"schedule": "rate(1 minute)", "last_run": died, "consecutive_failures": 4}
+    _put_job(dynamodb, table, "E" * 26, JobStatus.QUEUED, health=Health.DEAD, **recurring)
+    _put_job(dynamodb, table, "F" * 26, JobStatus.FAILED, health=Health.FAILING)
+    _put_job(dynamodb, table, "G" * 26, JobStatus.PENDING)
+
+    stats = _service(emulator, resources, FixedClock(NOW)).stats()
+
+    assert stats.jobs.by_health == {Health.OK: 1, Health.FAILING: 1, Health.DEAD: 1}
+    assert [(d.id, d.error, d.dead_in_a_row) for d in stats.dead] == [("E" * 26, "down", 4)]
+    assert stats.dead_total == 1
 
 
 def test_queue_depths_are_sqs_counts(emulator: Emulator, resources: Resources) -> None:

@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
+from functions import clients
 from local_stack.resources import Resources
+from shared import constants as c
 from shared.api.requests import list_filter
 from shared.clock import SystemClock
-from shared.store import JobStore
+from shared.store import JobStore, listing
 from tests.functions.conftest import Api
 
 NOOP = {"type": "python", "handler": "noop"}
@@ -87,38 +89,66 @@ def test_a_bad_name_filter_is_a_400(api: Api, name: str, message: str) -> None:
     assert message in answer.body["message"]
 
 
-def test_a_rare_filter_answers_short_pages_with_a_token_and_misses_nothing(
-    env: Resources, dynamodb: Any, jobs: list[dict[str, Any]]
+def test_a_name_search_that_reads_its_bound_answers_what_it_found_and_misses_nothing(
+    env: Resources, dynamodb: Any, jobs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = JobStore(dynamodb, env.table_name, SystemClock())
-    keep = list_filter(None, None, "report")
-    assert keep is not None
+    monkeypatch.setattr(listing, "EXTRA_READS", 1)  # a page stops at its first row the search rejects
     pages: list[list[str | None]] = []
     token: str | None = None
     while True:
-        # Two index rows per call: pages come back short, some empty, each with a token.
-        page = store.list_jobs(2, token, keep, max_reads=2)
+        page = store.list_jobs(list_filter(None, None, "report"), 3, token)
         pages.append([job.name for job in page.jobs])
         token = page.next_token
         if token is None:
             break
 
     assert [name for page in pages for name in page] == list(reversed(MATCHING))
-    assert [] in pages[:-1]  # an empty page that is not the last
-    assert all(len(page) <= 2 for page in pages)
+    assert [] not in pages  # short pages, never an empty one while a match is left
+    assert any(len(page) < 3 for page in pages[:-1])
 
 
-def test_a_filtered_page_reads_the_index_in_batches_not_row_by_row(
-    env: Resources, dynamodb: Any, jobs: list[dict[str, Any]]
-) -> None:
-    store = JobStore(dynamodb, env.table_name, SystemClock())
-    queries: list[int] = []
-    dynamodb.meta.events.register(
-        "provide-client-params.dynamodb.Query", lambda params, **_: queries.append(params["Limit"])
+def test_each_filter_reads_its_own_index(api: Api, jobs: list[dict[str, Any]]) -> None:
+    used: list[str] = []
+    clients.clients().dynamodb().meta.events.register(
+        "provide-client-params.dynamodb.Query", lambda params, **_: used.append(params.get("IndexName"))
     )
-    keep = list_filter(None, None, "nightly")  # the oldest job alone
+    for query, index in [
+        ({"status": "pending"}, c.STATUS_INDEX_NAME),
+        ({"priority": "low"}, c.PRIORITY_INDEX_NAME),
+        ({"health": "dead"}, c.HEALTH_INDEX_NAME),
+        ({"name_prefix": "rep"}, c.NAME_INDEX_NAME),
+        ({"name_prefix": "rep", "status": "pending"}, c.NAME_INDEX_NAME),
+        ({}, c.LIST_INDEX_NAME),
+    ]:
+        used.clear()
+        answer = api("GET", "/jobs", query=query)
+        assert answer.status == 200, answer.body
+        assert set(used) == {index}, query
 
-    page = store.list_jobs(1, None, keep)
 
-    assert [job.name for job in page.jobs] == ["Nightly-REPORT-eu"]
-    assert queries == [100]
+def test_name_prefix_and_health_filters_and_the_total(api: Api, jobs: list[dict[str, Any]]) -> None:
+    prefixed = api("GET", "/jobs", query={"name_prefix": "REPORT"})
+    healthy = api("GET", "/jobs", query={"health": "ok", "limit": "3"})
+    failing = api("GET", "/jobs", query={"health": "failing"})
+
+    assert [job["name"] for job in prefixed.body["jobs"]] == ["reporter"]
+    assert (prefixed.body["total"], prefixed.body["total_is_estimate"]) == (1, False)
+    assert len(healthy.body["jobs"]) == 3 and healthy.body["total"] == len(NAMES)
+    assert {job["health"] for job in healthy.body["jobs"]} == {"ok"}
+    assert (failing.body["jobs"], failing.body["total"], failing.body["next_token"]) == ([], 0, None)
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"health": "sick"}, "health"),
+        ({"name_prefix": "re"}, "name_prefix"),
+        ({"next_token": "bm90LWEtdG9rZW4"}, "next_token"),
+    ],
+    ids=["health", "short-prefix", "token"],
+)
+def test_a_bad_listing_query_is_a_400_naming_its_field(api: Api, query: dict[str, str], field: str) -> None:
+    answer = api("GET", "/jobs", query=query)
+
+    assert (answer.status, answer.body["field"]) == (400, field)

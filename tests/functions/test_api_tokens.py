@@ -61,6 +61,7 @@ FORGED_LIST_KEYS = {
         "list_sk": s("x" * 1100),
     },
     "empty": {},
+    "an-old-release-s": list_key(OTHER_JOB),
 }
 
 
@@ -72,8 +73,11 @@ def test_a_foreign_list_token_is_a_400(api: Api, key: dict[str, Any]) -> None:
 
 def test_a_list_token_of_the_issued_shape_is_accepted(api: Api) -> None:
     job_id = create(api)
-    answer = api("GET", "/jobs", query={"next_token": token(list_key(job_id))})
+    # Where each shard of the listing's index stands, and the total of its first page.
+    issued = {"i": "by_created", "at": {"JOBS#0": job_id}, "done": ["JOBS#1"], "n": 1, "e": False}
+    answer = api("GET", "/jobs", query={"next_token": token(issued)})
     assert answer.status == 200, answer.body
+    assert answer.body["total"] == 1
 
 
 FORGED_RUNS_KEYS = {

@@ -20,6 +20,7 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "sundial:maxConcurrencyHigh": "100",
     "sundial:maxConcurrencyMedium": 30,
     "sundial:maxConcurrencyLow": 2,
+    "sundial:deadOccurrencesInARow": "5",
     "sundial:targetArns": [
         "arn:aws:lambda:us-east-1:123456789012:function:report",
         "arn:aws:lambda:us-east-1:123456789012:function:jobs-*",

@@ -102,6 +102,15 @@ def test_dead_jobs_alarm_on_the_sundial_metric(synthesised: Synthesised) -> None
     assert alarm["Threshold"] == 1  # >= 1 dead job, i.e. > 0
 
 
+def test_a_recurring_job_dying_again_and_again_alarms_at_the_configured_streak(
+    synthesised: Synthesised, configured: Synthesised
+) -> None:
+    for stack, threshold in ((synthesised, 3), (configured, 5)):
+        (alarm,) = _find(stack, c.Metric.DEAD_OCCURRENCES_IN_A_ROW.value, Namespace=c.METRICS_NAMESPACE)
+        assert (alarm["Statistic"], alarm["Threshold"]) == ("Maximum", threshold)
+        assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
 @pytest.mark.parametrize("metric_name", ["Errors", "Throttles"])
 def test_scheduler_error_and_throttle_alarms(synthesised: Synthesised, metric_name: str) -> None:
     scheduler = _function_id(synthesised, "functions.scheduler.handler")

@@ -32,6 +32,15 @@ def test_defaults() -> None:
     assert (settings.precision, settings.history, settings.provisioned_capacity) == ("second", "all", None)
 
 
+def test_an_upgrade_reads_only_the_indexes_declared_once_the_backfill_is_done() -> None:
+    from shared import constants as c
+
+    assert _settings({}).ready_indexes == (c.LIST_INDEX_NAME, *c.FILTER_INDEXES)
+    assert _settings({"sundial:listIndexes": 0, "sundial:listingBackfilled": "false"}).ready_indexes == ()
+    assert _settings({"sundial:listIndexes": "2"}).ready_indexes == (c.LIST_INDEX_NAME, *c.FILTER_INDEXES[:2])
+    assert _settings({}).dead_occurrences_in_a_row == 3
+
+
 def test_provisioned_capacity_defaults_and_overrides() -> None:
     from infra.settings import Capacity
 
@@ -115,6 +124,9 @@ def test_target_arns_from_cdk_json_or_the_command_line(raw: Any, expected: tuple
             "20-90",
         ),
         ({"sundial:billingMode": "provisioned", "sundial:provisionedCapacity": {"wcu": 5}}, "keys among"),
+        ({"sundial:listIndexes": "5"}, "sundial:listIndexes=5: must be 0-4"),
+        ({"sundial:listingBackfilled": "later"}, "true or false"),
+        ({"sundial:deadOccurrencesInARow": 0}, "sundial:deadOccurrencesInARow=0: must be at least 1"),
     ],
 )
 def test_unusable_values_name_the_key(context: dict[str, Any], message: str) -> None:

@@ -9,9 +9,10 @@ import pytest
 
 from local_stack.resources import table_definition
 from shared import constants as c
-from tests.infra.conftest import Synthesised
+from tests.infra.conftest import Synthesised, _synthesise
 
 pytestmark = pytest.mark.infra
+INDEXES = (c.DUE_INDEX_NAME, c.LIST_INDEX_NAME, *c.FILTER_INDEXES)
 
 
 def _table(synthesised: Synthesised) -> dict[str, Any]:
@@ -39,8 +40,24 @@ def test_table_declares_the_emulators_keys_and_indexes(synthesised: Synthesised)
 
 def test_due_and_listing_indexes_project_keys_only(synthesised: Synthesised) -> None:
     indexes = {i["IndexName"]: i for i in _table(synthesised)["Properties"]["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {c.DUE_INDEX_NAME, c.LIST_INDEX_NAME}
+    assert set(indexes) == {c.DUE_INDEX_NAME, c.LIST_INDEX_NAME, *c.FILTER_INDEXES}
     assert {i["Projection"]["ProjectionType"] for i in indexes.values()} == {"KEYS_ONLY"}
+    for name in (c.LIST_INDEX_NAME, *c.FILTER_INDEXES):  # each sorts newest first by the job's id
+        assert indexes[name]["KeySchema"][1] == {"AttributeName": c.LIST_SORT_ATTRIBUTE, "KeyType": "RANGE"}
+
+
+def test_an_upgrade_adds_the_filter_indexes_one_per_deploy(tmp_path: Any) -> None:
+    """CloudFormation creates at most one index per stack update: `sundial:listIndexes` steps them
+    in, and until the backfill is done the functions read none of them (docs/operations.md)."""
+    for declared in (0, 1):
+        context = {"sundial:listIndexes": declared, "sundial:listingBackfilled": declared > 0}
+        stack = _synthesise(tmp_path / str(declared), context)
+        names = [i["IndexName"] for i in _table(stack)["Properties"]["GlobalSecondaryIndexes"]]
+        assert names == [c.DUE_INDEX_NAME, c.LIST_INDEX_NAME, *c.FILTER_INDEXES[:declared]]
+        functions = stack.of_type("AWS::Lambda::Function").values()
+        (api,) = (f for f in functions if f["Properties"].get("Handler") == "functions.api.handler")
+        ready = api["Properties"]["Environment"]["Variables"][c.ENV_LIST_INDEXES]
+        assert ready == ",".join([c.LIST_INDEX_NAME, *c.FILTER_INDEXES[:declared]] if declared else [])
 
 
 def test_table_is_on_demand_recoverable_encrypted_with_ttl(synthesised: Synthesised) -> None:
@@ -168,7 +185,7 @@ def test_every_queue_is_encrypted_and_refuses_plain_http(synthesised: Synthesise
     assert protected == set(synthesised.of_type("AWS::SQS::Queue"))
 
 
-def test_provisioned_billing_scales_the_table_and_both_indexes(
+def test_provisioned_billing_scales_the_table_and_each_index(
     synthesised: Synthesised, configured: Synthesised
 ) -> None:
     assert not synthesised.of_type("AWS::ApplicationAutoScaling::ScalableTarget")
@@ -184,7 +201,7 @@ def test_provisioned_billing_scales_the_table_and_both_indexes(
         p = target["Properties"]
         resource = json.dumps(p["ResourceId"])
         assert table_id in resource
-        where = next((i for i in (c.DUE_INDEX_NAME, c.LIST_INDEX_NAME) if i in resource), "table")
+        where = next((i for i in INDEXES if f"/index/{i}" in resource), "table")
         scaled[(where, p["ScalableDimension"].rsplit(":", 1)[-1])] = (
             p["MinCapacity"],
             p["MaxCapacity"],
@@ -192,7 +209,7 @@ def test_provisioned_billing_scales_the_table_and_both_indexes(
         )
     assert {key: bounds[:2] for key, bounds in scaled.items()} == {
         (where, dimension): ((5, 1000) if dimension == "ReadCapacityUnits" else (10, 1500))
-        for where in ("table", c.DUE_INDEX_NAME, c.LIST_INDEX_NAME)
+        for where in ("table", *INDEXES)
         for dimension in ("ReadCapacityUnits", "WriteCapacityUnits")
     }
     policies = configured.of_type("AWS::ApplicationAutoScaling::ScalingPolicy").values()

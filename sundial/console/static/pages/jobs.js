@@ -5,10 +5,11 @@ import { announce, h, replace, statusBadge, when } from "../dom.js";
 const PAGE_SIZE = 50;
 const STATUSES = ["pending", "queued", "running", "succeeded", "failed", "dead", "cancelled"];
 const PRIORITIES = ["high", "medium", "low"];
+const HEALTHS = ["failing", "dead"];
 const ACTIONS = [["pause", "Pause selected"], ["resume", "Resume selected"], ["cancel", "Cancel selected"], ["retry", "Retry selected"]];
 
 export async function render(root, params) {
-  const filters = { status: params.status || "", priority: params.priority || "", name: params.name || "" };
+  const filters = { status: params.status || "", priority: params.priority || "", health: params.health || "", name: params.name || "" };
   const state = { tokens: [null], page: 0, jobs: [], next: null, selected: new Set(), shown: "" };
   const body = h("tbody");
   const pageLabel = h("span", { class: "muted" });
@@ -21,6 +22,8 @@ export async function render(root, params) {
     const answer = await get("/jobs" + query({ ...filters, limit: PAGE_SIZE, next_token: state.tokens[state.page] }));
     state.jobs = answer.jobs;
     state.next = answer.next_token;
+    state.total = answer.total;
+    state.estimate = answer.total_is_estimate;
     const shown = JSON.stringify(answer);
     if (shown !== state.shown) {
       state.shown = shown;
@@ -38,7 +41,7 @@ export async function render(root, params) {
       return h("tr", {},
         h("td", {}, box),
         h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}` }, label)),
-        h("td", {}, statusBadge(job.status), job.paused ? " (paused)" : ""),
+        h("td", {}, statusBadge(job.status), job.paused ? " (paused)" : "", health(job)),
         h("td", {}, job.priority),
         h("td", {}, job.schedule || `once at ${when(job.run_at)}`),
         h("td", {}, when(job.next_run_at)),
@@ -47,7 +50,9 @@ export async function render(root, params) {
     replace(body, rows.length ? rows : h("tr", {}, h("td", { colspan: 7 }, "No jobs match.")));
     previous.disabled = state.page === 0;
     next.disabled = !state.next;
-    pageLabel.textContent = `Page ${state.page + 1}, ${state.jobs.length} jobs`;
+    const pages = Math.max(1, Math.ceil(state.total / PAGE_SIZE));
+    const about = state.estimate ? "about " : "";
+    pageLabel.textContent = `Page ${state.page + 1} of ${about}${pages}, ${state.jobs.length} of ${about}${state.total} jobs`;
     sync();
     // When the first screen of jobs is on the page, for anyone measuring it (bench/console_page.py).
     if (!performance.getEntriesByName("sundial:jobs-shown").length) performance.mark("sundial:jobs-shown");
@@ -93,6 +98,7 @@ export async function render(root, params) {
   const filterForm = h("form", { class: "toolbar", role: "search", "aria-label": "Filter jobs", onsubmit: applyFilters },
     choice("Status", "status", STATUSES, filters),
     choice("Priority", "priority", PRIORITIES, filters),
+    choice("Health", "health", HEALTHS, filters),
     h("div", {}, h("label", { for: "f-name" }, "Name"),
       h("input", { id: "f-name", type: "search", value: filters.name, oninput: (e) => { filters.name = e.target.value; } })),
     h("button", { type: "submit", class: "primary" }, "Apply filters"));
@@ -112,6 +118,13 @@ export async function render(root, params) {
     replace(body, h("tr", {}, h("td", { colspan: 7, role: "alert" }, `The jobs could not be listed: ${error.message}`)));
   }
   return { refresh: load };
+}
+
+// A recurring job's status is its next occurrence's; its health says how the last ones ended.
+function health(job) {
+  if (job.health === "ok") return "";
+  const streak = job.consecutive_failures > 1 ? `, ${job.consecutive_failures} in a row` : "";
+  return h("span", { class: "muted" }, ` (${job.health}${streak})`);
 }
 
 function choice(label, name, values, filters) {

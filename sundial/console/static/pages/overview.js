@@ -39,7 +39,7 @@ function draw(root, stats) {
     h("h1", {}, "Overview"),
     h("div", { class: "grid" },
       h("section", { class: "card", "aria-labelledby": "h-counts" },
-        h("h2", { id: "h-counts" }, `Jobs (${stats.jobs.total}, ${stats.jobs.paused} paused)`),
+        h("h2", { id: "h-counts" }, `Jobs (${stats.jobs.total}, ${stats.jobs.paused} paused, ${stats.jobs.by_health.failing + stats.jobs.by_health.dead} failing)`),
         table("Jobs per status and priority", ["Status", ...PRIORITIES.map((p) => ({ text: p, num: true })), { text: "total", num: true }], rows),
         h("p", { class: "muted" }, `Counted at ${when(stats.jobs.counted_at)}; counts are at most ${stats.jobs.max_age_seconds} s old.`)),
       h("section", { class: "card", "aria-labelledby": "h-queues" },
@@ -81,7 +81,9 @@ function deadSection(stats) {
         event.target.disabled = false;
       }
     } }, "Retry");
-    return [h("a", { href: `#/jobs/${encodeURIComponent(job.id)}` }, label), job.priority, when(job.died_at), job.error || "–", retry];
+    // A recurring job goes on to its next occurrence: nothing to retry, but say how often it died.
+    const action = job.dead_in_a_row > 0 ? `recurring, ${job.dead_in_a_row} in a row dead` : retry;
+    return [h("a", { href: `#/jobs/${encodeURIComponent(job.id)}` }, label), job.priority, when(job.died_at), job.error || "–", action];
   });
   return h("section", { class: "card", "aria-labelledby": "h-dead" }, heading,
     table("Dead jobs, most recent first", ["Job", "Priority", "Died at", "Last error", "Action"], rows));

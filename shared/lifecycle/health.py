@@ -1,0 +1,21 @@
+"""A job's health after a settle: how its occurrences have been ending (docs/api.md, "Health")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.lifecycle.decide import Placement
+from shared.models import Health, Job, JobStatus, RunStatus
+
+
+def health_after(job: Job, placement: Placement, outcome: RunStatus) -> dict[str, Any]:
+    """The health fields a settle writes: a success makes the job healthy and resets the count; an
+    occurrence that dies counts one more in a row; a failed attempt with a retry waiting is failing,
+    unless the occurrence before already died (it stays dead until one succeeds)."""
+    if outcome is RunStatus.SUCCEEDED:
+        return {"health": Health.OK, "consecutive_failures": 0}
+    if placement.alert:
+        return {"health": Health.DEAD, "consecutive_failures": job.consecutive_failures + 1}
+    if placement.status is JobStatus.FAILED and job.health is not Health.DEAD:
+        return {"health": Health.FAILING}
+    return {}

@@ -1,0 +1,55 @@
+"""`sundial upgrade-listing`: the backfill of a deployed table's listing keys (docs/operations.md,
+"Upgrading the listing indexes"). It talks to DynamoDB with the caller's AWS credentials, not to the API."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import click
+
+from shared.store.upgrade import Progress, backfill_listing
+
+
+@click.command(name="upgrade-listing")
+@click.option("--table", required=True, help="the jobs table (the stack's JobsTable resource)")
+@click.option("--start", help="where a stopped run said to go on from (one segment's next_start)")
+@click.option("--segment", type=click.IntRange(min=0), default=None, help="only this segment of --segments")
+@click.option("--segments", type=click.IntRange(min=1, max=64), default=1, show_default=True)
+@click.option("--profile", help="AWS profile")
+@click.option("--region", help="AWS region")
+@click.option("--endpoint-url", help="DynamoDB endpoint (the emulator's, say)")
+def upgrade_listing(
+    table: str,
+    start: str | None,
+    segment: int | None,
+    segments: int,
+    profile: str | None,
+    region: str | None,
+    endpoint_url: str | None,
+) -> None:
+    """Give every job written before the sharded listing indexes its listing keys. Safe to stop
+    and to run again: it writes only the keys still missing, each conditional on the job's version."""
+    import boto3  # noqa: PLC0415  # only this command needs DynamoDB itself
+
+    client: Any = boto3.Session(profile_name=profile, region_name=region).client(
+        "dynamodb", endpoint_url=endpoint_url
+    )
+    if start is not None and segment is None and segments > 1:
+        raise click.UsageError("--start goes with --segment: each segment stops at its own place")
+    chosen = [segment] if segment is not None else list(range(segments))
+
+    def run(n: int) -> Progress:
+        def report(progress: Progress) -> None:
+            click.echo(
+                f"segment {n}: {progress.scanned} items read, {progress.written} jobs given keys, "
+                f"next_start {progress.next_start or '-'}"
+            )
+
+        return backfill_listing(client, table, start, n, segments, on_page=report)
+
+    with ThreadPoolExecutor(max_workers=len(chosen)) as pool:
+        done = list(pool.map(run, chosen))
+    click.echo(
+        f"done: {sum(p.scanned for p in done)} items read, {sum(p.written for p in done)} jobs given keys"
+    )
