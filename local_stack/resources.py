@@ -81,7 +81,13 @@ def index_definition(name: str, partition: str, sort: str) -> dict[str, Any]:
 
 
 def _ensure_table(dynamodb: DynamoDBClient, table_name: str) -> None:
-    if table_name in dynamodb.list_tables()["TableNames"]:
+    # A describe, not ListTables: that answers 100 names a page, and an emulator shared by many
+    # stacks holds more.
+    try:
+        dynamodb.describe_table(TableName=table_name)
+    except dynamodb.exceptions.ResourceNotFoundException:
+        pass
+    else:
         upgrade_table(dynamodb, table_name)
         return
     dynamodb.create_table(**table_definition(table_name))
