@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     due_shards_before: int | None = Field(
         default=None, ge=1, le=c.MAX_DUE_SHARDS, validation_alias=c.ENV_DUE_SHARDS_BEFORE
     )
+    # The Secrets Manager secret that signs deliveries; the deployed stack always sets it.
+    signing_secret_arn: str | None = Field(default=None, validation_alias=c.ENV_SIGNING_SECRET_ARN)
     # Lambda names the log stream after the execution environment: the worker's identity in run history.
     worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
 

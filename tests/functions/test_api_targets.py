@@ -1,5 +1,5 @@
-"""Targets through the API handler: AWS names of the forms AWS issues, and secret-looking header values
-stored as sent but answered masked."""
+"""Targets through the API handler: AWS names of the forms AWS issues, and header values stored as sent
+but answered masked unless their name is on the allow-list."""
 
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ def test_a_loopback_queue_is_refused_outside_the_local_stack(api: Api, stored: A
     assert stored() == []
 
 
-# --- secret-looking header values ------------------------------------------------------------------
+# --- header values -----------------------------------------------------------------------------
 
 HEADERS = {
     "Authorization": "Bearer real-secret",
@@ -212,9 +212,17 @@ HEADERS = {
     "X-Client-Secret": "s-789",
     "X-DB-PASSWORD": "p-0",
     "X-Team": "finance",
+    "X-Signature": "sha256=abc",
+    "X-Shopify-Hmac-Sha256": "hmac-1",
+    "X-Pass": "hunter2",
     "Accept": "application/json",
+    "content-type": "application/json",
+    "Accept-Language": "en",
+    "User-Agent": "billing/2",
 }
-MASKED = {name: ("***" if name not in ("X-Team", "Accept") else value) for name, value in HEADERS.items()}
+# Only the allow-listed names show their values: no word list finds X-Signature or X-Pass.
+SHOWN = ("Accept", "content-type", "Accept-Language", "User-Agent")
+MASKED = {name: (value if name in SHOWN else "***") for name, value in HEADERS.items()}
 HTTP = {"type": "http", "url": "https://hooks.example.com/run", "headers": HEADERS}
 
 
