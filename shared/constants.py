@@ -20,6 +20,8 @@ PRIORITIES: Final = (Priority.HIGH, Priority.MEDIUM, Priority.LOW)
 
 # --- DynamoDB -------------------------------------------------------------------------------------
 TABLE_NAME: Final = "sundial-jobs"
+# The local stack's signing secret; a deployed stage's is named by CloudFormation (infra/functions.py).
+SIGNING_SECRET_NAME: Final = "sundial-signing"
 PARTITION_KEY: Final = "pk"
 SORT_KEY: Final = "sk"
 TTL_ATTRIBUTE: Final = "expires_at"
