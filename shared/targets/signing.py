@@ -11,6 +11,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ SECRET_PREFIX = "whsec_"
 # As for referenced secrets (shared/targets/secrets.py): a rotation is in use within a minute.
 CACHE_SECONDS = 60.0
 _STAGES = ("AWSCURRENT", "AWSPREVIOUS")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
 def signature(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:
@@ -34,10 +36,17 @@ def signature(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:
 
 def key_of(secret: str) -> bytes:
     """The HMAC key of a `whsec_<base64>` secret (the prefix may be left out)."""
+    encoded = secret.removeprefix(SECRET_PREFIX)
+    if not _BASE64.fullmatch(encoded):
+        raise ValueError("the signing secret is not whsec_<base64>")
     try:
-        return base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
-    except (binascii.Error, ValueError) as exc:
+        # Padding may be left out, as the Standard Webhooks libraries allow.
+        key = base64.b64decode(encoded.rstrip("=") + "==")
+    except binascii.Error as exc:
         raise ValueError("the signing secret is not whsec_<base64>") from exc
+    if not key:
+        raise ValueError("the signing secret is empty")
+    return key
 
 
 class Signer:
