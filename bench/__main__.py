@@ -17,7 +17,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import bench_next_runs, burst, console_page, cost, lateness, local_state, priority, throughput
+from bench import (
+    bench_next_runs,
+    burst,
+    console_page,
+    cost,
+    lateness,
+    local_state,
+    priority,
+    secret_reads,
+    throughput,
+)
 from bench.cost_model import EVENTBRIDGE_SCHEDULER_PER_MILLION
 from bench.harness import Aws, Row, machine, versions
 from bench.stack import Listener, running
@@ -96,6 +106,7 @@ def _in_process() -> list[Row]:
     try:
         rows = [throughput.measure(aws)]
         cost_rows, assumptions = cost.measure(aws)
+        rows += secret_reads.measure(aws)
     finally:
         aws.stop()
     for row in cost_rows:
