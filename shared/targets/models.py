@@ -11,7 +11,15 @@ import re
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import PydanticCustomError
 
 from shared.errors import InvalidInput
 
@@ -74,7 +82,33 @@ class SecretRef(_TargetBase):
     ] = None
 
 
-HeaderValue = Annotated[str, Field(max_length=4096)] | SecretRef
+HEADER_VALUE_LIMIT = 4096
+
+
+def _header_value(value: Any, handler: ValidatorFunctionWrapHandler) -> str | SecretRef:
+    """A string or a reference, with errors that name the header rather than a branch of the union."""
+    if isinstance(value, SecretRef):
+        return value
+    if isinstance(value, str):
+        if len(value) > HEADER_VALUE_LIMIT:
+            raise PydanticCustomError("header_too_long", f"must be at most {HEADER_VALUE_LIMIT} characters")
+        return value
+    if not isinstance(value, dict):
+        raise PydanticCustomError("header_value", 'must be a string or a reference {"secret": "<ARN>"}')
+    try:
+        return SecretRef.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(step) for step in first["loc"])
+        raise PydanticCustomError(
+            "secret_reference", "{detail}", {"detail": f"{where}: {first['msg']}" if where else first["msg"]}
+        ) from None
+
+
+# The union gives the OpenAPI document its two forms; _header_value does the validating.
+HeaderValue = Annotated[
+    Annotated[str, Field(max_length=HEADER_VALUE_LIMIT)] | SecretRef, WrapValidator(_header_value)
+]
 
 
 class HttpTarget(_TargetBase):

@@ -118,8 +118,9 @@ def _check_reference(name: str, reference: SecretRef) -> None:
     # fullmatch: "$" alone would also take a value that ends in a newline.
     if not any(re.fullmatch(form.removeprefix("^").removesuffix("$"), arn) for form in _REFERENCE_FORMS):
         raise InvalidInput(
-            f"target header {name} refers to {arn[:120]!r}, which is not a Secrets Manager secret ARN "
-            "(arn:<partition>:secretsmanager:<region>:<account>:secret:<name>) nor an SSM parameter ARN "
+            # Not shown back: a value put here by mistake may be the secret itself.
+            f"target header {name} must refer to a Secrets Manager secret ARN "
+            "(arn:<partition>:secretsmanager:<region>:<account>:secret:<name>) or an SSM parameter ARN "
             "(arn:<partition>:ssm:<region>:<account>:parameter/<name>)",
             field=f"{HEADERS_FIELD}.{name}.secret",
         )

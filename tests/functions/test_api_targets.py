@@ -338,3 +338,25 @@ def test_url_query_values_are_answered_masked_and_the_mask_is_refused(api: Api, 
     assert isinstance(stored_target, HttpTarget) and stored_target.url == url
     echoed = api("POST", "/jobs", {"target": created.body["target"], **DAILY})
     assert (echoed.status, echoed.body["field"]) == (400, "target.url")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param("v" * 4097, "must be at most 4096 characters", id="too long"),
+        pytest.param(12, 'must be a string or a reference {"secret": "<ARN>"}', id="a number"),
+        pytest.param({"secret": "Bearer pasted-by-mistake"}, "must refer to a Secrets Manager", id="a value"),
+    ],
+)
+def test_a_bad_header_value_is_refused_naming_the_header_and_not_showing_it(
+    api: Api, stored: Any, value: Any, message: str
+) -> None:
+    target = {"type": "http", "url": "https://hooks.example.com/run", "headers": {"X-Pass": value}}
+
+    answer = api("POST", "/jobs", {"target": target, **DAILY})
+
+    assert answer.status == 400
+    assert answer.body["field"] in ("target.headers.X-Pass", "target.headers.X-Pass.secret")
+    assert message in answer.body["message"]
+    assert "pasted-by-mistake" not in answer.body["message"] and "vvvv" not in answer.body["message"]
+    assert stored() == []
