@@ -8,7 +8,7 @@ from __future__ import annotations
 from shared.targets import builtin_handlers as builtin_handlers  # registers noop and fail
 from shared.targets.dispatch import AwsClients, check_target, deliver
 from shared.targets.errors import TargetError, TargetTimedOut
-from shared.targets.http_delivery import DeliveryKeys
+from shared.targets.keys import DeliveryKeys
 from shared.targets.models import (
     Delivery,
     EventBridgeTarget,

@@ -7,7 +7,8 @@ from typing import Any, Literal, Protocol
 from shared.errors import InvalidInput
 from shared.targets import aws_delivery as aws
 from shared.targets.errors import TargetError, describe
-from shared.targets.http_delivery import DeliveryKeys, deliver_http
+from shared.targets.http_delivery import deliver_http
+from shared.targets.keys import DeliveryKeys
 from shared.targets.models import (
     Delivery,
     EventBridgeTarget,

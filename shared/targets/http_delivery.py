@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 from shared.targets.errors import TargetError, TargetTimedOut, describe
 from shared.targets.guard import IPAddress, Resolver, checked_addresses, system_resolver
+from shared.targets.keys import DeliveryKeys
 from shared.targets.models import Delivery, HttpTarget, SecretRef, is_shown_header
 from shared.targets.secrets import SecretResolver, scrubbed
-from shared.targets.signing import Signer
 
 USER_AGENT = "Sundial/1"
 _SNIPPET_BYTES = 300
@@ -41,21 +41,6 @@ class Endpoint:
         port = "" if self.port == _DEFAULT_PORTS[self.scheme] else f":{self.port}"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}{port}{self.target.split('?', 1)[0]}"
-
-
-@dataclass(frozen=True)
-class DeliveryKeys:
-    """What the worker reads secrets with: header references, and the signing secret."""
-
-    resolver: SecretResolver | None = None
-    signer: Signer | None = None
-
-    def known_values(self) -> list[str]:
-        """Every secret read so far: what no error text may show."""
-        return [
-            *(self.resolver.known_values() if self.resolver else ()),
-            *(self.signer.known_values() if self.signer else ()),
-        ]
 
 
 @dataclass(frozen=True)

@@ -212,7 +212,7 @@ _FORMS: dict[type[BaseModel], tuple[tuple[str, str, str], ...]] = {
 def check_form(target: AnyTarget, *, local_stack: bool) -> None:
     """Refuses a new target whose AWS names are not of the form AWS issues (partition aws, aws-cn or
     aws-us-gov; a region; a 12-digit account; a resource name), a loopback queue outside the local
-    stack, and a secret-looking header sent as the mask the API answers in its place.
+    stack, and a header or query value sent as the mask the API answers in its place.
 
     Raises InvalidInput naming the field, e.g. "target.function_arn".
     """
