@@ -8,6 +8,7 @@ costs money and adds a round trip), and a rotated secret is in use within that m
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -24,6 +25,9 @@ SCRUBBED_MIN_LENGTH = 4
 SCRUBBED_MASK = "***"
 
 ClientFor = Callable[[str], Any]
+# As for an inline value (shared/targets/validation.py): CR or LF would split the request, and the
+# HTTP client's refusal would quote the value.
+_FORBIDDEN_IN_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 class SecretResolver:
@@ -46,6 +50,15 @@ class SecretResolver:
 
     def value(self, header: str, reference: SecretRef) -> str:
         """The header's value. Raises TargetError naming the header and the ARN, never a value."""
+        value = self._value(header, reference)
+        if _FORBIDDEN_IN_VALUE.search(value):
+            raise TargetError(
+                f"header {header}: secret {reference.secret} holds a control character (a trailing "
+                "newline?), which a header value cannot carry"
+            )
+        return value
+
+    def _value(self, header: str, reference: SecretRef) -> str:
         raw = self._raw(header, reference.secret)
         if reference.json_key is None:
             return raw
@@ -66,7 +79,8 @@ class SecretResolver:
         not show."""
         with self._lock:
             raws = [raw for _, raw in self._kept.values()]
-        return [value for raw in raws for value in _with_json_strings(raw)]
+        # Stripped too: a value with a trailing newline shows without it in most texts.
+        return [form for raw in raws for value in _with_json_strings(raw) for form in {value, value.strip()}]
 
     def _raw(self, header: str, arn: str) -> str:
         now = self._clock()

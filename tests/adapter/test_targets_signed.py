@@ -297,3 +297,17 @@ def test_what_a_target_echoes_back_is_scrubbed_of_every_secret(
     assert '"X-Pass": "***"' in reason  # the echo is there, its secrets are not
     for secret in ("json-held-6a0f", "inline-2f7e", "query-3c9d", signing[1].removeprefix("whsec_")):
         assert secret not in reason
+
+
+def test_a_secret_with_a_newline_fails_the_attempt_without_showing_it(
+    aws: dict[str, Any], server: _Server, signing: tuple[str, str], secretsmanager: Any
+) -> None:
+    arn = _new_secret(secretsmanager, "Bearer from-a-file-61d0\n")
+    target = HttpTarget(type="http", url=_url(server), headers={"Authorization": SecretRef(secret=arn)})
+
+    with pytest.raises(TargetError) as caught:
+        _deliver(target, _keys(aws, signing[0]))
+
+    assert "holds a control character" in str(caught.value)
+    assert "from-a-file" not in str(caught.value)
+    assert server.requests == []
