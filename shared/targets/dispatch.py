@@ -7,7 +7,7 @@ from typing import Any, Literal, Protocol
 from shared.errors import InvalidInput
 from shared.targets import aws_delivery as aws
 from shared.targets.errors import TargetError, describe
-from shared.targets.http_delivery import deliver_http
+from shared.targets.http_delivery import deliver_http, inline_secrets
 from shared.targets.keys import DeliveryKeys
 from shared.targets.models import (
     Delivery,
@@ -83,6 +83,7 @@ def deliver(
     if isinstance(target, SqsTarget) and names_own_queue(target.queue_url, forbidden_queue_urls):
         raise TargetError(own_queue_refusal(target.queue_url))
     keys = keys or DeliveryKeys()
+    own = inline_secrets(target) if isinstance(target, HttpTarget) else []
     try:
         _deliver(
             target,
@@ -94,13 +95,13 @@ def deliver(
         )
     except TargetError as exc:
         # A lambda's error message or an AWS error may repeat what it was sent.
-        clean = scrubbed(exc.reason, keys.known_values())
+        clean = scrubbed(exc.reason, [*own, *keys.known_values()])
         if clean == exc.reason:
             raise
         raise type(exc)(clean) from None
     except Exception as exc:
         # Anything unforeseen still becomes an attempt that failed with a reason, never a crashed worker.
-        reason = scrubbed(f"{target.type} target failed: {describe(exc)}", keys.known_values())
+        reason = scrubbed(f"{target.type} target failed: {describe(exc)}", [*own, *keys.known_values()])
         raise TargetError(reason) from exc
 
 

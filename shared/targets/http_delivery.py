@@ -101,7 +101,7 @@ def deliver_http(
     if deadline.expired():
         # The watchdog's shutdown can end a trickled answer so that it still parses as complete.
         raise _network_failure(TimeoutError("deadline passed"), endpoint, deadline)
-    _judge(answer, endpoint, [*_inline_values(target), *keys.known_values()])
+    _judge(answer, endpoint, [*inline_secrets(target), *keys.known_values()])
 
 
 def parse_endpoint(url: str) -> Endpoint:
@@ -155,12 +155,10 @@ def _value(name: str, value: str | SecretRef, resolver: SecretResolver | None) -
     return resolver.value(name, value)
 
 
-def _inline_values(target: HttpTarget) -> list[str]:
-    return [
-        value
-        for name, value in target.headers.items()
-        if isinstance(value, str) and not is_shown_header(name)
-    ]
+def inline_secrets(target: HttpTarget) -> list[str]:
+    """The target's own header values that answers mask, with and without surrounding whitespace."""
+    values = [v for name, v in target.headers.items() if isinstance(v, str) and not is_shown_header(name)]
+    return [form for value in values for form in {value, value.strip()}]
 
 
 def _dialer(endpoint: Endpoint, deadline: _Deadline, *, allow_private: bool, resolver: Resolver) -> Dialer:

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from standardwebhooks.webhooks import Webhook
 
-from shared.targets.models import HttpTarget, SecretRef, masked, masked_url
+from shared.targets import TargetError, deliver
+from shared.targets.models import Delivery, HttpTarget, SecretRef, masked, masked_url
 from shared.targets.secrets import scrubbed
 from shared.targets.signing import key_of, signature
 
@@ -82,3 +83,14 @@ def test_a_signature_verifies_with_standardwebhooks(secret: str) -> None:
 def test_a_signing_secret_that_is_not_base64_is_refused(secret: str) -> None:
     with pytest.raises(ValueError, match="signing secret"):
         key_of(secret)
+
+
+def test_an_older_inline_value_the_http_client_refuses_is_not_shown_in_the_error() -> None:
+    # Stored before values were checked at create: the client's refusal quotes it.
+    target = HttpTarget(type="http", url="http://127.0.0.1:9/x", headers={"X-Pass": "old-inline-3b7f\n"})
+    delivery = Delivery(job_id="j", scheduled_at="2026-12-01T09:00:00Z", attempt=1, idempotency_key="j:1")
+
+    with pytest.raises(TargetError) as caught:
+        deliver(target, delivery, timeout_seconds=2, clients=None, allow_private=True)  # type: ignore[arg-type]
+
+    assert "old-inline-3b7f" not in str(caught.value)
