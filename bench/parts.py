@@ -23,6 +23,7 @@ from bench import (
     local_state,
     priority,
     processes,
+    secret_reads,
     throughput,
 )
 from bench.harness import Aws, Repeated, Row
@@ -61,6 +62,7 @@ def _in_process(context: Context) -> list[Row]:
     try:
         rows = [throughput.measure(aws)]
         cost_rows, assumptions = cost.measure(aws)
+        rows += secret_reads.measure(aws)
     finally:
         aws.stop()
     for row in cost_rows:

@@ -107,7 +107,13 @@ JOB = {
         "type": "http",
         "url": "https://reports.example.com/run",
         "method": "POST",
-        "headers": {"Authorization": "***", "X-Team": "finance"},
+        "headers": {
+            "Authorization": {
+                "secret": "arn:aws:secretsmanager:eu-west-1:111122223333:secret:reports/token-AbCdEf",
+                "json_key": None,
+            },
+            "X-Team": "***",
+        },
     },
     "payload": {"report": "sales"},
     "max_retries": 5,
@@ -164,7 +170,12 @@ CREATE_EXAMPLES = {
             "target": {
                 "type": "http",
                 "url": "https://reports.example.com/run",
-                "headers": {"Authorization": "Bearer s3cr3t", "X-Team": "finance"},
+                "headers": {
+                    "Authorization": {
+                        "secret": "arn:aws:secretsmanager:eu-west-1:111122223333:secret:reports/token-AbCdEf"
+                    },
+                    "X-Team": "finance",
+                },
             },
             "payload": {"report": "sales"},
         },

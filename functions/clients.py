@@ -18,7 +18,7 @@ from functions.settings import Settings
 from shared.clock import SystemClock
 from shared.dispatch import Dispatcher, SharedSends
 from shared.store import DueShards, JobStore
-from shared.targets import AwsClients, aws_client_config
+from shared.targets import AwsClients, DeliveryKeys, SecretResolver, Signer, aws_client_config
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -36,6 +36,10 @@ _caches: dict[Callable[[], Any], list[Any]] = {}
 # the rest (a limit derived from a worker's remaining time) in a long-lived execution environment.
 _TARGET_CLIENTS_KEPT = 32
 _DEFAULT_CONFIG = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard"})
+# Reading a secret is part of an attempt: a slow Secrets Manager or SSM must leave it time to deliver.
+_SECRET_READ_CONFIG = Config(
+    connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 2}
+)
 
 
 def lazy(build: Callable[[], T]) -> Callable[[], T]:
@@ -121,6 +125,29 @@ def clients() -> Clients:
 @lazy
 def aws_clients() -> AwsClients:
     return TargetClients(settings().endpoint_url)
+
+
+class SecretClients:
+    """The secretsmanager and ssm clients delivery reads secrets with, each built when first asked."""
+
+    def __init__(self, endpoint_url: str | None) -> None:
+        self._endpoint_url = endpoint_url
+        self._built: dict[str, Any] = {}
+
+    def __call__(self, service: str) -> Any:
+        with _lock:
+            if service not in self._built:
+                self._built[service] = _build(service, self._endpoint_url, _SECRET_READ_CONFIG)
+            return self._built[service]
+
+
+@lazy
+def delivery_keys() -> DeliveryKeys:
+    """The worker's: references resolved and deliveries signed, each value kept for a minute."""
+    config = settings()
+    secret_clients = SecretClients(config.endpoint_url)
+    signer = Signer(secret_clients, config.signing_secret_arn) if config.signing_secret_arn else None
+    return DeliveryKeys(resolver=SecretResolver(secret_clients), signer=signer)
 
 
 @lazy

@@ -38,6 +38,8 @@ class Settings(BaseSettings):
     # During an upgrade, the filter indexes that are there and backfilled (docs/operations.md); unset
     # once the upgrade is over: every index.
     list_indexes: str | None = Field(default=None, validation_alias=c.ENV_LIST_INDEXES)
+    # The Secrets Manager secret that signs deliveries; the deployed stack always sets it.
+    signing_secret_arn: str | None = Field(default=None, validation_alias=c.ENV_SIGNING_SECRET_ARN)
     # Lambda names the log stream after the execution environment: the worker's identity in run history.
     worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
 

@@ -63,6 +63,7 @@ def _deliver(job: Job, delivery: Delivery, limit_seconds: float) -> None:
         clients=clients.aws_clients(),
         allow_private=clients.settings().allow_private_targets,
         forbidden_queue_urls=clients.worker_dispatcher().own_queue_urls,
+        keys=clients.delivery_keys(),
     )
 
 

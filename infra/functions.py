@@ -12,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.bundling import ARCHITECTURE, RUNTIME, code_asset
@@ -19,7 +20,7 @@ from infra.nag import acknowledge
 from infra.queues import JobQueues
 from infra.settings import Settings
 from infra.table_grants import TABLE_ACCESS, grant_table
-from infra.targets import grant_target_keys, grant_targets
+from infra.targets import grant_secrets, grant_target_keys, grant_targets
 from shared import constants as c
 
 # API Gateway answers 504 after 29 s. The function stops well before, so that it never works on for
@@ -76,6 +77,8 @@ class Functions(Construct):
         self._add_worker_sources(queues, settings)
         grant_targets(self, _role(self.worker), settings.target_arns)
         grant_target_keys(_role(self.worker), settings.target_kms_key_arns)
+        grant_secrets(_role(self.worker), settings.secret_arns)
+        self.signing_secret = self._signing_secret()
         for fn in self.all:
             _acknowledge(fn)
 
@@ -104,6 +107,33 @@ class Functions(Construct):
                     ),
                 )
             )
+
+    def _signing_secret(self) -> secretsmanager.Secret:
+        """One per stage (docs/operations.md: the signing secret): receivers keep one secret per
+        sender, and a rotation is one operation instead of one per job."""
+        secret = secretsmanager.Secret(
+            self,
+            "SigningSecret",
+            description="Signs Sundial's deliveries (Standard Webhooks); its AWSPREVIOUS version signs too",
+            # 32 letters and digits are a valid base64 key of 24 bytes, as Standard Webhooks wants.
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=32, exclude_punctuation=True, include_space=False
+            ),
+        )
+        # GetSecretValue only: grant_read would add DescribeSecret, which the worker never calls.
+        iam.Grant.add_to_principal(
+            grantee=_role(self.worker),
+            actions=["secretsmanager:GetSecretValue"],
+            resource_arns=[secret.secret_arn],
+        )
+        self.worker.add_environment(c.ENV_SIGNING_SECRET_ARN, secret.secret_arn)
+        acknowledge(
+            secret,
+            "AwsSolutions-SMG4",
+            "Rotating the signing secret needs every receiver to take the new one; the operator "
+            "rotates it on their schedule (docs/operations.md), both versions signing meanwhile.",
+        )
+        return secret
 
     @property
     def all(self) -> list[lambda_.Function]:

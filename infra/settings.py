@@ -21,6 +21,7 @@ MAX_CONCURRENCY_KEYS: Mapping[Priority, str] = {
 STAGE_KEY = PREFIX + "stage"
 TARGET_ARNS_KEY = PREFIX + "targetArns"
 TARGET_KMS_KEYS_KEY = PREFIX + "targetKmsKeyArns"
+SECRET_ARNS_KEY = PREFIX + "secretArns"
 ALARM_EMAIL_KEY = PREFIX + "alarmEmail"
 SCHEDULER_CONCURRENCY_KEY = PREFIX + "schedulerReservedConcurrency"
 LATENESS_P99_KEY = PREFIX + "startLatenessP99ThresholdMs"
@@ -51,6 +52,11 @@ _SQS_MINIMUM_POLLERS, _SQS_MAXIMUM_POLLERS = range(2, 201), range(2, 2001)
 # A stage becomes part of the stack's name, and through it of every generated resource name.
 _STAGE = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,39}")
 _KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
+# IAM matches a secret's whole ARN, with the six characters Secrets Manager adds to its name.
+_SECRET_ARN = re.compile(
+    r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}"
+    r"|arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter/[A-Za-z0-9_./-]+"
+)
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 ON_DEMAND, PROVISIONED = "on-demand", "provisioned"
 # Application Auto Scaling's bounds for a DynamoDB target utilisation.
@@ -85,6 +91,8 @@ class Settings:
     stage: str | None = None
     target_arns: tuple[str, ...] = ()
     target_kms_key_arns: tuple[str, ...] = ()
+    # The secrets and SSM parameters that http targets' headers may refer to.
+    secret_arns: tuple[str, ...] = ()
     alarm_email: str | None = None
     # None: the scheduler shares the account's unreserved pool (a reservation must leave Lambda's
     # 100 unreserved, which a new account with a limit of 10 or 50 cannot).
@@ -131,6 +139,7 @@ class Settings:
             stage=_stage(node),
             target_arns=_string_list(node, TARGET_ARNS_KEY),
             target_kms_key_arns=_kms_key_arns(node),
+            secret_arns=_secret_arns(node),
             alarm_email=_optional_string(node, ALARM_EMAIL_KEY),
             scheduler_reserved_concurrency=_optional_integer(node, SCHEDULER_CONCURRENCY_KEY, minimum=1),
             start_lateness_p99_threshold_ms=_integer(
@@ -249,6 +258,18 @@ def _kms_key_arns(node: Node) -> tuple[str, ...]:
             raise ValueError(
                 f"context {TARGET_KMS_KEYS_KEY}: {arn!r} is not a KMS key ARN "
                 "(arn:aws:kms:<region>:<account>:key/<key id>; an alias ARN grants nothing)"
+            )
+    return arns
+
+
+def _secret_arns(node: Node) -> tuple[str, ...]:
+    arns = _string_list(node, SECRET_ARNS_KEY)
+    for arn in arns:
+        if not _SECRET_ARN.fullmatch(arn):
+            raise ValueError(
+                f"context {SECRET_ARNS_KEY}: {arn!r} is not a Secrets Manager secret's full ARN "
+                "(arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>) nor an SSM "
+                "parameter ARN (arn:aws:ssm:<region>:<account>:parameter/<name>)"
             )
     return arns
 

@@ -1,7 +1,8 @@
-"""What the worker may call: the job targets allowed by the `sundial:targetArns` context list.
+"""What the worker may call: the job targets allowed by the `sundial:targetArns` context list, and
+the secrets that http targets' headers refer to, allowed by `sundial:secretArns`.
 
-Nothing is allowed by default, so a fresh deploy can reach no Lambda, queue, topic or event bus of
-the account until its owner names them. `http` and `python` targets need no IAM permission.
+Nothing is allowed by default, so a fresh deploy can reach no Lambda, queue, topic, event bus or
+secret of the account until its owner names them. `http` and `python` targets need no IAM permission.
 """
 
 from __future__ import annotations
@@ -69,3 +70,20 @@ def grant_target_keys(role: iam.Role, key_arns: Iterable[str]) -> None:
         iam.Grant.add_to_principal(
             grantee=role, actions=["kms:GenerateDataKey", "kms:Decrypt"], resource_arns=arns
         )
+
+
+def grant_secrets(role: iam.Role, arns: Iterable[str]) -> None:
+    """Lets the worker read exactly these secrets and parameters (docs/operations.md).
+
+    A SecureString under a customer managed key needs kms:Decrypt on it too: name the key in
+    `sundial:targetKmsKeyArns`. The AWS managed keys need nothing.
+    """
+    named = list(arns)
+    secrets = [arn for arn in named if arn.split(":")[2] == "secretsmanager"]
+    parameters = [arn for arn in named if arn.split(":")[2] == "ssm"]
+    if secrets:
+        iam.Grant.add_to_principal(
+            grantee=role, actions=["secretsmanager:GetSecretValue"], resource_arns=secrets
+        )
+    if parameters:
+        iam.Grant.add_to_principal(grantee=role, actions=["ssm:GetParameter"], resource_arns=parameters)

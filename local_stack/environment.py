@@ -46,4 +46,5 @@ def handler_settings(resources: Resources, endpoint_url: str, *, allow_private: 
         c.ENV_ENDPOINT_URL: endpoint_url,
         c.ENV_ALLOW_PRIVATE_TARGETS: "true" if allow_private else "false",
         c.ENV_EXTRA_LEAD_SECONDS: str(c.EMULATOR_EXTRA_LEAD_SECONDS),
+        **({c.ENV_SIGNING_SECRET_ARN: resources.signing_secret_arn} if resources.signing_secret_arn else {}),
     }

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -13,12 +15,16 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
+# Standard Webhooks secrets are whsec_ and the base64 of 24 to 64 random bytes.
+_SIGNING_KEY_BYTES = 32
+
 
 @dataclass(frozen=True)
 class Resources:
     table_name: str
     queue_urls: dict[c.Priority, str]
     dead_letter_queue_url: str
+    signing_secret_arn: str | None = None
 
 
 def ensure_resources(
@@ -121,3 +127,17 @@ def upgrade_table(dynamodb: DynamoDBClient, table_name: str) -> list[str]:
         )
         added.append(index["IndexName"])
     return added
+
+
+def ensure_signing_secret(secretsmanager: Any, *, prefix: str = "") -> str:
+    """The ARN of the emulator's signing secret, made with a fresh random key if missing."""
+    name = prefix + c.SIGNING_SECRET_NAME
+    try:
+        return str(secretsmanager.describe_secret(SecretId=name)["ARN"])
+    except secretsmanager.exceptions.ResourceNotFoundException:
+        pass
+    value = "whsec_" + base64.b64encode(secrets.token_bytes(_SIGNING_KEY_BYTES)).decode()
+    made = secretsmanager.create_secret(
+        Name=name, SecretString=value, Description="Signs Sundial's deliveries (Standard Webhooks)"
+    )
+    return str(made["ARN"])

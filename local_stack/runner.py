@@ -8,6 +8,7 @@ that finds the directory free hands on at once what was in flight (local_stack.r
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
@@ -27,7 +28,7 @@ from local_stack.gateway import Gateway
 from local_stack.options import LocalOptions, pool_sizes, state_environment
 from local_stack.pollers import QueuePoller
 from local_stack.recovery import hand_on_in_flight
-from local_stack.resources import Resources, ensure_resources
+from local_stack.resources import Resources, ensure_resources, ensure_signing_secret
 from local_stack.signals import Interrupted, Signals, say
 from local_stack.state import directory
 from local_stack.state.directory import DirectoryLock, StateError
@@ -161,7 +162,9 @@ def _wait_for_stop(stop: threading.Event, child: EmulatorProcess | None) -> int:
 def _resources(endpoint_url: str, region: str) -> Resources:
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
     sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name=region)
-    return ensure_resources(dynamodb, sqs)
+    secretsmanager = boto3.client("secretsmanager", endpoint_url=endpoint_url, region_name=region)
+    made = ensure_resources(dynamodb, sqs)
+    return dataclasses.replace(made, signing_secret_arn=ensure_signing_secret(secretsmanager))
 
 
 def _hand_on_in_flight(resources: Resources, endpoint_url: str, region: str) -> None:

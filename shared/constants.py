@@ -20,6 +20,8 @@ PRIORITIES: Final = (Priority.HIGH, Priority.MEDIUM, Priority.LOW)
 
 # --- DynamoDB -------------------------------------------------------------------------------------
 TABLE_NAME: Final = "sundial-jobs"
+# The local stack's signing secret; a deployed stage's is named by CloudFormation (infra/functions.py).
+SIGNING_SECRET_NAME: Final = "sundial-signing"
 PARTITION_KEY: Final = "pk"
 SORT_KEY: Final = "sk"
 TTL_ATTRIBUTE: Final = "expires_at"
@@ -148,6 +150,8 @@ ENV_ALLOW_PRIVATE_TARGETS: Final = "SUNDIAL_ALLOW_PRIVATE_TARGETS"
 ENV_EXTRA_LEAD_SECONDS: Final = "SUNDIAL_EXTRA_LEAD_SECONDS"
 ENV_PRECISION: Final = "SUNDIAL_PRECISION"
 ENV_HISTORY: Final = "SUNDIAL_HISTORY"
+# The stage's signing secret (docs/operations.md: the signing secret); unset, deliveries go unsigned.
+ENV_SIGNING_SECRET_ARN: Final = "SUNDIAL_SIGNING_SECRET_ARN"
 # The due index's shard count, and the count before a change (readers cover both until rows moved).
 ENV_DUE_SHARDS: Final = "SUNDIAL_DUE_SHARDS"
 ENV_DUE_SHARDS_BEFORE: Final = "SUNDIAL_DUE_SHARDS_BEFORE"

@@ -8,26 +8,34 @@ from __future__ import annotations
 from shared.targets import builtin_handlers as builtin_handlers  # registers noop and fail
 from shared.targets.dispatch import AwsClients, check_target, deliver
 from shared.targets.errors import TargetError, TargetTimedOut
+from shared.targets.keys import DeliveryKeys
 from shared.targets.models import (
     Delivery,
     EventBridgeTarget,
     HttpTarget,
     LambdaTarget,
     PythonTarget,
+    SecretRef,
     SnsTarget,
     SqsTarget,
     Target,
 )
 from shared.targets.registry import python_handler
+from shared.targets.secrets import SecretResolver
+from shared.targets.signing import Signer
 from shared.targets.timeouts import aws_client_config
 
 __all__ = [
     "AwsClients",
     "Delivery",
+    "DeliveryKeys",
     "EventBridgeTarget",
     "HttpTarget",
     "LambdaTarget",
     "PythonTarget",
+    "SecretRef",
+    "SecretResolver",
+    "Signer",
     "SnsTarget",
     "SqsTarget",
     "Target",

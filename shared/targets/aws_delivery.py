@@ -12,6 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError,
 
 from shared.targets.errors import TargetError, TargetTimedOut
 from shared.targets.models import Delivery, EventBridgeTarget, LambdaTarget, SnsTarget, SqsTarget
+from shared.targets.signing import Signer
 
 # Enough of a function's error answer to explain it; the rest would be cut from the history anyway.
 _ERROR_PAYLOAD_BYTES = 8192
@@ -19,12 +20,24 @@ _ERROR_PAYLOAD_BYTES = 8192
 _FIFO_ID_LIMIT = 128
 
 
-def envelope_json(delivery: Delivery) -> str:
-    """The envelope every non-http target receives, as compact JSON."""
-    return json.dumps(delivery.envelope(), separators=(",", ":"))
+def envelope_json(delivery: Delivery, signer: Signer | None = None) -> str:
+    """The envelope every non-http target receives, as compact JSON; with a signer, its `signature`
+    holds the Standard Webhooks headers computed over the envelope without it (docs/api.md)."""
+    unsigned = _compact(delivery.envelope())
+    if signer is None:
+        return unsigned
+    return _compact(
+        {**delivery.envelope(), "signature": signer.headers(delivery.message_id, unsigned.encode())}
+    )
 
 
-def invoke_lambda(target: LambdaTarget, delivery: Delivery, client: Any) -> None:
+def _compact(document: Any) -> str:
+    return json.dumps(document, separators=(",", ":"))
+
+
+def invoke_lambda(
+    target: LambdaTarget, delivery: Delivery, client: Any, signer: Signer | None = None
+) -> None:
     """Invokes the function synchronously with the envelope.
 
     Raises TargetError when the call fails or the function reports an error.
@@ -33,7 +46,7 @@ def invoke_lambda(target: LambdaTarget, delivery: Delivery, client: Any) -> None
         response = client.invoke(
             FunctionName=target.function_arn,
             InvocationType="RequestResponse",
-            Payload=envelope_json(delivery).encode(),
+            Payload=envelope_json(delivery, signer).encode(),
         )
         function_error = response.get("FunctionError")
         if function_error:
@@ -44,27 +57,29 @@ def invoke_lambda(target: LambdaTarget, delivery: Delivery, client: Any) -> None
         raise TargetError(f"lambda {target.function_arn} answered status {status}")
 
 
-def send_sqs(target: SqsTarget, delivery: Delivery, client: Any) -> None:
+def send_sqs(target: SqsTarget, delivery: Delivery, client: Any, signer: Signer | None = None) -> None:
     """Sends the envelope to the queue (FIFO: grouped by job, deduplicated by idempotency key).
 
     Raises TargetError when the queue does not accept the message.
     """
     fifo = _fifo_ids(delivery) if target.queue_url.endswith(".fifo") else {}
     with _aws_errors(f"sqs SendMessage to {target.queue_url}"):
-        client.send_message(QueueUrl=target.queue_url, MessageBody=envelope_json(delivery), **fifo)
+        client.send_message(QueueUrl=target.queue_url, MessageBody=envelope_json(delivery, signer), **fifo)
 
 
-def publish_sns(target: SnsTarget, delivery: Delivery, client: Any) -> None:
+def publish_sns(target: SnsTarget, delivery: Delivery, client: Any, signer: Signer | None = None) -> None:
     """Publishes the envelope to the topic (FIFO: grouped by job, deduplicated by idempotency key).
 
     Raises TargetError when the topic does not accept the message.
     """
     fifo = _fifo_ids(delivery) if target.topic_arn.endswith(".fifo") else {}
     with _aws_errors(f"sns Publish to {target.topic_arn}"):
-        client.publish(TopicArn=target.topic_arn, Message=envelope_json(delivery), **fifo)
+        client.publish(TopicArn=target.topic_arn, Message=envelope_json(delivery, signer), **fifo)
 
 
-def put_event(target: EventBridgeTarget, delivery: Delivery, client: Any) -> None:
+def put_event(
+    target: EventBridgeTarget, delivery: Delivery, client: Any, signer: Signer | None = None
+) -> None:
     """Puts one event whose detail is the envelope on the bus.
 
     Raises TargetError when the call fails or the bus rejects the entry (FailedEntryCount > 0).
@@ -73,7 +88,7 @@ def put_event(target: EventBridgeTarget, delivery: Delivery, client: Any) -> Non
         "EventBusName": target.event_bus_name,
         "Source": target.source,
         "DetailType": target.detail_type,
-        "Detail": envelope_json(delivery),
+        "Detail": envelope_json(delivery, signer),
     }
     with _aws_errors(f"eventbridge PutEvents to {target.event_bus_name}"):
         response = client.put_events(Entries=[entry])

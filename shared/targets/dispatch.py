@@ -7,7 +7,8 @@ from typing import Any, Literal, Protocol
 from shared.errors import InvalidInput
 from shared.targets import aws_delivery as aws
 from shared.targets.errors import TargetError, describe
-from shared.targets.http_delivery import deliver_http
+from shared.targets.http_delivery import deliver_http, inline_secrets
+from shared.targets.keys import DeliveryKeys
 from shared.targets.models import (
     Delivery,
     EventBridgeTarget,
@@ -20,6 +21,7 @@ from shared.targets.models import (
 )
 from shared.targets.queues import QUEUE_URL_FIELD, names_own_queue, own_queue_refusal
 from shared.targets.registry import check_handler, run_handler
+from shared.targets.secrets import scrubbed
 from shared.targets.timeouts import timeout_bucket
 from shared.targets.validation import check_http_target
 
@@ -67,6 +69,7 @@ def deliver(
     clients: AwsClients,
     allow_private: bool,
     forbidden_queue_urls: frozenset[str] = frozenset(),
+    keys: DeliveryKeys | None = None,
 ) -> None:
     """Runs one attempt of an occurrence on its target; returning means the target accepted it.
 
@@ -74,34 +77,56 @@ def deliver(
     subclass TargetTimedOut when the attempt ran out of `timeout_seconds`, which every target type
     honours (a python handler only once it ends: it cannot be stopped). An sqs target naming one of
     `forbidden_queue_urls` fails without sending: a job stored before that check existed, or
-    written around it, must still not reach Sundial's own queues.
+    written around it, must still not reach Sundial's own queues. With `keys`, deliveries are signed
+    and header references read; no error text shows a secret that `keys` read.
     """
     if isinstance(target, SqsTarget) and names_own_queue(target.queue_url, forbidden_queue_urls):
         raise TargetError(own_queue_refusal(target.queue_url))
+    keys = keys or DeliveryKeys()
+    own = inline_secrets(target) if isinstance(target, HttpTarget) else []
     try:
         _deliver(
-            target, delivery, timeout_seconds=timeout_seconds, clients=clients, allow_private=allow_private
+            target,
+            delivery,
+            timeout_seconds=timeout_seconds,
+            clients=clients,
+            allow_private=allow_private,
+            keys=keys,
         )
-    except TargetError:
-        raise
+    except TargetError as exc:
+        # A lambda's error message or an AWS error may repeat what it was sent.
+        clean = scrubbed(exc.reason, [*own, *keys.known_values()])
+        if clean == exc.reason:
+            raise
+        raise type(exc)(clean) from None
     except Exception as exc:
         # Anything unforeseen still becomes an attempt that failed with a reason, never a crashed worker.
-        raise TargetError(f"{target.type} target failed: {describe(exc)}") from exc
+        reason = scrubbed(f"{target.type} target failed: {describe(exc)}", [*own, *keys.known_values()])
+        raise TargetError(reason) from exc
 
 
 def _deliver(
-    target: Target, delivery: Delivery, *, timeout_seconds: float, clients: AwsClients, allow_private: bool
+    target: Target,
+    delivery: Delivery,
+    *,
+    timeout_seconds: float,
+    clients: AwsClients,
+    allow_private: bool,
+    keys: DeliveryKeys,
 ) -> None:
+    signer = keys.signer
     if isinstance(target, HttpTarget):
-        deliver_http(target, delivery, timeout_seconds=timeout_seconds, allow_private=allow_private)
+        deliver_http(
+            target, delivery, timeout_seconds=timeout_seconds, allow_private=allow_private, keys=keys
+        )
     elif isinstance(target, LambdaTarget):
-        aws.invoke_lambda(target, delivery, _client(clients, "lambda", timeout_seconds))
+        aws.invoke_lambda(target, delivery, _client(clients, "lambda", timeout_seconds), signer)
     elif isinstance(target, SqsTarget):
-        aws.send_sqs(target, delivery, _client(clients, "sqs", timeout_seconds))
+        aws.send_sqs(target, delivery, _client(clients, "sqs", timeout_seconds), signer)
     elif isinstance(target, SnsTarget):
-        aws.publish_sns(target, delivery, _client(clients, "sns", timeout_seconds))
+        aws.publish_sns(target, delivery, _client(clients, "sns", timeout_seconds), signer)
     elif isinstance(target, EventBridgeTarget):
-        aws.put_event(target, delivery, _client(clients, "events", timeout_seconds))
+        aws.put_event(target, delivery, _client(clients, "events", timeout_seconds), signer)
     else:
         run_handler(target.handler, delivery, timeout_seconds=timeout_seconds)
 

@@ -11,13 +11,15 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from shared.targets.errors import TargetError, TargetTimedOut, describe
 from shared.targets.guard import IPAddress, Resolver, checked_addresses, system_resolver
-from shared.targets.models import Delivery, HttpTarget
+from shared.targets.keys import DeliveryKeys
+from shared.targets.models import Delivery, HttpTarget, SecretRef, is_shown_header
+from shared.targets.secrets import SecretResolver, scrubbed
 
 USER_AGENT = "Sundial/1"
 _SNIPPET_BYTES = 300
@@ -72,19 +74,26 @@ def deliver_http(
     allow_private: bool,
     resolver: Resolver = system_resolver,
     tls_context: ssl.SSLContext | None = None,
+    keys: DeliveryKeys | None = None,
 ) -> None:
-    """Sends the payload to `target.url` and succeeds on a 2xx answer within `timeout_seconds`.
+    """Sends the payload to `target.url` and succeeds on a 2xx answer within `timeout_seconds`;
+    signed when `keys` has a signer, with referenced header values read through its resolver.
 
-    Raises TargetError for a refused address, a network or TLS failure, a timeout, a redirect or
-    any other non-2xx answer.
+    Raises TargetError for a refused address, a secret that cannot be read, a network or TLS
+    failure, a timeout, a redirect or any other non-2xx answer.
     """
+    keys = keys or DeliveryKeys()
     endpoint = parse_endpoint(target.url)
     deadline = _Deadline(timeout_seconds)
+    # GET has no defined body semantics and many servers refuse one; its payload stays unsent.
+    body = None if target.method == "GET" else json.dumps(delivery.payload, separators=(",", ":")).encode()
+    headers = request_headers(target, delivery, has_body=body is not None, keys=keys, body=body)
     dial = _dialer(endpoint, deadline, allow_private=allow_private, resolver=resolver)
     connection = _connection(endpoint, dial, tls_context)
     try:
         with _watchdog(connection, deadline):
-            answer = _exchange(connection, target, delivery, endpoint)
+            connection.request(target.method, endpoint.target, body=body, headers=headers)
+            answer = _answer(connection)
     except (OSError, http.client.HTTPException, ValueError) as exc:
         raise _network_failure(exc, endpoint, deadline) from exc
     finally:
@@ -92,7 +101,7 @@ def deliver_http(
     if deadline.expired():
         # The watchdog's shutdown can end a trickled answer so that it still parses as complete.
         raise _network_failure(TimeoutError("deadline passed"), endpoint, deadline)
-    _judge(answer, endpoint)
+    _judge(answer, endpoint, [*inline_secrets(target), *keys.known_values()])
 
 
 def parse_endpoint(url: str) -> Endpoint:
@@ -108,8 +117,20 @@ def parse_endpoint(url: str) -> Endpoint:
     return Endpoint(parts.scheme, parts.hostname, port or _DEFAULT_PORTS[parts.scheme], target)
 
 
-def request_headers(target: HttpTarget, delivery: Delivery, *, has_body: bool) -> dict[str, str]:
-    """The user's headers plus Sundial's; Sundial's win over a user header of the same name."""
+def request_headers(
+    target: HttpTarget,
+    delivery: Delivery,
+    *,
+    has_body: bool,
+    keys: DeliveryKeys | None = None,
+    body: bytes | None = None,
+) -> dict[str, str]:
+    """The user's headers (references read) plus Sundial's, signed over `body` when `keys` has a
+    signer; Sundial's win over a user header of the same name.
+
+    Raises TargetError when a referenced secret cannot be read.
+    """
+    keys = keys or DeliveryKeys()
     defaults = {"User-Agent": USER_AGENT} | ({"Content-Type": "application/json"} if has_body else {})
     sundial = {
         "Idempotency-Key": delivery.idempotency_key,
@@ -117,10 +138,27 @@ def request_headers(target: HttpTarget, delivery: Delivery, *, has_body: bool) -
         "Sundial-Scheduled-At": delivery.scheduled_at,
         "Sundial-Attempt": str(delivery.attempt),
     }
+    if keys.signer is not None:
+        sundial |= keys.signer.headers(delivery.message_id, body or b"")
+    user = {name: _value(name, value, keys.resolver) for name, value in target.headers.items()}
     merged: dict[str, tuple[str, str]] = {}
-    for name, value in (*defaults.items(), *target.headers.items(), *sundial.items()):
+    for name, value in (*defaults.items(), *user.items(), *sundial.items()):
         merged[name.lower()] = (name, value)
     return dict(merged.values())
+
+
+def _value(name: str, value: str | SecretRef, resolver: SecretResolver | None) -> str:
+    if isinstance(value, str):
+        return value
+    if resolver is None:
+        raise TargetError(f"header {name} refers to secret {value.secret}, and no secret can be read here")
+    return resolver.value(name, value)
+
+
+def inline_secrets(target: HttpTarget) -> list[str]:
+    """The target's own header values that answers mask, with and without surrounding whitespace."""
+    values = [v for name, v in target.headers.items() if isinstance(v, str) and not is_shown_header(name)]
+    return [form for value in values for form in {value, value.strip()}]
 
 
 def _dialer(endpoint: Endpoint, deadline: _Deadline, *, allow_private: bool, resolver: Resolver) -> Dialer:
@@ -217,28 +255,25 @@ def _abort(connection: http.client.HTTPConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def _exchange(
-    connection: http.client.HTTPConnection, target: HttpTarget, delivery: Delivery, endpoint: Endpoint
-) -> _Answer:
-    # GET has no defined body semantics and many servers refuse one; its payload stays unsent.
-    body = None if target.method == "GET" else json.dumps(delivery.payload, separators=(",", ":")).encode()
-    headers = request_headers(target, delivery, has_body=body is not None)
-    connection.request(target.method, endpoint.target, body=body, headers=headers)
+def _answer(connection: http.client.HTTPConnection) -> _Answer:
     response = connection.getresponse()
     snippet = b"" if 200 <= response.status < 300 else response.read(_SNIPPET_BYTES)
     text = snippet.decode("utf-8", "replace").strip()
     return _Answer(response.status, response.getheader("Location"), text)
 
 
-def _judge(answer: _Answer, endpoint: Endpoint) -> None:
+def _judge(answer: _Answer, endpoint: Endpoint, secrets: Sequence[str]) -> None:
+    """Raises TargetError for an answer that is not a 2xx, with what the target said scrubbed of
+    `secrets`: a target that echoes its request would put them in the history and the logs."""
     if 200 <= answer.status < 300:
         return
     if 300 <= answer.status < 400:
+        location = scrubbed(answer.location or "(no location)", secrets)
         raise TargetError(
-            f"HTTP {answer.status} from {endpoint.shown} redirects to {answer.location or '(no location)'}: "
-            "redirects are not followed"
+            f"HTTP {answer.status} from {endpoint.shown} redirects to {location}: redirects are not followed"
         )
-    detail = f": {answer.snippet}" if answer.snippet else ""
+    snippet = scrubbed(answer.snippet, secrets)
+    detail = f": {snippet}" if snippet else ""
     raise TargetError(f"HTTP {answer.status} from {endpoint.shown}{detail}")
 
 

@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import PydanticCustomError
 
 from shared.errors import InvalidInput
 
@@ -37,9 +46,14 @@ EVENT_BUS = rf"^(?:arn:{_PARTITION}:events:{_REGION}:{_ACCOUNT}:event-bus/)?[/.\
 # Sources under "aws." belong to AWS services; PutEvents refuses them from anyone else.
 EVENT_SOURCE = r"^(?!aws\.).+$"
 
-# A header value that looks like a secret is answered as this, never as itself.
+# A header value is answered as this, never as itself, unless its name is on the allow-list below.
 SECRET_MASK = "***"
-_SECRET_WORDS = ("auth", "cookie", "token", "secret", "key", "password", "passwd", "credential", "session")
+# Names whose values describe the content, not who sends it: nothing else is shown, since no list of
+# secret-looking words covers X-Signature, X-Shopify-Hmac-Sha256 or X-Pass.
+SHOWN_HEADERS = frozenset({"content-type", "accept", "accept-language", "user-agent"})
+# A Secrets Manager secret or an SSM parameter, as IAM names them (docs/api.md: secret references).
+SECRET_ARN = rf"^arn:{_PARTITION}:secretsmanager:{_REGION}:{_ACCOUNT}:secret:[A-Za-z0-9/_+=.@-]{{1,512}}$"
+PARAMETER_ARN = rf"^arn:{_PARTITION}:ssm:{_REGION}:{_ACCOUNT}:parameter/[A-Za-z0-9_.\-/]{{1,2048}}$"
 
 
 def _shown(pattern: str) -> dict[str, Any]:
@@ -51,16 +65,63 @@ class _TargetBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class SecretRef(_TargetBase):
+    """A header value kept in Secrets Manager or SSM Parameter Store; the worker reads it at delivery."""
+
+    secret: Annotated[
+        str,
+        Field(
+            max_length=2048,
+            description="A Secrets Manager secret ARN or an SSM SecureString parameter ARN.",
+            json_schema_extra=_shown(f"{SECRET_ARN}|{PARAMETER_ARN}"),
+        ),
+    ]
+    json_key: Annotated[
+        str | None,
+        Field(min_length=1, max_length=256, description="One key of a secret that holds a JSON object."),
+    ] = None
+
+
+HEADER_VALUE_LIMIT = 4096
+
+
+def _header_value(value: Any, handler: ValidatorFunctionWrapHandler) -> str | SecretRef:
+    """A string or a reference, with errors that name the header rather than a branch of the union."""
+    if isinstance(value, SecretRef):
+        return value
+    if isinstance(value, str):
+        if len(value) > HEADER_VALUE_LIMIT:
+            raise PydanticCustomError("header_too_long", f"must be at most {HEADER_VALUE_LIMIT} characters")
+        return value
+    if not isinstance(value, dict):
+        raise PydanticCustomError("header_value", 'must be a string or a reference {"secret": "<ARN>"}')
+    try:
+        return SecretRef.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(step) for step in first["loc"])
+        raise PydanticCustomError(
+            "secret_reference", "{detail}", {"detail": f"{where}: {first['msg']}" if where else first["msg"]}
+        ) from None
+
+
+# The union gives the OpenAPI document its two forms; _header_value does the validating.
+HeaderValue = Annotated[
+    Annotated[str, Field(max_length=HEADER_VALUE_LIMIT)] | SecretRef, WrapValidator(_header_value)
+]
+
+
 class HttpTarget(_TargetBase):
     type: Literal["http"]
     url: Annotated[str, Field(min_length=1, max_length=2048)]
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
-    headers: dict[str, Annotated[str, Field(max_length=4096)]] = Field(
+    headers: dict[str, HeaderValue] = Field(
         default_factory=dict,
         max_length=50,
-        description="Sent with every delivery. Values of secret-looking names (containing auth, "
-        "cookie, token, secret, key, password, passwd, credential or session) are answered as "
-        f"{SECRET_MASK!r}.",
+        description="Sent with every delivery. A value is a string, or a reference to a secret "
+        '(`{"secret": "<ARN>"}`) read at delivery time. Every string value is answered as '
+        f"{SECRET_MASK!r} except those of Content-Type, Accept, Accept-Language and User-Agent; a "
+        "reference is answered as itself.",
     )
 
 
@@ -151,7 +212,7 @@ _FORMS: dict[type[BaseModel], tuple[tuple[str, str, str], ...]] = {
 def check_form(target: AnyTarget, *, local_stack: bool) -> None:
     """Refuses a new target whose AWS names are not of the form AWS issues (partition aws, aws-cn or
     aws-us-gov; a region; a 12-digit account; a resource name), a loopback queue outside the local
-    stack, and a secret-looking header sent as the mask the API answers in its place.
+    stack, and a header or query value sent as the mask the API answers in its place.
 
     Raises InvalidInput naming the field, e.g. "target.function_arn".
     """
@@ -167,30 +228,55 @@ def check_form(target: AnyTarget, *, local_stack: bool) -> None:
             field="target.queue_url",
         )
     if isinstance(target, HttpTarget):
-        for header, value in target.headers.items():
-            if value == SECRET_MASK and is_secret_header(header):
-                raise InvalidInput(
-                    f"target header {header} is {SECRET_MASK!r}, the mask the API answers in place of a "
-                    "secret; send the real value",
-                    field=f"target.headers.{header}",
-                )
+        _refuse_masks(target)
 
 
-def is_secret_header(name: str) -> bool:
-    """Whether a header's value is answered masked: its name, in any case, holds a secret-like word."""
-    lowered = name.lower()
-    return any(word in lowered for word in _SECRET_WORDS)
+def _refuse_masks(target: HttpTarget) -> None:
+    for header, value in target.headers.items():
+        if value == SECRET_MASK and not is_shown_header(header):
+            raise InvalidInput(
+                f"target header {header} is {SECRET_MASK!r}, the mask the API answers in place of a "
+                "secret; send the real value",
+                field=f"target.headers.{header}",
+            )
+    if any(value == SECRET_MASK for _, value in parse_qsl(urlsplit(target.url).query)):
+        raise InvalidInput(
+            f"target url has a query value {SECRET_MASK!r}, the mask the API answers in place of "
+            "query values; send the real value",
+            field="target.url",
+        )
+
+
+def is_shown_header(name: str) -> bool:
+    """Whether a header's string value is answered as itself: its name, in any case, is allow-listed."""
+    return name.lower() in SHOWN_HEADERS
+
+
+def masked_headers(headers: dict[str, str | SecretRef]) -> dict[str, str | SecretRef]:
+    """Headers as answers and logs show them: references as themselves, allow-listed values as
+    themselves, every other value as the mask."""
+    return {
+        name: value if isinstance(value, SecretRef) or is_shown_header(name) else SECRET_MASK
+        for name, value in headers.items()
+    }
+
+
+def masked_url(url: str) -> str:
+    """`url` with every query value replaced by the mask (an api_key=... is a secret in a url)."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    pairs = [(name, SECRET_MASK) for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
+    return urlunsplit(parts._replace(query=urlencode(pairs, safe="*")))
 
 
 def masked(target: AnyTarget) -> AnyTarget:
-    """The target as the API answers it: secret-looking header values replaced by the mask. The stored
-    target, which the worker sends, keeps them."""
-    if not isinstance(target, HttpTarget) or not any(is_secret_header(name) for name in target.headers):
+    """The target as the API answers it. The stored target, which the worker sends, keeps them."""
+    if not isinstance(target, HttpTarget):
         return target
-    headers = {
-        name: SECRET_MASK if is_secret_header(name) else value for name, value in target.headers.items()
-    }
-    return target.model_copy(update={"headers": headers})
+    return target.model_copy(
+        update={"headers": masked_headers(target.headers), "url": masked_url(target.url)}
+    )
 
 
 class Delivery(BaseModel):
@@ -203,6 +289,11 @@ class Delivery(BaseModel):
     attempt: int  # 1 for the first attempt
     idempotency_key: str
     payload: Any = None
+
+    @property
+    def message_id(self) -> str:
+        """The webhook-id: one per attempt, the same for a redelivery of that attempt."""
+        return f"{self.idempotency_key}:{self.attempt}"
 
     def envelope(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

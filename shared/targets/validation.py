@@ -7,7 +7,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from shared.errors import InvalidInput
 from shared.targets.guard import parse_literal, refusal
-from shared.targets.models import HttpTarget
+from shared.targets.models import PARAMETER_ARN, SECRET_ARN, HttpTarget, SecretRef
 
 URL_FIELD = "target.url"
 HEADERS_FIELD = "target.headers"
@@ -19,7 +19,18 @@ _FORBIDDEN_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # would end the request line. Each must be percent-encoded (%20).
 _FORBIDDEN_IN_URL = re.compile(r"[\x00-\x20\x7f]")
 # Framing headers belong to the HTTP client; the delivery headers belong to Sundial.
-_RESERVED = frozenset({"host", "content-length", "transfer-encoding", "connection", "idempotency-key"})
+_RESERVED = frozenset(
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "idempotency-key",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+    }
+)
 _RESERVED_PREFIX = "sundial-"
 
 
@@ -84,12 +95,14 @@ def _is_loopback_host(host: str) -> bool:
     return host.lower() == "localhost" if literal is None else literal.is_loopback
 
 
-def _check_headers(headers: dict[str, str]) -> None:
+def _check_headers(headers: dict[str, str | SecretRef]) -> None:
     for name, value in headers.items():
         lowered = name.lower()
         if not _TOKEN.fullmatch(name):
             raise InvalidInput(f"target header name {name!r} is not a valid HTTP token", field=HEADERS_FIELD)
-        if _FORBIDDEN_VALUE.search(value):
+        if isinstance(value, SecretRef):
+            _check_reference(name, value)
+        elif _FORBIDDEN_VALUE.search(value):
             raise InvalidInput(
                 f"target header {name} must not contain CR, LF or NUL, nor any other control character",
                 field=HEADERS_FIELD,
@@ -98,3 +111,19 @@ def _check_headers(headers: dict[str, str]) -> None:
             raise InvalidInput(
                 f"target header {name} is set by Sundial and cannot be overridden", field=HEADERS_FIELD
             )
+
+
+def _check_reference(name: str, reference: SecretRef) -> None:
+    arn = reference.secret
+    # fullmatch: "$" alone would also take a value that ends in a newline.
+    if not any(re.fullmatch(form.removeprefix("^").removesuffix("$"), arn) for form in _REFERENCE_FORMS):
+        raise InvalidInput(
+            # Not shown back: a value put here by mistake may be the secret itself.
+            f"target header {name} must refer to a Secrets Manager secret ARN "
+            "(arn:<partition>:secretsmanager:<region>:<account>:secret:<name>) or an SSM parameter ARN "
+            "(arn:<partition>:ssm:<region>:<account>:parameter/<name>)",
+            field=f"{HEADERS_FIELD}.{name}.secret",
+        )
+
+
+_REFERENCE_FORMS = (SECRET_ARN, PARAMETER_ARN)

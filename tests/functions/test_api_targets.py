@@ -1,5 +1,5 @@
-"""Targets through the API handler: AWS names of the forms AWS issues, and secret-looking header values
-stored as sent but answered masked."""
+"""Targets through the API handler: AWS names of the forms AWS issues, and header values stored as sent
+but answered masked unless their name is on the allow-list."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from local_stack.resources import Resources
 from shared import constants as c
 from shared.clock import SystemClock
 from shared.store import JobStore
-from shared.targets.models import HttpTarget
+from shared.targets.models import HttpTarget, SecretRef
 from tests.functions.conftest import Api
 
 DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}
@@ -200,7 +200,7 @@ def test_a_loopback_queue_is_refused_outside_the_local_stack(api: Api, stored: A
     assert stored() == []
 
 
-# --- secret-looking header values ------------------------------------------------------------------
+# --- header values -----------------------------------------------------------------------------
 
 HEADERS = {
     "Authorization": "Bearer real-secret",
@@ -212,9 +212,17 @@ HEADERS = {
     "X-Client-Secret": "s-789",
     "X-DB-PASSWORD": "p-0",
     "X-Team": "finance",
+    "X-Signature": "sha256=abc",
+    "X-Shopify-Hmac-Sha256": "hmac-1",
+    "X-Pass": "hunter2",
     "Accept": "application/json",
+    "content-type": "application/json",
+    "Accept-Language": "en",
+    "User-Agent": "billing/2",
 }
-MASKED = {name: ("***" if name not in ("X-Team", "Accept") else value) for name, value in HEADERS.items()}
+# Only the allow-listed names show their values: no word list finds X-Signature or X-Pass.
+SHOWN = ("Accept", "content-type", "Accept-Language", "User-Agent")
+MASKED = {name: (value if name in SHOWN else "***") for name, value in HEADERS.items()}
 HTTP = {"type": "http", "url": "https://hooks.example.com/run", "headers": HEADERS}
 
 
@@ -263,3 +271,92 @@ def test_a_patch_cannot_send_a_target(api: Api, store: JobStore) -> None:
     target = store.get(job["id"]).target
     assert isinstance(target, HttpTarget)
     assert target.headers == HEADERS
+
+
+# --- secret references and urls ------------------------------------------------------------------
+
+SECRET = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:billing/token-AbCdEf"
+PARAMETER = f"arn:aws:ssm:eu-west-1:{ACCOUNT}:parameter/billing/token"
+
+
+def test_a_reference_is_stored_and_answered_as_itself(api: Api, store: JobStore) -> None:
+    headers = {
+        "Authorization": {"secret": SECRET},
+        "X-Token": {"secret": SECRET, "json_key": "token"},
+        "X-Param": {"secret": PARAMETER},
+    }
+    target = {"type": "http", "url": "https://hooks.example.com/run", "headers": headers}
+
+    created = api("POST", "/jobs", {"target": target, **DAILY})
+    got = api("GET", f"/jobs/{created.body['id']}")
+
+    assert (created.status, got.status) == (201, 200)
+    assert got.body["target"]["headers"] == {name: {"json_key": None, **ref} for name, ref in headers.items()}
+    # An answer sent back as it came is accepted again: a reference is not a mask.
+    again = api("POST", "/jobs", {"target": got.body["target"], **DAILY})
+    assert again.status == 201
+    stored_target = store.get(created.body["id"]).target
+    assert isinstance(stored_target, HttpTarget)
+    assert stored_target.headers["X-Param"] == SecretRef(secret=PARAMETER)
+
+
+@pytest.mark.parametrize(
+    ("reference", "field"),
+    [
+        pytest.param({"secret": "billing/token"}, "target.headers.Authorization.secret", id="a name"),
+        pytest.param(
+            {"secret": f"arn:aws:s3:::bucket/{ACCOUNT}"}, "target.headers.Authorization.secret", id="s3"
+        ),
+        pytest.param(
+            {"secret": f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:a\n"},
+            "target.headers.Authorization.secret",
+            id="newline",
+        ),
+        pytest.param({"secret": SECRET, "extra": 1}, "target.headers.Authorization", id="unknown key"),
+        pytest.param({"secret": SECRET, "json_key": ""}, "target.headers.Authorization", id="empty key"),
+    ],
+)
+def test_a_reference_not_of_an_arn_aws_issues_is_refused(
+    api: Api, stored: Any, reference: dict[str, Any], field: str
+) -> None:
+    target = {"type": "http", "url": "https://hooks.example.com/run", "headers": {"Authorization": reference}}
+
+    answer = api("POST", "/jobs", {"target": target, **DAILY})
+
+    assert answer.status == 400
+    assert answer.body["field"].startswith(field)
+    assert stored() == []
+
+
+def test_url_query_values_are_answered_masked_and_the_mask_is_refused(api: Api, store: JobStore) -> None:
+    url = "https://hooks.example.com/run?api_key=k-123&team=finance&flag"
+    created = api("POST", "/jobs", {"target": {"type": "http", "url": url}, **DAILY})
+
+    assert created.status == 201
+    assert created.body["target"]["url"] == "https://hooks.example.com/run?api_key=***&team=***&flag=***"
+    stored_target = store.get(created.body["id"]).target
+    assert isinstance(stored_target, HttpTarget) and stored_target.url == url
+    echoed = api("POST", "/jobs", {"target": created.body["target"], **DAILY})
+    assert (echoed.status, echoed.body["field"]) == (400, "target.url")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param("v" * 4097, "must be at most 4096 characters", id="too long"),
+        pytest.param(12, 'must be a string or a reference {"secret": "<ARN>"}', id="a number"),
+        pytest.param({"secret": "Bearer pasted-by-mistake"}, "must refer to a Secrets Manager", id="a value"),
+    ],
+)
+def test_a_bad_header_value_is_refused_naming_the_header_and_not_showing_it(
+    api: Api, stored: Any, value: Any, message: str
+) -> None:
+    target = {"type": "http", "url": "https://hooks.example.com/run", "headers": {"X-Pass": value}}
+
+    answer = api("POST", "/jobs", {"target": target, **DAILY})
+
+    assert answer.status == 400
+    assert answer.body["field"] in ("target.headers.X-Pass", "target.headers.X-Pass.secret")
+    assert message in answer.body["message"]
+    assert "pasted-by-mistake" not in answer.body["message"] and "vvvv" not in answer.body["message"]
+    assert stored() == []

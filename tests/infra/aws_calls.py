@@ -48,6 +48,9 @@ NAMING = (
     "Qualifier",
     "TopicArn",
     "TargetArn",
+    "SecretId",
+    "VersionStage",
+    "Name",
 )
 
 _lock = threading.Lock()

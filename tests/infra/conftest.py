@@ -28,6 +28,10 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
         "arn:aws:sns:us-east-1:123456789012:alerts",
         "arn:aws:events:us-east-1:123456789012:event-bus/default",
     ],
+    "sundial:secretArns": [
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:billing/token-AbCdEf",
+        "arn:aws:ssm:us-east-1:123456789012:parameter/billing/api-key",
+    ],
     "sundial:targetKmsKeyArns": "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     "sundial:alarmEmail": "ops@example.com",
     "sundial:schedulerReservedConcurrency": "3",

@@ -10,6 +10,7 @@ prefix; any other resource is a job target, which the worker may call once a dep
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from tests.infra.policies import Request, Resolver, Statement
 FUNCTIONS = {"api": "FunctionsApi", "scheduler": "FunctionsScheduler", "worker": "FunctionsWorker"}
 _OWN_QUEUES = {c.DEAD_LETTER_QUEUE_NAME, *c.QUEUE_NAMES.values()}
 TARGET = "(a job target)"
+SIGNING = "(the signing secret)"
 # Batch and transaction operations are authorised as the single-item action.
 _ACTION_OF = {
     "SendMessageBatch": "SendMessage",
@@ -83,6 +85,13 @@ def _normalised(params: dict[str, Any]) -> dict[str, Any]:
     if "QueueUrl" in out:
         name = out["QueueUrl"].rstrip("/").rsplit("/", 1)[-1]
         out["QueueUrl"] = _own(name, _OWN_QUEUES) or TARGET
+    if "SecretId" in out:
+        # The stage's signing secret (under a test prefix, with the suffix Secrets Manager adds), or
+        # a secret a header refers to.
+        name = re.sub(r"-[A-Za-z0-9]{6}$", "", str(out["SecretId"]).rsplit(":", 1)[-1])
+        out["SecretId"] = SIGNING if name.endswith(c.SIGNING_SECRET_NAME) else TARGET
+    if "Name" in out:
+        out["Name"] = TARGET
     # Targets: one row per kind of call, not per random name the tests gave their targets.
     for key in ("FunctionName", "TopicArn", "TargetArn", "EventBusNames"):
         out.pop(key, None)
@@ -195,6 +204,11 @@ def requests(call: Call, template: Template, stand_ins: Mapping[str, str]) -> li
         qualifier = params.get("Qualifier")
         return [(Request(action, stand_ins["lambda"] + (f":{qualifier}" if qualifier else "")), "")]
     if service in ("sns", "events"):
+        return [(Request(action, stand_ins[service]), "")]
+    if service == "secretsmanager" and params["SecretId"] == SIGNING:
+        (signing,) = template.of_type("AWS::SecretsManager::Secret")
+        return [(Request(action, template.resolver.ref(signing)), signing)]
+    if service in ("secretsmanager", "ssm"):
         return [(Request(action, stand_ins[service]), "")]
     raise ValueError(f"no IAM mapping for {service}:{call.operation}")
 

@@ -29,8 +29,9 @@ _ARNS = {
     "AWS::CloudWatch::Alarm": "arn:aws:cloudwatch:{r}:{a}:alarm:{n}",
     "AWS::Events::Rule": "arn:aws:events:{r}:{a}:rule/{n}",
     "AWS::IAM::Role": "arn:aws:iam::{a}:role/{n}",
+    "AWS::SecretsManager::Secret": "arn:aws:secretsmanager:{r}:{a}:secret:{n}-AbCdEf",
 }
-_REF_IS_ARN = {"AWS::SNS::Topic"}
+_REF_IS_ARN = {"AWS::SNS::Topic", "AWS::SecretsManager::Secret"}
 _NAME_PROPERTIES = (
     "TableName",
     "QueueName",

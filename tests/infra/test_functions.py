@@ -44,7 +44,9 @@ def test_three_functions_python_312_or_newer_on_arm64_with_tracing(synthesised: 
         assert "LogGroup" in properties["LoggingConfig"]
 
 
-def test_every_function_gets_the_same_environment(synthesised: Synthesised) -> None:
+def test_every_function_gets_the_same_environment_and_the_worker_its_signing_secret(
+    synthesised: Synthesised,
+) -> None:
     queue_ids = _queue_ids(synthesised)
     table_id = next(iter(synthesised.of_type("AWS::DynamoDB::Table")))
     expected = {
@@ -61,8 +63,11 @@ def test_every_function_gets_the_same_environment(synthesised: Synthesised) -> N
         "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
         "LOG_LEVEL": "INFO",
     }
-    for _, properties in _functions(synthesised).values():
-        assert properties["Environment"]["Variables"] == expected
+    (signing_id,) = synthesised.of_type("AWS::SecretsManager::Secret")
+    for name, (_, properties) in _functions(synthesised).items():
+        # The worker alone signs deliveries.
+        signing = {c.ENV_SIGNING_SECRET_ARN: {"Ref": signing_id}} if name == "worker" else {}
+        assert properties["Environment"]["Variables"] == expected | signing
 
 
 def test_timeouts(synthesised: Synthesised) -> None:

@@ -33,7 +33,16 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORDED_SUITES = ("tests/functions", "tests/adapter")
 _ARNS = CONFIGURED_CONTEXT["sundial:targetArns"]
 # A target call is checked as if the deployer had named its target: the configured one of its kind.
-TARGET_STAND_INS = {"lambda": _ARNS[0], "sqs": _ARNS[2], "sns": _ARNS[3], "events": _ARNS[4]}
+_SECRETS = CONFIGURED_CONTEXT["sundial:secretArns"]
+TARGET_STAND_INS = {
+    "lambda": _ARNS[0],
+    "sqs": _ARNS[2],
+    "sns": _ARNS[3],
+    "events": _ARNS[4],
+    # A header's secret reference is checked as if the deployer had named it in sundial:secretArns.
+    "secretsmanager": _SECRETS[0],
+    "ssm": _SECRETS[1],
+}
 ESM_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 
 
@@ -87,9 +96,10 @@ def configured_template(configured: Synthesised) -> Template:
 
 def _decide(call: Call, template: Template, configured: Template) -> Iterator[tuple[Request, Decision]]:
     for request, own in requests(call, template, TARGET_STAND_INS):
-        if not own:  # a job target: granted through sundial:targetArns, on the configured stack
+        if not own:  # a job target or a secret: granted through context, on the configured stack
             decision = evaluate(configured.role_statements(call.function), request)
-            yield request, Decision(decision.allowed, decision.by, "with sundial:targetArns: ")
+            key = "secretArns" if request.action.startswith(("secretsmanager:", "ssm:")) else "targetArns"
+            yield request, Decision(decision.allowed, decision.by, f"with sundial:{key}: ")
             continue
         # A role's call in its own account: its policies must allow it, and no Deny of the resource's
         # own policy may forbid it.

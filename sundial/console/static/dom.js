@@ -54,11 +54,13 @@ export function announce(message, bad = false) {
   region.classList.toggle("bad", bad);
 }
 
-// Header names whose values are secrets (docs/api.md): shown masked whatever the API answered.
-const SECRET = /authorization|cookie|token|secret|key|password/i;
+// Header values shown as themselves (docs/api.md); every other value is masked whatever the API
+// answered, and a reference to a secret (an object naming its ARN) is shown as it is.
+const SHOWN = new Set(["content-type", "accept", "accept-language", "user-agent"]);
 
 export function masked(target) {
   if (!target || !target.headers) return target;
-  const headers = Object.fromEntries(Object.entries(target.headers).map(([name, value]) => [name, SECRET.test(name) ? "***" : value]));
+  const shown = (name, value) => (typeof value === "object" && value !== null) || SHOWN.has(name.toLowerCase());
+  const headers = Object.fromEntries(Object.entries(target.headers).map(([name, value]) => [name, shown(name, value) ? value : "***"]));
   return { ...target, headers };
 }

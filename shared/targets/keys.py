@@ -1,0 +1,23 @@
+"""What a delivery reads secrets with, given by its caller: shared/ builds no AWS client of its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.targets.secrets import SecretResolver
+from shared.targets.signing import Signer
+
+
+@dataclass(frozen=True)
+class DeliveryKeys:
+    """What the worker reads secrets with: header references, and the signing secret."""
+
+    resolver: SecretResolver | None = None
+    signer: Signer | None = None
+
+    def known_values(self) -> list[str]:
+        """Every secret read so far: what no error text may show."""
+        return [
+            *(self.resolver.known_values() if self.resolver else ()),
+            *(self.signer.known_values() if self.signer else ()),
+        ]
