@@ -42,7 +42,7 @@ LIST_SHARDS: Final = 16
 LIST_SORT_ATTRIBUTE: Final = "list_sk"
 LIST_INDEX_NAME: Final = "by_created"  # every job: "JOBS#<shard>", written once at create
 LIST_PARTITION_ATTRIBUTE: Final = "list_pk"
-STATUS_INDEX_NAME: Final = "by_status"  # "<status>#<shard>", moved by each status change
+STATUS_INDEX_NAME: Final = "by_status"  # "<status>#<shard>" for the statuses it holds (sparse)
 STATUS_PARTITION_ATTRIBUTE: Final = "status_pk"
 PRIORITY_INDEX_NAME: Final = "by_priority"  # "<priority>#<shard>", moved by a change of priority
 PRIORITY_PARTITION_ATTRIBUTE: Final = "priority_pk"
@@ -52,8 +52,8 @@ NAME_INDEX_NAME: Final = "by_name"  # "<first NAME_KEY_CHARS of the case-folded 
 NAME_PARTITION_ATTRIBUTE: Final = "name_pk"
 NAME_KEY_CHARS: Final = 3
 # In the order a deployed table gains them (one index per stack update; docs/operations.md). The
-# status index is last: its key moves with every status change, so it costs write units on every
-# execution, while the others are written at create and on the rare change of what they key.
+# status index is last: it holds only the statuses an occurrence ends or fails in, so a one-off pays
+# a unit when it ends, and recurring jobs only when an occurrence fails.
 FILTER_INDEXES: Final = (HEALTH_INDEX_NAME, PRIORITY_INDEX_NAME, NAME_INDEX_NAME, STATUS_INDEX_NAME)
 LIST_INDEX_KEYS: Final = {
     LIST_INDEX_NAME: LIST_PARTITION_ATTRIBUTE,

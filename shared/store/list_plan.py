@@ -52,7 +52,7 @@ def plan(wanted: ListFilter, ready: frozenset[str]) -> Plan:
         choices.append((c.HEALTH_INDEX_NAME, [dead] if wanted.health == dead else [failing, dead]))
     if wanted.name_prefix is not None:
         choices.append((c.NAME_INDEX_NAME, [items.name_key(wanted.name_prefix)]))
-    if wanted.status is not None:
+    if wanted.status in items.INDEXED_STATUSES:
         choices.append((c.STATUS_INDEX_NAME, [wanted.status]))
         # Without the status index, the jobs that are dead or failed are among the unhealthy ones.
         if wanted.status in (JobStatus.DEAD, JobStatus.FAILED):
@@ -61,7 +61,11 @@ def plan(wanted: ListFilter, ready: frozenset[str]) -> Plan:
     if wanted.priority is not None:
         choices.append((c.PRIORITY_INDEX_NAME, [wanted.priority]))
     # The name index keys on a prefix of the name; each other index decides its own filter.
-    refined = wanted.name is not None or wanted.name_prefix is not None or wanted.health == Health.OK
+    # A live status (pending, queued, running) is in no index: it is checked on the items.
+    live_status = wanted.status is not None and wanted.status not in items.INDEXED_STATUSES
+    refined = (
+        wanted.name is not None or wanted.name_prefix is not None or wanted.health == Health.OK or live_status
+    )
     for index, values in choices:
         if index in ready:
             partitions = tuple(items.list_partition(value, shard) for value in values for shard in shards)

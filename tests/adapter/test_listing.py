@@ -141,7 +141,7 @@ def test_creates_spread_over_every_shard_of_each_index(engine: Engine, dynamodb:
     scanned = dynamodb.scan(TableName=engine.resources.table_name)["Items"]
     jobs = [item for item in scanned if item["sk"]["S"] == "JOB"]
 
-    for attribute in (c.LIST_PARTITION_ATTRIBUTE, c.STATUS_PARTITION_ATTRIBUTE, c.NAME_PARTITION_ATTRIBUTE):
+    for attribute in (c.LIST_PARTITION_ATTRIBUTE, c.PRIORITY_PARTITION_ATTRIBUTE, c.NAME_PARTITION_ATTRIBUTE):
         per_partition = Counter(item[attribute]["S"] for item in jobs)
         # Five per shard on average: a shard may be missed by chance, twelve never are.
         assert c.LIST_SHARDS - 4 <= len(per_partition) <= c.LIST_SHARDS, attribute
@@ -282,3 +282,28 @@ def test_a_triggered_run_that_dies_makes_a_recurring_job_dead_while_its_schedule
     job = engine.store.get(job_id)
     assert (job.health, job.consecutive_failures, job.status) == (Health.DEAD, 1, JobStatus.PENDING)
     assert [j.id for j in engine.store.list_jobs(ListFilter(health="dead"), 10, None).jobs] == [job_id]
+
+
+def _item(engine: Engine, dynamodb: Any, job_id: str) -> dict[str, Any]:
+    key = {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}}
+    return dict(dynamodb.get_item(TableName=engine.resources.table_name, Key=key)["Item"])
+
+
+def test_recurring_job_that_runs_well_never_enters_the_status_index(engine: Engine, dynamodb: Any) -> None:
+    job_id = create(engine, schedule="rate(1 minute)")
+    (message,) = (m for m in engine.receive() if m.job_id == job_id)
+    engine.clock.set(max(engine.clock.now_ms(), message.due_at))
+
+    assert engine.worker.process(message).outcome is Outcome.SUCCEEDED
+
+    item = _item(engine, dynamodb, job_id)
+    assert item["status"]["S"] in (JobStatus.PENDING, JobStatus.QUEUED)  # its next occurrence
+    assert c.STATUS_PARTITION_ATTRIBUTE not in item  # no key moved: an execution costs no index write
+    listed = engine.store.list_jobs(ListFilter(status=item["status"]["S"]), 50, None)
+    assert job_id in [job.id for job in listed.jobs]  # a live status is checked on the items
+
+
+def test_one_off_enters_the_status_index_when_its_occurrence_ends(engine: Engine, dynamodb: Any) -> None:
+    job_id = dead_job(engine)
+
+    assert _item(engine, dynamodb, job_id)[c.STATUS_PARTITION_ATTRIBUTE]["S"].startswith("dead#")

@@ -114,7 +114,8 @@ def test_each_filter_reads_its_own_index(api: Api, jobs: list[dict[str, Any]]) -
         "provide-client-params.dynamodb.Query", lambda params, **_: used.append(params.get("IndexName"))
     )
     for query, index in [
-        ({"status": "pending"}, c.STATUS_INDEX_NAME),
+        ({"status": "cancelled"}, c.STATUS_INDEX_NAME),
+        ({"status": "pending"}, c.LIST_INDEX_NAME),  # a live status is in no index
         ({"priority": "low"}, c.PRIORITY_INDEX_NAME),
         ({"health": "dead"}, c.HEALTH_INDEX_NAME),
         ({"name_prefix": "rep"}, c.NAME_INDEX_NAME),
