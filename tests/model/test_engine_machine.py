@@ -17,7 +17,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -25,10 +25,11 @@ import botocore.endpoint
 import pytest
 import urllib3
 from botocore.exceptions import BotoCoreError, ClientError
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, currently_in_test_context, settings, target
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    initialize,
     invariant,
     precondition,
     rule,
@@ -62,6 +63,7 @@ from tests.model.boundary import (
     Sent,
     SqsBag,
 )
+from tests.model.intents import Intent, one_off_revived, trigger_not_held
 
 SECOND = 1000
 QUEUE_BASE = "https://sqs.us-east-1.amazonaws.com/123456789012/"  # never called: the model holds SQS
@@ -76,11 +78,14 @@ TARGET_CALL_SECONDS = 0.2  # how long a target call takes on the model's clock
 LEASE_FLOOR_MS = c.HEARTBEAT_EVERY_SECONDS * SECOND
 EXAMPLES = int(os.environ.get("SUNDIAL_MODEL_EXAMPLES", "40"))
 STEPS = int(os.environ.get("SUNDIAL_MODEL_STEPS", "30"))
+# SUNDIAL_MODEL_SHRINK=0 reports the first failing example as found (`make mutants` times the
+# search alone).
+SHRINK = [Phase.shrink] if os.environ.get("SUNDIAL_MODEL_SHRINK", "1") != "0" else []
 SETTINGS = settings(
     max_examples=EXAMPLES,
     stateful_step_count=STEPS,
     deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],  # no explain
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, *SHRINK],  # no explain
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 ACTORS = ("api", "tick", "worker")
@@ -116,6 +121,16 @@ FAULTS: dict[str | None, tuple[tuple[str, str, int], ...]] = {
     "send answer lost": (("sqs", "lost", 1),),
 }
 faults = st.one_of(st.none(), st.sampled_from([kind for kind in FAULTS if kind]))  # none half the time
+USER_ACTIONS = ["pause", "resume", "cancel", "trigger", "retry"]
+# What a user does while an attempt of the job runs: where the races between intent and settle are.
+DURING_ATTEMPT = ["cancel", "pause", "trigger", "resume", "PATCH max_retries 0", "PATCH run_at now"]
+# Another actor's step that lands between an API call's read and its write (the settle of the job's
+# running attempt, or a tick), and between a tick's read and its write (a user's call on the job the
+# tick is writing, or the job's running attempt beating): the windows each conditional write guards.
+API_RACES = ["the attempt settles", "a tick"]
+TICK_RACES = ["pause", "cancel", "trigger", "resume", "PATCH run_at in 2 min", "a heartbeat"]
+api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
+tick_races = st.one_of(st.none(), st.sampled_from(TICK_RACES))
 BUDGET: dict[str, Any] = {}  # what the last run used, for the terminal summary (conftest.py)
 
 # --- what the model remembers ---------------------------------------------------------------------
@@ -151,21 +166,6 @@ class Effect:
     attempt: Attempt
     ok: bool
     idempotency_key: str
-
-
-@dataclass
-class Intent:
-    """What the user was told about one job: acknowledged calls, by time."""
-
-    cancelled_at: int | None = None
-    paused_since: int | None = None
-    paused_at_step: int = 0
-    # Trigger calls whose extra run has not started yet: (instant, step).
-    triggers: list[tuple[int, int]] = field(default_factory=list)
-    patched_at: list[int] = field(default_factory=list)
-    patched_run_at: set[int] = field(default_factory=set)  # run_at instants a PATCH asked for
-    triggered_at: set[int] = field(default_factory=set)  # instants a trigger was asked at
-    succeeded: dict[int, int] = field(default_factory=dict)  # occurrence → when its success was kept
 
 
 # --- the machine ----------------------------------------------------------------------------------
@@ -229,6 +229,13 @@ class EngineMachine(RuleBasedStateMachine):
         self.kept_runs: set[tuple[str, int, int]] = set()
         self.log: list[str] = []
         self.step = 0
+        # Attempts whose history the model has looked for, and those a crash or a fault on a history
+        # write excuses; violations found when a dead-letter alert went out.
+        self.history_checked: set[int] = set()
+        self.history_excused: set[int] = set()
+        self.history_faults = 0
+        self.alert_violations: list[str] = []
+        self.overlaps = 0  # user calls acknowledged while an attempt of the job ran (Hypothesis targets it)
         self._snap: tuple[int, checks.Snapshot] | None = None
         for actor in ACTORS:
             env.faults[actor].reset()
@@ -237,6 +244,8 @@ class EngineMachine(RuleBasedStateMachine):
             bag.now, bag.on_job_message, bag.on_dead_letter = self.clock.now_ms, self._sent, self._dead_letter
 
     def teardown(self) -> None:
+        if currently_in_test_context():  # not in the plain tests that drive the machine by hand
+            target(float(self.overlaps), label="user calls acknowledged while an attempt ran")
         self.env.plain_ddb.delete_table(TableName=self.table)
 
     # --- bookkeeping ------------------------------------------------------------------------------
@@ -246,6 +255,12 @@ class EngineMachine(RuleBasedStateMachine):
 
     def _dead_letter(self, body: dict[str, Any]) -> None:
         self.dead_letters.append(body)
+        intent = self.intents.get(body["job_id"])
+        if intent is not None and intent.cancelled_at is not None:
+            self.alert_violations.append(
+                f"{checks.short(body['job_id'])}: a dead-letter alert for occurrence {body['scheduled_at']} "
+                f"went out after its cancel was acknowledged (step {intent.cancelled_step})"
+            )
 
     def _begin(self, what: str) -> None:
         self.step += 1
@@ -286,6 +301,7 @@ class EngineMachine(RuleBasedStateMachine):
             yield
         finally:
             self.env.faults[actor].pending.clear()
+            self.env.faults[actor].race = None
             self.env.bags[actor].pending.clear()
 
     @staticmethod
@@ -364,30 +380,45 @@ class EngineMachine(RuleBasedStateMachine):
         return None
 
     @precondition(lambda self: bool(self.labels))
-    @rule(job=labels, action=st.sampled_from(["pause", "resume", "cancel", "trigger", "retry"]), fault=faults)
-    def user(self, job: str, action: str, fault: str | None = None) -> None:
+    @rule(job=labels, action=st.sampled_from(USER_ACTIONS), fault=faults, race=api_races)
+    def user(self, job: str, action: str, fault: str | None = None, race: str | None = None) -> None:
         """POST /jobs/{id}/pause, /resume, /trigger, /retry and DELETE /jobs/{id}."""
         job_id = self._labelled(job)
-        if job_id is None:
-            return
+        if job_id is not None:
+            self._user_action(job_id, action, fault, race)
+
+    def _user_action(self, job_id: str, action: str, fault: str | None, race: str | None = None) -> str:
         intent, now = self.intents[job_id], self.clock.now_ms()
-        before = self._job(job_id)
-        answer = self._call(action, job_id, getattr(self.service, action), fault)
+        answer = self._call(action, job_id, getattr(self.service, action), fault, race)
+        after = self._job(job_id)
+        # Read after the call: a race may have changed what the call decided from.
         retrying = (
-            before is not None
-            and before.attempt > 0
-            and before.status in (JobStatus.FAILED, JobStatus.QUEUED)
+            after is not None and after.attempt > 0 and after.status in (JobStatus.FAILED, JobStatus.QUEUED)
         )
+        if answer == "ack" and after is not None and after.status is JobStatus.RUNNING:
+            self.overlaps += 1
+        if action in ("trigger", "retry") and answer != "refused":
+            intent.revived()
+        self._remember(job_id, action, answer, now, retrying)
+        return answer
+
+    def _remember(self, job_id: str, action: str, answer: str, now: int, retrying: bool) -> None:
+        """What the user was told: the intents the invariants hold the engine to."""
+        intent = self.intents[job_id]
         if action == "trigger" and answer != "refused":
             intent.triggered_at.add(now)
         if action == "trigger" and answer != "refused" and not retrying:
             intent.triggers.append((now, self.step))  # an extra run, now or after the running attempt
+            if answer == "ack":
+                intent.owed_triggers.append((now, self.step))
         elif action == "pause" and answer == "ack":
             intent.paused_since = intent.paused_since or now
             intent.paused_at_step = self.step
-            intent.triggers.clear()  # a pause drops (or holds) the extra runs asked before it
-        elif action == "cancel" and answer == "ack" and intent.cancelled_at is None:
-            intent.cancelled_at = now
+            intent.dropped()  # a pause drops (or holds) the extra runs asked before it
+        elif action == "cancel" and answer == "ack":
+            intent.dropped()
+            if intent.cancelled_at is None:
+                intent.cancelled_at, intent.cancelled_step = now, self.step
         elif action == "resume":
             job = self._job(job_id)
             if answer == "ack" or (job is not None and not job.paused):
@@ -413,16 +444,20 @@ class EngineMachine(RuleBasedStateMachine):
             ]
         ),
         fault=faults,
+        race=api_races,
     )
-    def patch(self, job: str, change: str, fault: str | None = None) -> None:
+    def patch(self, job: str, change: str, fault: str | None = None, race: str | None = None) -> None:
         """PATCH /jobs/{id}."""
         job_id = self._labelled(job)
-        if job_id is None:
-            return
+        if job_id is not None:
+            self._patch_action(job_id, change, fault, race)
+
+    def _patch_action(self, job_id: str, change: str, fault: str | None, race: str | None = None) -> None:
         fields = self._patch_fields(job_id, change)
         if fields is None:
             return
-        answer = self._call(f"PATCH {change}", job_id, lambda _: self.service.update(job_id, fields), fault)
+        update = lambda _: self.service.update(job_id, fields)  # noqa: E731
+        answer = self._call(f"PATCH {change}", job_id, update, fault, race)
         intent = self.intents[job_id]
         if answer == "ack":
             intent.patched_at.append(self.clock.now_ms())
@@ -453,17 +488,25 @@ class EngineMachine(RuleBasedStateMachine):
         instant = job.scheduled_at if value.endswith("occurrence") and job else last and last.scheduled_at
         return None if instant is None else JobUpdate.model_validate({"run_at": format_rfc3339(instant)})
 
-    def _call(self, name: str, job_id: str, call: Callable[[str], Any], fault: str | None) -> str:
-        """One API call: "ack" (answered 200), "refused" (a 4xx) or "error" (AWS error, unknown)."""
-        self._begin(f"api {name} {checks.short(job_id)}{self._with(fault)}")
+    def _call(
+        self, name: str, job_id: str, call: Callable[[str], Any], fault: str | None, race: str | None = None
+    ) -> str:
+        """One API call: "ack" (answered 200), "refused" (a 4xx) or "error" (AWS error, unknown);
+        `race` is another actor's step that lands between the call's read and its write."""
+        racing = f" [race: {race}]" if race else ""
+        self._begin(f"api {name} {checks.short(job_id)}{self._with(fault)}{racing}")
         before = self._job(job_id)
+        raced: list[str] = []
         try:
             with self._faults("api", fault):
+                if race is not None:
+                    self.env.faults["api"].race = lambda written: raced.append(self._api_race(race, written))
                 view = call(job_id)
         except REFUSALS as exc:
             self._note(f"  → refused: {type(exc).__name__}: {exc}", f"{name.split(maxsplit=1)[0]} refused")
             after = self._job(job_id)
-            if before is not None and after is not None and after.version != before.version:
+            changed = before is not None and after is not None and after.version != before.version
+            if changed and not raced:
                 self._violation(
                     f"{checks.short(job_id)}: {name} was refused ({exc}) yet changed the job: "
                     f"{before.status.value} v{before.version} → {after.status.value} v{after.version}"
@@ -477,6 +520,52 @@ class EngineMachine(RuleBasedStateMachine):
             f"{name.split(maxsplit=1)[0]} ack ({view.status.value})",
         )
         return "ack"
+
+    def _api_race(self, race: str, job_id: str) -> str:
+        """Between an API call's read and its write: the job's running attempt settles, or a tick runs."""
+        if race == "a tick":
+            self._note("  ~ meanwhile, a tick")
+            self._run_tick()
+            return race
+        attempt = self._running_attempt_of(job_id)
+        if attempt is not None:
+            self._note(f"  ~ meanwhile, {attempt} settles")
+            self._settle(attempt, None)
+        return race
+
+    def _tick_race(self, race: str, job_id: str) -> str:
+        """Between a tick's read and its write to `job_id`: a user's call on it, or its running
+        attempt's heartbeat."""
+        self._note(f"  ~ meanwhile, {race} on {checks.short(job_id)}")
+        if race == "a heartbeat":
+            attempt = self._running_attempt_of(job_id)
+            if attempt is not None:
+                attempt.heartbeat.beat()
+                if attempt.heartbeat.lost:
+                    attempt.state = "lost"
+        elif race.startswith("PATCH "):
+            self._patch_action(job_id, race.removeprefix("PATCH "), None)
+        else:
+            self._user_action(job_id, race, None)
+        return race
+
+    def _running_attempt_of(self, job_id: str) -> Attempt | None:
+        mine = [a for a in self.attempts if a.state == "running" and a.job.id == job_id]
+        return mine[-1] if mine else None
+
+    @precondition(lambda self: any(a.state == "running" for a in self.attempts))
+    @rule(job=labels, which=which, action=st.sampled_from(DURING_ATTEMPT), fault=faults)
+    def during(
+        self, job: str, which: str = "newest", action: str = "cancel", fault: str | None = None
+    ) -> None:
+        """A user acts on a job while one of its attempts runs (on a worker: the job may have moved on)."""
+        attempt = self._running(job, which)
+        if attempt is None:
+            return
+        if action.startswith("PATCH "):
+            self._patch_action(attempt.job.id, action.removeprefix("PATCH "), fault)
+        else:
+            self._user_action(attempt.job.id, action, fault)
 
     # --- the tick ---------------------------------------------------------------------------------
 
@@ -498,24 +587,32 @@ class EngineMachine(RuleBasedStateMachine):
         return any(has_work(row) for row in rows)
 
     @precondition(lambda self: self._tick_has_work())
-    @rule(fault=faults)
-    def tick(self, fault: str | None = None) -> None:
+    @rule(fault=faults, race=tick_races)
+    def tick(self, fault: str | None = None, race: str | None = None) -> None:
         before = self._snapshot()
-        self._begin(f"tick{self._with(fault)}")
+        self._begin(f"tick{self._with(fault)}{f' [race: {race}]' if race else ''}")
         now = self.clock.now_ms()
+        raced: list[str] = []
+        with self._faults("tick", fault):
+            if race is not None:
+                self.env.faults["tick"].race = lambda job_id: raced.append(self._tick_race(race, job_id))
+            report = self._run_tick()
+        if report is not None and not raced:
+            self._check_misfires(before, now)
+
+    def _run_tick(self) -> Any:
         try:
-            with self._faults("tick", fault):
-                report = self.scheduler.tick()
+            report = self.scheduler.tick()
         except RETRY_ERRORS as exc:
             self._note(f"  → tick failed: {_code(exc)}")
-            return
+            return None
         except AssertionError as exc:
             if STRICT or not _known(str(exc)):
                 raise
             self._note(
                 f"  → tick crashed: {exc} (known: {_known(str(exc))})", f"known bug: {_known(str(exc))}"
             )
-            return
+            return None
         for name in ("claimed", "sent_ahead", "resent", "reclaimed", "caught_up", "alerts_sent", "errors"):
             if getattr(report, name):
                 self.env.seen[f"tick {name}"] += 1
@@ -524,7 +621,7 @@ class EngineMachine(RuleBasedStateMachine):
             f"reclaimed={report.reclaimed} "
             f"caught_up={report.caught_up} alerts={report.alerts_sent} errors={report.errors}"
         )
-        self._check_misfires(before, now)
+        return report
 
     def _check_misfires(self, before: checks.Snapshot, now: int) -> None:
         """7. A waiting rate job the tick claimed runs the occurrence its misfire policy picks (or
@@ -642,7 +739,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.attempts.append(attempt)
         lease = ((job.lease_until or 0) - now) / SECOND
         self._note(f"  → {attempt} started, lease until +{lease:g}s", "started")
-        self._check_start(attempt, now)
+        self._check_start(attempt, now, current)
         return attempt
 
     def _check_fence_not_applied(self, message: JobMessage, worker_id: str) -> None:
@@ -653,17 +750,17 @@ class EngineMachine(RuleBasedStateMachine):
                 "but the worker was told the delivery was stale: nobody runs the attempt"
             )
 
-    def _check_start(self, attempt: Attempt, now: int) -> None:
-        """3 and 6 at the moment an attempt starts, and a fresh lease under it."""
+    def _check_start(self, attempt: Attempt, now: int, before: Job | None) -> None:
+        """3, 4 and 6 at the moment an attempt starts, and a fresh lease under it."""
         job, intent = attempt.job, self.intents[attempt.job.id]
         found = []
+        if before is not None and before.token != attempt.token:
+            found.append(f"{attempt} started from a delivery whose token the job no longer held")
         if intent.cancelled_at is not None:
             found.append(f"{attempt} started after a cancel acknowledged at {intent.cancelled_at}")
         if job.attempt == 1:  # a new occurrence: the first start after a trigger is its extra run
             scheduled, paused = job.scheduled_at or 0, intent.paused_since
-            extra = max((t for t in intent.triggers if t[0] <= scheduled), default=None)
-            if extra is not None:
-                intent.triggers.remove(extra)
+            extra = intent.started(scheduled)
             if (
                 paused is not None
                 and scheduled > paused
@@ -866,6 +963,28 @@ class EngineMachine(RuleBasedStateMachine):
     side_effect_again = side_effect
     crash_again = crash
 
+    during_again = during
+    user_again = user
+
+    @initialize(
+        kind=st.sampled_from(["one-off now", "rate(10 seconds)", "rate(1 minute)"]),
+        behaviour=st.sampled_from(["ok", "fails", "flaky"]),
+        max_retries=st.sampled_from([0, 1, 2]),
+        overlap=st.sampled_from(["skip", "buffer"]),
+        how=st.sampled_from(["nothing", "running", "running, target called", "delivered twice"]),
+    )
+    def start(self, kind: str, behaviour: str, max_retries: int, overlap: str, how: str) -> None:
+        """Most examples start with job A's first attempt running, so that the steps after it land
+        while it runs; some start empty."""
+        if how == "nothing":
+            return
+        self.create("A", kind, behaviour, max_retries, (5,), "high", "run_once", overlap)
+        if not any(sent.message.job_id == self.labels.get("A") for sent in self.bag):
+            return
+        self.deliver("A", how="twice" if how == "delivered twice" else "on time")
+        if how == "running, target called":
+            self.side_effect("A")
+
     # --- the invariants, after every step ---------------------------------------------------------
 
     @invariant()
@@ -934,6 +1053,62 @@ class EngineMachine(RuleBasedStateMachine):
     def lost_never_hides_success(self) -> None:
         """5. History never says `lost` for an attempt whose success the job kept."""
         self._violation(*checks.lost_but_kept(self._snapshot(), self.kept_runs))
+
+    @invariant()
+    def triggers_held(self) -> None:
+        """6b. An acknowledged trigger runs once, unless a later cancel or pause dropped it."""
+        snap = self._snapshot()
+        found = []
+        for job_id, intent in self.intents.items():
+            job = snap.jobs.get(job_id)
+            if job is not None:
+                found += trigger_not_held(job, intent)
+        self._violation(*found)
+
+    @invariant()
+    def finished_one_off_stays_finished(self) -> None:
+        """8. A finished one-off never runs again, a PATCH of its timing included."""
+        snap = self._snapshot()
+        found = []
+        for job_id, intent in self.intents.items():
+            job = snap.jobs.get(job_id)
+            if job is not None:
+                found += one_off_revived(job, intent, self.step)
+        self._violation(*found)
+
+    @invariant()
+    def cancelled_never_alerts(self) -> None:
+        """15b. No dead-letter alert goes out for a job after its cancel was acknowledged."""
+        found, self.alert_violations = self.alert_violations, []
+        self._violation(*found)
+
+    @invariant()
+    def attempts_in_history(self) -> None:
+        """14b. Every attempt that called its target has a history row once the job moved on from it
+        (unless the model killed its writer, or failed its history write, in between)."""
+        snap = self._snapshot()
+        faults_now = self._history_faults()
+        excused = faults_now != self.history_faults
+        self.history_faults = faults_now
+        found = []
+        for attempt in self.attempts:
+            if attempt.effect is None or attempt.n in self.history_checked:
+                continue
+            job = snap.jobs.get(attempt.job.id)
+            if job is None or (job.status is JobStatus.RUNNING and job.token == attempt.token):
+                continue
+            self.history_checked.add(attempt.n)
+            if excused or attempt.n in self.history_excused:
+                continue
+            rows = {(run.scheduled_at, run.attempt) for run in snap.runs[job.id]}
+            if (attempt.job.scheduled_at, attempt.job.attempt) not in rows:
+                found.append(f"{attempt} called its target, and the job moved on, but the history has no row")
+        self._violation(*found)
+
+    def _history_faults(self) -> int:
+        """Faults the model made history writes meet, so far (those that may keep a row out)."""
+        counts = sum((self.env.faults[actor].counts for actor in ACTORS), Counter())
+        return sum(n for kind, n in counts.items() if kind.endswith("PutItem") or kind == "crash")
 
 
 def _no_target(*_: Any) -> None:
