@@ -49,4 +49,5 @@ def _record(report: TickReport) -> None:
         name=c.Metric.OLDEST_DUE_LATENESS_MS, unit=MetricUnit.Milliseconds, value=report.oldest_lateness_ms
     )
     if report.dead_jobs:
-        logger.warning("jobs died after losing their lease", extra={"job_ids": report.dead_jobs})
+        # Both a lost attempt that ended its occurrence and an alert a worker left owed.
+        logger.warning("tick sent dead-job alerts", extra={"job_ids": report.dead_jobs})

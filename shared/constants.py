@@ -82,6 +82,9 @@ MISFIRE_GRACE_SECONDS: Final = 60
 RUN_HISTORY_TTL_SECONDS: Final = 30 * 24 * 3600
 IDEMPOTENCY_TTL_SECONDS: Final = 24 * 3600
 ERROR_TEXT_LIMIT: Final = 1000
+# Triggered runs that may wait at once for one job (each runs in turn): a bound on what one client
+# can pile up, far above what a person pressing "run now" asks for.
+MAX_WAITING_TRIGGERS: Final = 10
 PAYLOAD_LIMIT_BYTES: Final = 256 * 1024
 # Payloads larger than this live in their own item, so that state changes write under 1 KB.
 INLINE_PAYLOAD_BYTES: Final = 400

@@ -40,10 +40,17 @@ class JobMessage(BaseModel):
     def for_job(cls, job: Job) -> JobMessage:
         if job.token is None or job.due_at is None:
             raise ValueError(f"job '{job.id}' is not queued: no token or due time")
+        return cls.placed(job, job.token, job.due_at)
+
+    @classmethod
+    def placed(cls, job: Job, token: str, due_at: int) -> JobMessage:
+        """The message of a write that queued `job` under `token`, due at `due_at`: built from what
+        the write wrote, not from a later read, which may already show a user's change after it (a
+        message whose token is gone is dropped at its fence)."""
         return cls(
             job_id=job.id,
-            token=job.token,
-            due_at=job.due_at,
+            token=token,
+            due_at=due_at,
             priority=job.priority,
             timeout_seconds=job.retry.timeout_seconds,
         )

@@ -97,12 +97,15 @@ class Job(BaseModel):
     retried_after: int = 0
     paused: bool = False
     cancel_requested: bool = False
-    trigger_requested: bool = False  # an extra run asked while an attempt ran: it starts when that settles
+    # acknowledged triggers whose extra runs wait behind the current occurrence, each started as
+    # soon as the one before it ends (docs/design.md, "What a user action does to what waits")
+    triggers: int = 0
+    extra_run: bool = False  # the current occurrence is a triggered extra run
     token: str | None = None
     lease_until: int | None = None
     started_at: int | None = None  # the running attempt's start
     worker: str | None = None  # who runs it
-    deferred_at: int | None = None  # a triggered extra run resumes the schedule here
+    deferred_at: int | None = None  # the schedule resumes here after the triggered extra run
     last_run: RunSummary | None = None
     idempotency_key: str | None = None
     created_at: int

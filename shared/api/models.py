@@ -8,6 +8,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from shared.clock import format_rfc3339
 from shared.constants import Priority
+from shared.lifecycle import waiting_triggers
 from shared.models import DEFAULT_BACKOFF, BackoffSeconds, Job, JobStatus, OverlapPolicy, Run, RunSummary
 from shared.schedules import MisfirePolicy
 from shared.targets.models import Target, masked
@@ -99,6 +100,23 @@ class LastRun(BaseModel):
         )
 
 
+EffectSubject = Literal["trigger", "retry", "deferred_run"]
+EffectFate = Literal["runs_now", "waits", "kept", "moved", "held", "dropped"]
+
+
+class Effect(BaseModel):
+    """What a call did to something that was waiting (docs/api.md, "What an answer says")."""
+
+    subject: EffectSubject = Field(
+        description="`trigger`: a triggered run not yet started; `retry`: a retry waiting for its "
+        "backoff; `deferred_run`: the occurrence a triggered run put off (the schedule resumes there)."
+    )
+    fate: EffectFate
+    count: int = Field(default=1, description="How many: more than 1 only for triggers.")
+    at: str | None = Field(default=None, description="The instant it now waits for, when it has one.")
+    message: str
+
+
 class JobView(BaseModel):
     """The job object of docs/api.md, plus the policy and window fields a client sent."""
 
@@ -124,9 +142,17 @@ class JobView(BaseModel):
     last_run: LastRun | None
     created_at: str
     updated_at: str
+    triggers_waiting: int = Field(
+        default=0, description="Acknowledged triggers whose runs have not started; each runs in turn."
+    )
+    effects: list[Effect] = Field(
+        default_factory=list,
+        description="What the call that answered did to a waiting trigger, retry or deferred run; "
+        "empty on reads.",
+    )
 
     @classmethod
-    def of(cls, job: Job, payload: Any) -> JobView:
+    def of(cls, job: Job, payload: Any, effects: list[Effect] | None = None) -> JobView:
         return cls(
             id=job.id,
             name=job.name,
@@ -150,6 +176,8 @@ class JobView(BaseModel):
             last_run=LastRun.of(job.last_run) if job.last_run else None,
             created_at=format_rfc3339(job.created_at),
             updated_at=format_rfc3339(job.updated_at),
+            triggers_waiting=waiting_triggers(job),
+            effects=effects or [],
         )
 
 

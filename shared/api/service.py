@@ -12,6 +12,7 @@ from ulid import ULID
 
 from shared import constants as c
 from shared import lifecycle
+from shared.api.effects import Action, effects_of
 from shared.api.models import (
     JOB_ID_PATTERN,
     JobCreate,
@@ -138,19 +139,18 @@ class JobService:
             if refusal is not None:
                 raise Conflict(refusal, field=next(n for n in TIMING_FIELDS if n in patch.model_fields_set))
             placement = self._replacement(updated) if lifecycle.replaces_occurrence(job) else None
-            ran = job.last_run.scheduled_at if job.last_run else None
-            if placement is not None and ran is not None and (placement.scheduled_at or 0) <= ran:
-                field = "run_at" if "run_at" in patch.model_fields_set else "schedule"
-                raise Conflict(
-                    f"job '{job_id}' already ran its occurrence at {format_rfc3339(ran)}; a change may only "
-                    "move it to a later instant",
-                    field=field,
-                )
+            if job.deferred_at is not None:
+                # A triggered run is current: it still runs, and the schedule resumes where the change says.
+                changes["deferred_at"] = self._replacement(updated).scheduled_at
+                updated = job.model_copy(update=changes)
+            _refuse_moving_onto_a_run(
+                job, placement.scheduled_at if placement else updated.deferred_at, patch
+            )
             if placement is not None and job.deferred_at is not None:
                 placement = replace(placement, clear_deferred=True)
             return self._write(placement, lambda p, t: self._store.update(updated, changes, p, t)), placement
 
-        return self._act(job_id, decide)
+        return self._act(job_id, decide, "update")
 
     def cancel(self, job_id: str) -> JobView:
         """No further attempt starts; a running one finishes, then the job is cancelled."""
@@ -161,17 +161,17 @@ class JobService:
             placement = lifecycle.on_cancel(job)
             return self._store.cancel(job, placement), placement
 
-        return self._act(job_id, decide)
+        return self._act(job_id, decide, "cancel")
 
     def pause(self, job_id: str) -> JobView:
         def decide(job: Job) -> tuple[Job, Placement | None]:
             _check_recurring(job)
-            if job.paused and job.status is not JobStatus.QUEUED and not job.trigger_requested:
-                return job, None  # a queued or requested run is a trigger since: the pause drops it
+            if job.paused and job.status is not JobStatus.QUEUED and not lifecycle.waiting_triggers(job):
+                return job, None  # a queued or waiting run is a trigger since: the pause drops it
             placement = lifecycle.on_pause(job)
             return self._store.pause(job, placement), placement
 
-        return self._act(job_id, decide)
+        return self._act(job_id, decide, "pause")
 
     def resume(self, job_id: str) -> JobView:
         def decide(job: Job) -> tuple[Job, Placement | None]:
@@ -181,16 +181,18 @@ class JobService:
             placement = lifecycle.on_resume(job, self._clock.now_ms())
             return self._write(placement, lambda p, t: self._store.resume(job, p, t)), placement
 
-        return self._act(job_id, decide)
+        return self._act(job_id, decide, "resume")
 
     def trigger(self, job_id: str) -> JobView:
-        """One extra occurrence now (right after a running attempt). Raises Conflict when cancelled."""
+        """One extra occurrence now, or as soon as what runs or waits before it has ended: every
+        acknowledged trigger runs once, unless a later pause or cancel drops it. Raises Conflict
+        when cancelled, or when the most triggered runs already wait."""
 
         def decide(job: Job) -> tuple[Job, Placement | None]:
             placement = lifecycle.on_trigger(job, self._clock.now_ms())
             return self._write(placement, lambda p, t: self._store.trigger(job, p, t)), placement
 
-        return self._act(job_id, decide)
+        return self._act(job_id, decide, "trigger")
 
     def retry(self, job_id: str) -> JobView:
         """Revives a dead job: it runs now, its retry policy counted afresh. Raises Conflict unless dead."""
@@ -199,13 +201,16 @@ class JobService:
             placement = lifecycle.on_retry(job, self._clock.now_ms())
             return self._write(placement, lambda p, t: self._store.revive(job, placement, t)), placement
 
-        return self._act(job_id, decide)
+        return self._act(job_id, decide, "retry")
 
     # --- helpers ----------------------------------------------------------------------------------
 
-    def _act(self, job_id: str, decide: Callable[[Job], tuple[Job, Placement | None]]) -> JobView:
+    def _act(
+        self, job_id: str, decide: Callable[[Job], tuple[Job, Placement | None]], action: Action
+    ) -> JobView:
         """Reads the job, decides and writes on the version read; when anything changed meanwhile (a
-        heartbeat, a settle, another call), decides again from the job as it now is."""
+        heartbeat, a settle, another call), decides again from the job as it now is. The answer
+        says what the call did to what was waiting (effects_of)."""
         job = self._job(job_id)
         for _ in range(ACTION_ROUNDS):
             try:
@@ -217,7 +222,8 @@ class JobService:
                 continue
             if written.status is JobStatus.QUEUED and written.token != job.token:
                 send(self._store, self._dispatcher, self._clock, [JobMessage.for_job(written)])
-            return self._view(written)
+            effects = effects_of(action, job, written, self._clock.now_ms())
+            return JobView.of(written, self._store.load_payload(written), effects)
         raise Conflict(f"job '{job_id}' kept changing while being updated; try again")
 
     def _write(
@@ -295,6 +301,18 @@ def _placed(job: Job, placement: Placement, now_ms: int) -> Job:
     elif placement.waits_ahead(now_ms) and placement.due_at is not None:
         fields.update(token=new_token(), lease_until=lifecycle.ahead_lease(placement.due_at))
     return job.model_copy(update=fields)
+
+
+def _refuse_moving_onto_a_run(job: Job, moved_to: int | None, patch: JobUpdate) -> None:
+    """New timing may not put an occurrence (or the schedule's resumption) on one that ran already."""
+    ran = job.last_run.scheduled_at if job.last_run else None
+    if moved_to is None or ran is None or moved_to > ran:
+        return
+    raise Conflict(
+        f"job '{job.id}' already ran its occurrence at {format_rfc3339(ran)}; a change may only "
+        "move it to a later instant",
+        field="run_at" if "run_at" in patch.model_fields_set else "schedule",
+    )
 
 
 def _check_recurring(job: Job) -> None:

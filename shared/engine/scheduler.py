@@ -26,6 +26,7 @@ from shared import constants as c
 from shared import lifecycle
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
+from shared.engine.alerts import send_alert
 from shared.engine.settle import release
 from shared.errors import StaleDelivery
 from shared.models import WAITING, Job, JobStatus, Run, RunStatus, RunSummary
@@ -239,30 +240,31 @@ class Scheduler:
         placement = lifecycle.after_lost(job, now_ms)
         run = _lost_run(job, now_ms, RunStatus.DEAD if placement.alert else RunStatus.LOST)
         next_token = new_token() if placement.dispatches_now(now_ms) else None
-        reclaimed = self._store.reclaim(job, row.due_key, placement, run, next_token)
+        self._store.reclaim(job, row.due_key, placement, run, next_token)
         report.count("reclaimed")
         try:
             self._store.put_run(Run.of(job.id, run))
             if placement.alert:
-                self._alert(job, run, report)
+                self._alert(job.id, run, report)
         except (ClientError, BotoCoreError):
             # The job is settled; an alert left owed is sent by a later tick.
             logger.warning("tick could not record job %s's lost attempt", job.id, exc_info=True)
-        return JobMessage.for_job(reclaimed) if next_token else None
+        if next_token is None or placement.due_at is None:
+            return None
+        return JobMessage.placed(job, next_token, placement.due_at)
 
     def _send_owed_alert(self, row: DueRow, report: TickReport) -> None:
         run = self._store.owed_alert(row.job_id, row.sort_key)
-        if run is None:
-            return
-        self._alert(self._store.get(row.job_id), run, report)
-        report.count("alerts_sent")
+        if run is not None and self._alert(row.job_id, run, report):
+            report.count("alerts_sent")
 
-    def _alert(self, job: Job, run: RunSummary, report: TickReport) -> None:
-        self._dispatcher.send_dead(job, run)
-        self._store.alert_sent(job.id, run)
+    def _alert(self, job_id: str, run: RunSummary, report: TickReport) -> bool:
+        if not send_alert(self._store, self._dispatcher, job_id, run):
+            return False
         report.count("dead")
         with _report_lock:
-            report.dead_jobs.append(job.id)
+            report.dead_jobs.append(job_id)
+        return True
 
 
 def _lost_run(job: Job, now_ms: int, status: RunStatus) -> RunSummary:

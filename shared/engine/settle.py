@@ -47,7 +47,8 @@ def settle(
     job as it now is, so the write never overwrites an intent it did not see. A due time inside the
     horizon is claimed in the same write and sent right after (invariant 6). A throttle or an AWS
     fault is ridden out with `patience`, repeating the same write, which recognises itself if an
-    earlier try was applied. Raises StaleDelivery when the token is no longer ours (a zombie)."""
+    earlier try was applied. The job returned may already show a user's action that came after the
+    write. Raises StaleDelivery when the token is no longer ours (a zombie)."""
     for _ in range(REDECIDE_ROUNDS):
         placement = decide(job)
         run = record(placement)
@@ -63,7 +64,8 @@ def settle(
             job = current
             continue
         if next_token is not None:
-            send(store, dispatcher, clock, [JobMessage.for_job(updated)])
+            assert placement.due_at is not None  # a placement that dispatches has a due time
+            send(store, dispatcher, clock, [JobMessage.placed(job, next_token, placement.due_at)])
         return updated, placement, run
     raise StaleDelivery(f"job '{job.id}' kept changing while its attempt settled")
 

@@ -3,7 +3,9 @@
 Nothing runs before the fence (QUEUED+token → RUNNING) succeeds, and nothing is recorded after the
 lease was lost: a duplicate, stale or zombie delivery can change nothing (invariants 4 and 5). An
 attempt's time limit nests inside the invocation's: a target still running when the attempt gives up
-on it holds back its retry until the invocation (and with it the call) is over.
+on it holds back its retry until the invocation (and with it the call) is over. Without an invocation
+deadline nothing would end such a call, so the attempt waits for it: never two attempts of one job
+at once, whoever calls the worker.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from shared import constants as c
 from shared import lifecycle
 from shared.clock import Clock, format_rfc3339
 from shared.dispatch import Dispatcher, JobMessage
+from shared.engine.alerts import send_alert
 from shared.engine.heartbeat import Heartbeat
 from shared.engine.patience import Patience
 from shared.engine.settle import settle
@@ -100,8 +103,10 @@ class Worker:
         self._history = history
 
     def process(self, message: JobMessage, deadline_ms: int | None = None) -> AttemptResult:
-        """Handles one delivery end to end; `deadline_ms` is when the invocation ends. Raises only
-        for infrastructure errors (the message is then redelivered; the fence makes that safe)."""
+        """Handles one delivery end to end; `deadline_ms` is when the invocation ends (and with it
+        any call still running), None when nothing ends it: a call that outlives its limit is then
+        waited for. Raises only for infrastructure errors (the message is then redelivered; the
+        fence makes that safe)."""
         early_ms = message.due_at - self._clock.now_ms()
         if early_ms > MAX_EARLY_WAIT_MS:
             if self._dispatcher.send([message]):
@@ -138,12 +143,11 @@ class Worker:
         lateness = started - (job.due_at or started)
         limit = self._limit_seconds(job, deadline_ms)
         with Heartbeat(self._store, job, token, self._clock, self._heartbeat_seconds) as heartbeat:
-            end = self._attempt(job, self._delivery(job), limit)
+            end = self._attempt(job, self._delivery(job), limit, outlives=deadline_ms is not None)
         if heartbeat.lost:
             return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
-        not_before = (
-            (deadline_ms or self._clock.now_ms() + round(limit * SECOND_MS)) if end.still_running else 0
-        )
+        # A call that may still run ends with the invocation, at its deadline: its retry waits for that.
+        not_before = deadline_ms if end.still_running and deadline_ms is not None else 0
         try:
             outcome = self.finish(job, token, started, end, not_before, deadline_ms)
         except StaleDelivery:
@@ -167,8 +171,13 @@ class Worker:
             payload=self._store.load_payload(job),
         )
 
-    def _attempt(self, job: Job, delivery: Delivery, limit_seconds: float) -> AttemptEnd:
-        """Runs the target within `limit_seconds` (the targets enforce it; the join is the backstop)."""
+    def _attempt(self, job: Job, delivery: Delivery, limit_seconds: float, outlives: bool) -> AttemptEnd:
+        """Runs the target within `limit_seconds` (the targets enforce it; the join is the backstop).
+
+        A call that ignores its limit cannot be stopped. With `outlives` (an invocation deadline will
+        end it) the attempt gives up on it and says it may still run. Without, nothing but the call
+        itself ends it: the attempt waits for it, under its heartbeat, so that no retry of the job can
+        start beside it, and records it timed out whatever it returned."""
         ended: list[AttemptEnd] = []
         fatal: list[BaseException] = []
 
@@ -186,10 +195,17 @@ class Worker:
         thread = threading.Thread(target=run, name=f"job-{job.id}", daemon=True)
         thread.start()
         thread.join(limit_seconds + 1)
+        overran = thread.is_alive()
+        if overran and not outlives:
+            logger.warning(
+                "job %s: its call outlived its %g s limit; waiting for it to end", job.id, limit_seconds
+            )
+            thread.join()
         if fatal:
             raise fatal[0]
-        if not ended:
-            return AttemptEnd(f"timed out after {limit_seconds:g} s", timed_out=True, still_running=True)
+        if overran:
+            error = f"timed out after {limit_seconds:g} s"
+            return AttemptEnd(error, timed_out=True, still_running=not ended)
         return ended[0]
 
     def finish(
@@ -242,8 +258,7 @@ class Worker:
 
     def _alert(self, job: Job, run: RunSummary) -> None:
         try:
-            self._dispatcher.send_dead(job, run)
-            self._store.alert_sent(job.id, run)
+            send_alert(self._store, self._dispatcher, job.id, run)
         except (ClientError, BotoCoreError):
             logger.warning("dead job %s: its alert stays owed for the tick", job.id, exc_info=True)
 

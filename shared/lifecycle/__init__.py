@@ -17,6 +17,8 @@ from shared.lifecycle.decide import (
     on_trigger,
     replaces_occurrence,
     timing_change_refusal,
+    unstarted_extra,
+    waiting_triggers,
 )
 from shared.lifecycle.leases import (
     ahead_lease,
@@ -56,4 +58,6 @@ __all__ = [
     "running_lease",
     "shortest_running_lease",
     "timing_change_refusal",
+    "unstarted_extra",
+    "waiting_triggers",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from shared import constants as c
 from shared.backoff import retry_delay_seconds
 from shared.errors import Conflict
-from shared.models import Job, JobStatus, OverlapPolicy
+from shared.models import Job, JobStatus, OverlapPolicy, RunStatus
 from shared.schedules import MisfirePolicy, following_occurrence, parse_schedule
 
 SECOND_MS = 1000
@@ -34,6 +34,8 @@ class Placement:
     alert: bool = False
     defer_to: int | None = None  # an extra run now; the schedule resumes here after it
     retried_after: int | None = None  # set by a retry; None keeps the job's (a new occurrence: 0)
+    extra: bool = False  # the occurrence placed is a triggered extra run
+    triggers: int | None = None  # the triggers left waiting; None keeps the job's
 
     def dispatches_now(self, now_ms: int) -> bool:
         """True when the due time falls before the next tick: the writer dispatches it itself."""
@@ -69,10 +71,12 @@ def after_failure(
     occurrence ends DEAD. A cancel asked meanwhile ends it CANCELLED; a pause holds the retry."""
     if job.cancel_requested or is_dead(job):
         return _move_on(job, now_ms, started_ms, JobStatus.DEAD)
-    backoff = 0 if job.trigger_requested else retry_delay_seconds(job.retry.backoff, _retry_attempt(job), rng)
+    if job.triggers:  # a trigger asked while it ran: the retry is that run, now (and even if paused)
+        due = max(now_ms, not_before)
+        return Placement(JobStatus.FAILED, job.scheduled_at, due, job.attempt, triggers=job.triggers - 1)
+    backoff = retry_delay_seconds(job.retry.backoff, _retry_attempt(job), rng)
     due = max(now_ms + round(backoff * SECOND_MS), not_before)
-    held = job.paused and not job.trigger_requested
-    return Placement(JobStatus.FAILED, job.scheduled_at, None if held else due, job.attempt)
+    return Placement(JobStatus.FAILED, job.scheduled_at, _unless_paused(job, due), job.attempt)
 
 
 def after_lost(job: Job, now_ms: int) -> Placement:
@@ -80,7 +84,9 @@ def after_lost(job: Job, now_ms: int) -> Placement:
     started = job.started_at or now_ms
     if job.cancel_requested or is_dead(job):
         return _move_on(job, now_ms, started, JobStatus.DEAD)
-    return Placement(JobStatus.FAILED, job.scheduled_at, None if job.paused else now_ms, job.attempt)
+    if job.triggers:
+        return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt, triggers=job.triggers - 1)
+    return Placement(JobStatus.FAILED, job.scheduled_at, _unless_paused(job, now_ms), job.attempt)
 
 
 def is_dead(job: Job) -> bool:
@@ -94,21 +100,29 @@ def _retry_attempt(job: Job) -> int:
 
 
 def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
-    """The end of an occurrence; a trigger asked while it ran starts its extra run now."""
+    """The end of an occurrence; the first trigger waiting behind it starts its extra run now."""
     placement = _end(job, now_ms, started_ms, outcome)
-    if not job.trigger_requested or placement.status is JobStatus.CANCELLED:
+    if not job.triggers or placement.status is JobStatus.CANCELLED:
         return placement
     resume_at = placement.scheduled_at if placement.status is JobStatus.PENDING else None
     extra = _extra_instant(job, now_ms, resume_at)
     return Placement(
-        JobStatus.PENDING, extra, now_ms, 0, resume_at is None, placement.alert, defer_to=resume_at
+        JobStatus.PENDING,
+        extra,
+        now_ms,
+        0,
+        resume_at is None,
+        placement.alert,
+        defer_to=resume_at,
+        extra=True,
+        triggers=job.triggers - 1,
     )
 
 
 def _end(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
     alert = outcome is JobStatus.DEAD and not job.cancel_requested
     if job.cancel_requested:
-        return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, clear_deferred=True)
+        return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0)
     if job.deferred_at is not None:
         # A triggered extra run is over: the schedule resumes where it was.
         due = _unless_paused(job, job.deferred_at)
@@ -152,7 +166,13 @@ def catch_up(job: Job, now_ms: int) -> int | None:
     may lie ahead). None when skip finds the schedule ended. A retry or a triggered run is kept."""
     scheduled = job.scheduled_at
     policy = MisfirePolicy(job.misfire_policy)
-    if not job.is_recurring or scheduled is None or job.attempt or job.deferred_at is not None:
+    if (
+        not job.is_recurring
+        or scheduled is None
+        or job.attempt
+        or job.extra_run
+        or job.deferred_at is not None
+    ):
         return scheduled
     if scheduled >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
         return scheduled
@@ -184,22 +204,35 @@ def _following(job: Job, now_ms: int, policy: MisfirePolicy, grace_ms: int) -> i
 
 
 def on_cancel(job: Job) -> Placement | None:
-    """CANCELLED at once; None while an attempt runs: the flag ends it when the attempt settles."""
+    """CANCELLED at once, the waiting triggers with it; None while an attempt runs: the flag ends it
+    when the attempt settles (and drops the triggers then)."""
     if job.status is JobStatus.RUNNING:
         return None
-    return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, clear_deferred=True)
+    return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0)
 
 
 def on_pause(job: Job) -> Placement | None:
-    """Out of the due index; a queued message is dropped at its fence (a triggered extra run with
-    it). None when only the flag changes: a running attempt finishes, a finished job stays so."""
+    """Out of the due index, and every waiting trigger dropped: a triggered run not yet started
+    gives its place back to the occurrence it deferred (a queued message is dropped at its fence).
+    None when only the flag changes: a running attempt finishes, a finished job stays so."""
+    if unstarted_extra(job):
+        return _extra_dropped(job)
     if job.status in (JobStatus.PENDING, JobStatus.FAILED):
         return Placement(job.status, job.scheduled_at, None, job.attempt)
     if job.status is JobStatus.QUEUED:
-        if job.deferred_at is not None:
-            return Placement(JobStatus.PENDING, job.deferred_at, None, 0, clear_deferred=True)
         return Placement(_waiting_status(job), job.scheduled_at, None, job.attempt)
     return None
+
+
+def _extra_dropped(job: Job) -> Placement:
+    """Where a job goes when its triggered run, not yet started, is dropped: back to the occurrence
+    it deferred, or, when it ran on a finished job, back to how that job had ended."""
+    if job.deferred_at is not None:
+        return Placement(JobStatus.PENDING, job.deferred_at, None, 0, clear_deferred=True)
+    last = job.last_run
+    ended = JobStatus.DEAD if last is not None and last.status is RunStatus.DEAD else JobStatus.SUCCEEDED
+    scheduled = last.scheduled_at if last is not None else job.scheduled_at
+    return Placement(ended, scheduled, None, last.attempt if last is not None else 0)
 
 
 def on_resume(job: Job, now_ms: int) -> Placement | None:
@@ -216,22 +249,43 @@ def on_resume(job: Job, now_ms: int) -> Placement | None:
 
 
 def on_trigger(job: Job, now_ms: int) -> Placement | None:
-    """One extra occurrence now; the schedule resumes after it where it was (`defer_to`). A
-    scheduled retry runs now instead. None while an attempt runs: the flag starts the extra run as
-    soon as that attempt settles (one job never runs two attempts at once). Raises Conflict when
-    cancelled."""
+    """One extra occurrence now; the schedule resumes after it where it was (`defer_to`). A retry
+    waiting for its backoff runs now instead. None when the extra run must wait behind the current
+    occurrence (a running attempt, a triggered run not yet started, a retry due already): the store
+    counts it in `triggers`, and each starts as soon as the one before it ends (one job never runs
+    two attempts at once). Raises Conflict when cancelled or when MAX_WAITING_TRIGGERS wait."""
     if job.status is JobStatus.CANCELLED:
         raise Conflict(f"job '{job.id}' is cancelled; create a new job to run it again")
-    if job.status is JobStatus.RUNNING:
+    if waiting_triggers(job) >= c.MAX_WAITING_TRIGGERS:
+        raise Conflict(
+            f"job '{job.id}' has {c.MAX_WAITING_TRIGGERS} triggered runs waiting already; each runs in "
+            "turn: trigger it again once one has started"
+        )
+    if job.status is JobStatus.RUNNING or unstarted_extra(job):
         return None
     if job.attempt > 0 and job.status in (JobStatus.FAILED, JobStatus.QUEUED):
+        if job.due_at is not None and job.due_at <= now_ms:
+            return None  # its retry is due already: the extra run follows this occurrence
         return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt)
     if job.status in (JobStatus.PENDING, JobStatus.QUEUED):
         resume_at = job.deferred_at or job.scheduled_at
-        return Placement(
-            JobStatus.PENDING, _extra_instant(job, now_ms, resume_at), now_ms, 0, defer_to=resume_at
-        )
-    return Placement(JobStatus.PENDING, _extra_instant(job, now_ms, None), now_ms, 0, clear_deferred=True)
+        extra = _extra_instant(job, now_ms, resume_at)
+        return Placement(JobStatus.PENDING, extra, now_ms, 0, defer_to=resume_at, extra=True)
+    extra = _extra_instant(job, now_ms, None)
+    return Placement(JobStatus.PENDING, extra, now_ms, 0, clear_deferred=True, extra=True)
+
+
+def unstarted_extra(job: Job) -> bool:
+    """True when the current occurrence is a triggered extra run whose first attempt has not started."""
+    return job.extra_run and job.status in (JobStatus.PENDING, JobStatus.QUEUED) and job.attempt == 0
+
+
+def waiting_triggers(job: Job) -> int:
+    """Acknowledged triggers whose runs have not started: the current occurrence when it is one, and
+    those waiting behind it. None once a cancel was asked: it drops them all."""
+    if job.cancel_requested or job.status is JobStatus.CANCELLED:
+        return 0
+    return job.triggers + (1 if unstarted_extra(job) else 0)
 
 
 def _extra_instant(job: Job, now_ms: int, resume_at: int | None) -> int:
@@ -273,12 +327,15 @@ def timing_change_refusal(job: Job) -> str | None:
         return f"job '{job.id}' has finished; create a new job to run it again"
     if job.attempt > 0 and not job.is_recurring:
         return f"job '{job.id}' is retrying its run; change its timing after the retries end, or cancel it"
+    if job.extra_run and job.deferred_at is None:
+        return f"job '{job.id}' has finished and runs a triggered run now; create a new job to run it again"
     return None
 
 
 def replaces_occurrence(job: Job) -> bool:
-    """True when new timing moves the current occurrence: it has not run an attempt yet."""
-    return job.status in (JobStatus.PENDING, JobStatus.QUEUED) and job.attempt == 0
+    """True when new timing moves the current occurrence: it has not run an attempt yet, and it is
+    not a triggered run (new timing moves where the schedule resumes after that instead)."""
+    return job.status in (JobStatus.PENDING, JobStatus.QUEUED) and job.attempt == 0 and not job.extra_run
 
 
 def _waiting_status(job: Job) -> JobStatus:

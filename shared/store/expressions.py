@@ -67,6 +67,17 @@ class Change:
     increments: set[str] = field(default_factory=set)
     condition_values: dict[str, Any] = field(default_factory=dict)
     write_id: str = field(default_factory=new_write_id)
+    # Attribute values that this write alone sets, and that later writes leave as they are (a
+    # settle's last run): they show the write was applied even when a later one replaced write_id.
+    proof: dict[str, str] = field(default_factory=dict)
+
+    def applied_in(self, found: dict[str, Any] | None) -> bool:
+        """True when the item `found` shows this write: its write_id, or its proof."""
+        if not found:
+            return False
+        if found.get("write_id", {}).get("S") == self.write_id:
+            return True
+        return bool(self.proof) and all(found.get(k, {}).get("S") == v for k, v in self.proof.items())
 
     def set(self, **values: Any) -> Change:
         for name, value in values.items():

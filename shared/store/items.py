@@ -136,6 +136,8 @@ def item_to_job(item: dict[str, Any]) -> Job:
         values["payload"] = json.loads(values["payload"])
     if "last_run" in values:
         values["last_run"] = RunSummary.model_validate_json(values["last_run"])
+    if values.pop("trigger_requested", False):  # an item written before triggers were counted
+        values["triggers"] = max(1, int(values.get("triggers", 0)))
     return Job.model_validate(values)
 
 

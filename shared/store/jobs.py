@@ -30,6 +30,7 @@ ALERT_GRACE_MS = 60 * SECOND_MS
 # An idempotency record blocks a second create until it expires (TTL deletion can lag by days).
 IDEMPOTENCY_FREE = "attribute_not_exists(#pk) OR #expires < :now"
 FENCED_FROM = TRANSITIONS[Event.FENCE].sources
+ENDED = frozenset({JobStatus.SUCCEEDED, JobStatus.DEAD, JobStatus.CANCELLED})
 
 
 @dataclass(frozen=True)
@@ -203,15 +204,16 @@ class JobStore(StoreWrites):
         return self._user_change(Event.CANCEL, job, placement, None)
 
     def pause(self, job: Job, placement: Placement | None) -> Job:
-        """Paused; an extra run asked while an attempt runs is dropped with it."""
-        return self._user_change(Event.PAUSE, job, placement, None, paused=True, trigger_requested=None)
+        """Paused; the triggers waiting behind the current occurrence are dropped with it."""
+        return self._user_change(Event.PAUSE, job, placement, None, paused=True, triggers=None)
 
     def resume(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
         return self._user_change(Event.RESUME, job, placement, next_token, paused=False)
 
     def trigger(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
+        """Places the extra run, or counts it behind the current occurrence (placement None)."""
         if placement is None:
-            return self._user_change(Event.TRIGGER, job, None, None, trigger_requested=True)
+            return self._user_change(Event.TRIGGER, job, None, None, triggers=job.triggers + 1)
         return self._user_change(Event.TRIGGER, job, placement, next_token)
 
     def revive(self, job: Job, placement: Placement, next_token: str | None) -> Job:
@@ -254,9 +256,10 @@ class JobStore(StoreWrites):
     def _settle(self, event: Event, job: Job, placement: Placement, run: RunSummary, change: x.Change) -> Job:
         change.condition_values.setdefault(":token", job.token)
         change.condition_values[":revision"] = job.revision
+        # The attempt's last run names this settle alone, and only the next settle replaces it.
+        change.proof["last_run"] = change.sets["last_run"]
         if placement.status is JobStatus.CANCELLED:
             change.remove("cancel_requested")
-        change.remove("trigger_requested")  # the placement started the extra run, or cancel ended it
         if not placement.alert:
             return self._transition(event, job.id, change)
         alert = items.alert_item(job, run, self._now() + ALERT_GRACE_MS)
@@ -313,14 +316,7 @@ class JobStore(StoreWrites):
             started_at=None,
         )
         change.remove("resent")
-        if placement.attempt == 0:
-            change.remove("retried_after")
-        elif placement.retried_after is not None:
-            change.set(retried_after=placement.retried_after)
-        if placement.clear_deferred:
-            change.remove("deferred_at")
-        if placement.defer_to is not None:
-            change.set(deferred_at=placement.defer_to)
+        _occurrence_fields(change, job, placement)
         if next_token is not None:
             assert placement.due_at is not None and placement.dispatches_now(now_ms)
             lease_until = lifecycle.queued_lease(placement.due_at, now_ms, job.retry.timeout_seconds)
@@ -372,6 +368,25 @@ class JobStore(StoreWrites):
         if idempotency is None:
             raise Conflict(f"job '{job.id}' exists already")
         return self.get(job.id), False  # a concurrent retry with the same key finished it first
+
+
+def _occurrence_fields(change: x.Change, job: Job, placement: Placement) -> None:
+    """What a placement says about its occurrence: the retries counted, the triggered run and where
+    the schedule resumes after it, the triggers left waiting."""
+    if placement.attempt == 0:
+        change.remove("retried_after")
+    elif placement.retried_after is not None:
+        change.set(retried_after=placement.retried_after)
+    if placement.clear_deferred:
+        change.remove("deferred_at")
+    if placement.defer_to is not None:
+        change.set(deferred_at=placement.defer_to)
+    if placement.triggers is not None:
+        change.set(triggers=placement.triggers or None)
+    if placement.extra:
+        change.set(extra_run=True)
+    elif placement.scheduled_at != job.scheduled_at or placement.status in ENDED:
+        change.remove("extra_run")  # another occurrence, or this one over
 
 
 def _names_job(found: Item, job_id: str) -> bool:

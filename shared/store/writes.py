@@ -46,11 +46,11 @@ class StoreWrites(StoreReads):
             response = _retry_conflicts(call)
         except ClientError as exc:
             if not is_condition_failure(exc):
-                return self._recognise(job_id, change.write_id, exc)
+                return self._recognise(job_id, change, exc)
             found: Item | None = exc.response.get("Item")  # type: ignore[assignment]
-            return self._own_or_stale(job_id, change.write_id, found)
+            return self._own_or_stale(job_id, change, found)
         except BotoCoreError as exc:
-            return self._recognise(job_id, change.write_id, exc)
+            return self._recognise(job_id, change, exc)
         return items.item_to_job(response["Attributes"])
 
     def _write_with(self, job_id: str, change: x.Change, condition: str, put: Item) -> Job:
@@ -61,11 +61,11 @@ class StoreWrites(StoreReads):
             _retry_conflicts(lambda: self._client.transact_write_items(TransactItems=transaction))
         except ClientError as exc:
             if _code(exc) != "TransactionCanceledException":
-                return self._recognise(job_id, change.write_id, exc)
-            return self._own_or_stale(job_id, change.write_id, self._job_item(job_id))
+                return self._recognise(job_id, change, exc)
+            return self._own_or_stale(job_id, change, self._job_item(job_id))
         except BotoCoreError as exc:
-            return self._recognise(job_id, change.write_id, exc)
-        return self.get(job_id)
+            return self._recognise(job_id, change, exc)
+        return self.get(job_id)  # a transaction answers no item: read after it, later writes and all
 
     def _put_if(self, item: Item, condition: str, values: Item | None, mine: Callable[[Item], bool]) -> bool:
         """A conditional PutItem. True when written, by this call or by its own lost-answer attempt
@@ -96,19 +96,21 @@ class StoreWrites(StoreReads):
                 raise
         return True
 
-    def _own_or_stale(self, job_id: str, write_id: str, found: Item | None) -> Job:
-        if found and found.get("write_id", {}).get("S") == write_id:
+    def _own_or_stale(self, job_id: str, change: x.Change, found: Item | None) -> Job:
+        if change.applied_in(found):
+            assert found is not None
             return items.item_to_job(found)
         current = items.item_to_job(found) if found and "status" in found else None
         raise StaleDelivery(f"job '{job_id}' changed under us", current=current)
 
-    def _recognise(self, job_id: str, write_id: str, error: Exception) -> Job:
+    def _recognise(self, job_id: str, change: x.Change, error: Exception) -> Job:
         """After an error that may hide an applied write: the write is there, or the error stands."""
         try:
             found = self._job_item(job_id)
         except (ClientError, BotoCoreError):
             raise error from None
-        if found and found.get("write_id", {}).get("S") == write_id:
+        if change.applied_in(found):
+            assert found is not None
             return items.item_to_job(found)
         raise error
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from shared import constants as c
+from shared.errors import Conflict
 from shared.lifecycle import (
     Placement,
     after_failure,
@@ -16,6 +17,9 @@ from shared.lifecycle import (
     catch_up,
     caught_up,
     next_occurrence,
+    on_pause,
+    on_trigger,
+    waiting_triggers,
 )
 from shared.lifecycle.leases import lease_seconds, resend_lease
 from shared.models import Job, JobStatus, OverlapPolicy, RetryPolicy
@@ -146,6 +150,54 @@ def test_a_pause_holds_a_retry_without_spending_it() -> None:
 def test_a_triggered_run_resumes_the_schedule_where_it_was() -> None:
     placement = after_success(job(schedule="rate(1 hour)", deferred_at=T0 + 30 * MINUTE), T0, T0)
     assert placement == Placement(JobStatus.PENDING, T0 + 30 * MINUTE, T0 + 30 * MINUTE, 0, True)
+
+
+# Triggers: each acknowledged one runs once, one after another; only a pause or a cancel drops them.
+@pytest.mark.parametrize(
+    ("state", "counted"),
+    [
+        ({"status": JobStatus.RUNNING}, True),  # behind the running attempt
+        ({"status": JobStatus.QUEUED, "attempt": 0, "extra_run": True}, True),  # behind the extra run
+        ({"status": JobStatus.QUEUED, "attempt": 1, "due_at": T0}, True),  # behind a retry due now
+        ({"status": JobStatus.FAILED, "attempt": 1, "due_at": T0 + MINUTE}, False),  # the retry, now
+        ({"status": JobStatus.PENDING, "attempt": 0, "due_at": T0 + MINUTE}, False),  # an extra run now
+        ({"status": JobStatus.SUCCEEDED, "attempt": 1, "due_at": None}, False),  # an extra run now
+    ],
+)
+def test_a_trigger_runs_now_or_waits_behind_what_is_current(state: dict[str, Any], counted: bool) -> None:
+    placement = on_trigger(job(schedule="rate(1 hour)", **state), T0)
+    assert (placement is None) is counted
+    if placement is not None:
+        assert placement.due_at == T0
+
+
+def test_a_trigger_beyond_the_most_waiting_is_refused() -> None:
+    full = job(status=JobStatus.RUNNING, triggers=c.MAX_WAITING_TRIGGERS)
+    assert waiting_triggers(full) == c.MAX_WAITING_TRIGGERS
+    with pytest.raises(Conflict, match="triggered runs waiting"):
+        on_trigger(full, T0)
+
+
+def test_the_end_of_an_occurrence_starts_the_next_waiting_trigger_and_counts_it_off() -> None:
+    placement = after_success(job(schedule="rate(1 hour)", triggers=2), T0 + 5, T0)
+    assert (placement.status, placement.due_at, placement.extra, placement.triggers) == (
+        JobStatus.PENDING,
+        T0 + 5,
+        True,
+        1,
+    )
+    assert placement.defer_to == T0 + 60 * MINUTE  # the schedule resumes where it was
+
+
+def test_a_cancel_drops_the_waiting_triggers() -> None:
+    placement = after_success(job(schedule="rate(1 hour)", triggers=2, cancel_requested=True), T0, T0)
+    assert (placement.status, placement.triggers) == (JobStatus.CANCELLED, 0)
+    assert waiting_triggers(job(triggers=2, cancel_requested=True)) == 0
+
+
+def test_a_pause_gives_an_unstarted_extra_runs_place_back_to_the_occurrence_it_deferred() -> None:
+    extra = job(status=JobStatus.QUEUED, attempt=0, extra_run=True, deferred_at=T0 + MINUTE, paused=True)
+    assert on_pause(extra) == Placement(JobStatus.PENDING, T0 + MINUTE, None, 0, clear_deferred=True)
 
 
 def test_a_lost_attempt_retries_at_once_and_the_last_one_dies() -> None:
