@@ -212,8 +212,9 @@ def resume_job(job_id: JobId) -> JobView:
     "/jobs/<job_id>/trigger",
     summary="Run a job now",
     description="One extra occurrence now; the schedule then goes on where it was. A failed job's "
-    "scheduled retry runs now. While an attempt runs, the extra occurrence starts when it finishes. "
-    "409 for a cancelled job.",
+    "scheduled retry runs now. Every acknowledged trigger runs once unless a later pause or cancel "
+    "drops it: behind a running attempt or earlier triggered runs it waits, and starts when they have "
+    "ended. `effects` says which. 409 for a cancelled job, or when 10 triggered runs wait already.",
     tags=["jobs"],
     operation_id="trigger_job",
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),

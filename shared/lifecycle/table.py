@@ -192,8 +192,9 @@ TRANSITIONS: dict[Event, Transition] = {
             ANY_BUT_CANCELLED,
             (G.VERSION,),
             {P, Q, F},
-            "run row now, lease row when dispatched; a running attempt only gets the trigger flag",
-            "the message (after a running attempt, its settle sends it)",
+            "run row now, lease row when dispatched; a trigger that must wait (an attempt runs, a triggered "
+            "run or a retry is due before it) is only counted",
+            "the message (for a counted trigger, the settle that ends what is before it sends it)",
         ),
         _row(
             Event.RETRY,
