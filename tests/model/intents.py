@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from shared import lifecycle
 from shared.models import Job, JobStatus
 from tests.model.checks import short
 
@@ -26,8 +27,9 @@ class Intent:
     paused_at_step: int = 0
     # Trigger calls whose extra run has not started yet: (instant, step), acknowledged or not.
     triggers: list[tuple[int, int]] = field(default_factory=list)
-    # The acknowledged ones among them: each must run once, unless a later cancel or pause drops it.
-    owed_triggers: list[tuple[int, int]] = field(default_factory=list)
+    # Acknowledged triggers whose runs have not started: each runs once, unless a cancel or pause
+    # drops it (after a call whose answer was lost, the job's own count is taken).
+    owed: int = 0
     patched_at: list[int] = field(default_factory=list)
     patched_run_at: set[int] = field(default_factory=set)  # run_at instants a PATCH asked for
     triggered_at: set[int] = field(default_factory=set)  # instants a trigger was asked at
@@ -42,15 +44,12 @@ class Intent:
         extra = max((t for t in self.triggers if t[0] <= scheduled_at), default=None)
         if extra is not None:
             self.triggers.remove(extra)
-        owed = max((t for t in self.owed_triggers if t[0] <= scheduled_at), default=None)
-        if owed is not None:
-            self.owed_triggers.remove(owed)
         return extra
 
     def dropped(self) -> None:
         """An acknowledged pause or cancel drops the extra runs asked before it."""
         self.triggers.clear()
-        self.owed_triggers.clear()
+        self.owed = 0
 
     def revived(self) -> None:
         """A trigger or a retry (answered, or perhaps applied) may run a finished one-off again."""
@@ -58,26 +57,32 @@ class Intent:
         self.finished_as = None
 
 
-def trigger_not_held(job: Job, intent: Intent) -> list[str]:
-    """6b. An acknowledged trigger is held by the job until its extra run starts: as the flag on a
-    running attempt, or as the waiting occurrence at (or just after) its instant, the schedule's
-    own occurrence deferred behind it. A later cancel or pause drops it (Intent.dropped)."""
-    if not intent.owed_triggers or job.status is JobStatus.CANCELLED or job.cancel_requested:
+def triggers_lost(before: Job | None, job: Job, intent: Intent) -> list[str]:
+    """6b. Every acknowledged trigger runs once, unless a later cancel or pause drops it: the job
+    holds as many waiting triggers as the model counts (acknowledged, not started, not dropped). One
+    may go between two reads only as the retry of an attempt that was running (docs/design.md: that
+    retry is the trigger's run)."""
+    waiting = lifecycle.waiting_triggers(job)
+    if waiting == intent.owed:
         return []
-    if job.status is JobStatus.RUNNING and job.trigger_requested:
-        return []
-    found = []
-    for instant, step in intent.owed_triggers:
-        waiting = job.status in (JobStatus.PENDING, JobStatus.QUEUED) and job.attempt == 0
-        extra = waiting and (job.scheduled_at or 0) >= instant
-        if extra and (job.deferred_at is not None or not job.is_recurring):
-            continue
-        found.append(
-            f"{short(job.id)}: the trigger acknowledged at step {step} (t={instant}) is gone: the job is "
-            f"{job.status.value} at {job.scheduled_at} (attempt {job.attempt}, deferred to "
-            f"{job.deferred_at}, trigger flag {job.trigger_requested}), no extra run pending"
+    retried = (
+        before is not None
+        and before.status is JobStatus.RUNNING
+        and job.scheduled_at == before.scheduled_at
+        and (
+            (job.status in (JobStatus.FAILED, JobStatus.QUEUED) and job.attempt == before.attempt)
+            or (job.status is JobStatus.RUNNING and job.attempt > before.attempt)
         )
-    return found[:1]
+    )
+    owed, intent.owed = intent.owed, waiting
+    if retried and waiting == owed - 1:
+        return []
+    what = "is gone" if waiting < owed else "was never acknowledged"
+    return [
+        f"{short(job.id)}: {owed} acknowledged trigger(s) wait by the model's count, the job holds "
+        f"{waiting}: one {what} ({job.status.value} at {job.scheduled_at}, attempt {job.attempt}, "
+        f"triggers {job.triggers}, extra run {job.extra_run}, deferred to {job.deferred_at})"
+    ]
 
 
 def one_off_revived(job: Job, intent: Intent, step: int) -> list[str]:

@@ -42,7 +42,8 @@ import shared.store.writes as writes_module
 from local_stack.emulator import Emulator
 from local_stack.resources import table_definition
 from shared import constants as c
-from shared.api.models import JobCreate, JobUpdate
+from shared import lifecycle
+from shared.api.models import JobCreate, JobUpdate, JobView
 from shared.api.service import JobService
 from shared.clock import FixedClock, format_rfc3339, to_epoch_ms
 from shared.dispatch import Dispatcher, JobMessage
@@ -63,7 +64,7 @@ from tests.model.boundary import (
     Sent,
     SqsBag,
 )
-from tests.model.intents import Intent, one_off_revived, trigger_not_held
+from tests.model.intents import Intent, one_off_revived, triggers_lost
 
 SECOND = 1000
 QUEUE_BASE = "https://sqs.us-east-1.amazonaws.com/123456789012/"  # never called: the model holds SQS
@@ -92,8 +93,12 @@ ACTORS = ("api", "tick", "worker")
 RETRY_ERRORS = (ClientError, BotoCoreError)
 REFUSALS = (Conflict, InvalidInput, JobNotFound)
 # Open engine bugs the machine found: a text of the violation → the strict xfail test that pins it.
-# The machine notes them and explores on (SUNDIAL_MODEL_STRICT=1 fails on them too). None is open.
-KNOWN_BUGS: dict[str, str] = {}
+# The machine notes them and explores on (SUNDIAL_MODEL_STRICT=1 fails on them too).
+KNOWN_BUGS: dict[str, str] = {
+    "after a cancel was acknowledged at step": (
+        "test_a_trigger_after_a_cancel_of_a_running_attempt_is_refused"
+    ),
+}
 STRICT = os.environ.get("SUNDIAL_MODEL_STRICT") == "1"
 # Faults a step may meet on its actor's AWS calls, from its first call on: throttles (the SDK retries
 # two), transaction conflicts (the store repeats four), writes applied with their answer lost (the
@@ -235,6 +240,8 @@ class EngineMachine(RuleBasedStateMachine):
         self.history_excused: set[int] = set()
         self.history_faults = 0
         self.alert_violations: list[str] = []
+        self.last_read: dict[str, Job] = {}  # the jobs as the invariants last read them
+        self.answer: JobView | None = None  # the last API call's answer
         self.overlaps = 0  # user calls acknowledged while an attempt of the job ran (Hypothesis targets it)
         self._snap: tuple[int, checks.Snapshot] | None = None
         for actor in ACTORS:
@@ -400,6 +407,8 @@ class EngineMachine(RuleBasedStateMachine):
         if action in ("trigger", "retry") and answer != "refused":
             intent.revived()
         self._remember(job_id, action, answer, now, retrying)
+        if answer == "error" and after is not None and action in ("trigger", "pause", "cancel"):
+            self.intents[job_id].owed = lifecycle.waiting_triggers(after)  # applied or not: unknown
         return answer
 
     def _remember(self, job_id: str, action: str, answer: str, now: int, retrying: bool) -> None:
@@ -407,10 +416,18 @@ class EngineMachine(RuleBasedStateMachine):
         intent = self.intents[job_id]
         if action == "trigger" and answer != "refused":
             intent.triggered_at.add(now)
+        if action == "trigger" and answer == "ack":
+            # Its run is an extra run, or (the answer says) a retry that waited for its backoff.
+            effects = [(e.subject, e.fate) for e in self.answer.effects] if self.answer else []
+            if intent.cancelled_at is not None:
+                self._violation(
+                    f"{checks.short(job_id)}: a trigger was acknowledged ({effects}) after a cancel was "
+                    f"acknowledged at step {intent.cancelled_step}: it never runs"
+                )
+            else:
+                intent.owed += 0 if ("retry", "runs_now") in effects else 1
         if action == "trigger" and answer != "refused" and not retrying:
             intent.triggers.append((now, self.step))  # an extra run, now or after the running attempt
-            if answer == "ack":
-                intent.owed_triggers.append((now, self.step))
         elif action == "pause" and answer == "ack":
             intent.paused_since = intent.paused_since or now
             intent.paused_at_step = self.step
@@ -497,6 +514,7 @@ class EngineMachine(RuleBasedStateMachine):
         self._begin(f"api {name} {checks.short(job_id)}{self._with(fault)}{racing}")
         before = self._job(job_id)
         raced: list[str] = []
+        self.answer = None
         try:
             with self._faults("api", fault):
                 if race is not None:
@@ -515,6 +533,7 @@ class EngineMachine(RuleBasedStateMachine):
         except RETRY_ERRORS as exc:
             self._note(f"  → not acknowledged: {_code(exc)}", f"{name.split(maxsplit=1)[0]} not acknowledged")
             return "error"
+        self.answer = view
         self._note(
             f"  → ack: {view.status.value}{' paused' if view.paused else ''}",
             f"{name.split(maxsplit=1)[0]} ack ({view.status.value})",
@@ -756,6 +775,8 @@ class EngineMachine(RuleBasedStateMachine):
         found = []
         if before is not None and before.token != attempt.token:
             found.append(f"{attempt} started from a delivery whose token the job no longer held")
+        if before is not None and lifecycle.unstarted_extra(before):
+            intent.owed -= 1  # a triggered run started
         if intent.cancelled_at is not None:
             found.append(f"{attempt} started after a cancel acknowledged at {intent.cancelled_at}")
         if job.attempt == 1:  # a new occurrence: the first start after a trigger is its extra run
@@ -1055,14 +1076,15 @@ class EngineMachine(RuleBasedStateMachine):
         self._violation(*checks.lost_but_kept(self._snapshot(), self.kept_runs))
 
     @invariant()
-    def triggers_held(self) -> None:
+    def triggers_kept(self) -> None:
         """6b. An acknowledged trigger runs once, unless a later cancel or pause dropped it."""
         snap = self._snapshot()
         found = []
         for job_id, intent in self.intents.items():
             job = snap.jobs.get(job_id)
             if job is not None:
-                found += trigger_not_held(job, intent)
+                found += triggers_lost(self.last_read.get(job_id), job, intent)
+        self.last_read = dict(snap.jobs)
         self._violation(*found)
 
     @invariant()
@@ -1243,5 +1265,22 @@ def test_a_trigger_at_the_instant_an_occurrence_is_due_runs_it_once(model_env: E
         runs, _ = machine.checker.runs(job_id, 10, None)
         assert len({run.scheduled_at for run in runs}) == len(runs) == 2
         assert all(run.status is RunStatus.SUCCEEDED for run in runs)
+    finally:
+        machine.teardown()
+
+
+@pytest.mark.xfail(strict=True, reason="open: a trigger after a cancel is acknowledged, and never runs")
+def test_a_trigger_after_a_cancel_of_a_running_attempt_is_refused(model_env: Env) -> None:
+    """An attempt runs; the job is cancelled (acknowledged), then triggered. The job is as good as
+    cancelled, so the trigger must be refused (409), as on a cancelled job, or run: it is answered
+    200 ("waits", with none waiting) and dropped at the settle."""
+    machine = EngineMachine(model_env)
+    try:
+        machine.create("A", "rate(1 minute)", "ok", 0, (5,), "high", "run_once", "skip")
+        job_id = machine.labels["A"]
+        machine.deliver("A")
+        machine.user("A", "cancel")
+        with pytest.raises(Conflict):
+            machine.service.trigger(job_id)
     finally:
         machine.teardown()

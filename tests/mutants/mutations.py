@@ -96,6 +96,7 @@ def _enclosing_brackets(text: str, offset: int) -> tuple[int, int]:
 
 
 TABLE = "shared/lifecycle/table.py"
+DECIDE = "shared/lifecycle/decide.py"
 
 
 def drop_guard(event: str, guard: str) -> Edit:
@@ -143,23 +144,36 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a PATCH of run_at puts a succeeded one-off back in the schedule",
         (
             Edit(
-                "shared/lifecycle/decide.py",
+                DECIDE,
                 r"^def timing_change_refusal\(",
                 r"^(\s+)if job\.status is JobStatus\.SUCCEEDED:$",
                 r"\1if False:",
             ),
             Edit(
-                "shared/lifecycle/decide.py",
+                DECIDE,
                 r"^def replaces_occurrence\(",
-                r"JobStatus\.PENDING, JobStatus\.QUEUED\)",
-                "JobStatus.PENDING, JobStatus.QUEUED, JobStatus.SUCCEEDED)",
+                r"return job\.status in \(JobStatus\.PENDING, JobStatus\.QUEUED\)",
+                "return job.status is JobStatus.SUCCEEDED or job.status in (JobStatus.PENDING, "
+                "JobStatus.QUEUED)",
             ),
         ),
     ),
     Mutation(
         "trigger-dropped",
-        "a trigger acknowledged while an attempt runs is not recorded (its extra run never starts)",
-        (Edit("shared/store/jobs.py", r"^\s*def trigger\(", r"trigger_requested=True", "trigger_requested=None"),),
+        "a trigger that must wait behind a running attempt is acknowledged but not counted",
+        (
+            Edit(
+                "shared/store/jobs.py",
+                r"^\s*def trigger\(",
+                r"triggers=job\.triggers \+ 1",
+                "triggers=job.triggers",
+            ),
+        ),
+    ),
+    Mutation(
+        "patch-drops-trigger",
+        "a PATCH of timing replaces a triggered run not yet started with the new first occurrence",
+        (Edit(DECIDE, r"^def replaces_occurrence\(", r" and not job\.extra_run", ""),),
     ),
     # --- one per guard of the transition table ---------------------------------------------------
     Mutation(
