@@ -22,6 +22,7 @@ GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND
 RATE_PERIODS_MS = {
     "rate(1 minute)": 60 * SECOND,
     "rate(10 seconds)": 10 * SECOND,
+    "rate(2 minutes)": 120 * SECOND,
     "rate(5 minutes)": 300 * SECOND,
 }
 

@@ -146,8 +146,8 @@ MUTATIONS: tuple[Mutation, ...] = (
             Edit(
                 DECIDE,
                 r"^def timing_change_refusal\(",
-                r"^(\s+)if job\.status is JobStatus\.SUCCEEDED:$",
-                r"\1if False:",
+                r"(if job\.status is JobStatus\.SUCCEEDED:\n\s+return) .*$",
+                r"\1 None  # the one-off may take new timing",
             ),
             Edit(
                 DECIDE,
