@@ -65,14 +65,17 @@ def triggers_lost(before: Job | None, job: Job, intent: Intent) -> list[str]:
     waiting = lifecycle.waiting_triggers(job)
     if waiting == intent.owed:
         return []
+    # An attempt ran (from the last read, or within the step: a fence and its settle) and its
+    # occurrence now waits for, or runs, its retry.
     retried = (
         before is not None
-        and before.status is JobStatus.RUNNING
         and job.scheduled_at == before.scheduled_at
+        and job.attempt > 0
         and (
-            (job.status in (JobStatus.FAILED, JobStatus.QUEUED) and job.attempt == before.attempt)
-            or (job.status is JobStatus.RUNNING and job.attempt > before.attempt)
+            job.attempt > before.attempt
+            or (before.status is JobStatus.RUNNING and job.status in (JobStatus.FAILED, JobStatus.QUEUED))
         )
+        and job.status in (JobStatus.FAILED, JobStatus.QUEUED, JobStatus.RUNNING)
     )
     owed, intent.owed = intent.owed, waiting
     if retried and waiting == owed - 1:

@@ -128,22 +128,40 @@ FAULTS: dict[str | None, tuple[tuple[str, str, int], ...]] = {
 faults = st.one_of(st.none(), st.sampled_from([kind for kind in FAULTS if kind]))  # none half the time
 USER_ACTIONS = ["pause", "resume", "cancel", "trigger", "retry"]
 # What a user does while an attempt of the job runs: where the races between intent and settle are.
-DURING_ATTEMPT = ["cancel", "pause", "trigger", "resume", "PATCH max_retries 0", "PATCH run_at now"]
+DURING_ATTEMPT = [
+    *("cancel", "pause") * 2,  # the intents a settle must not overwrite
+    "trigger",
+    "resume",
+    "PATCH max_retries 0",
+    "PATCH run_at now",
+]
 # Another actor's step that lands between an API call's read and its write (the settle of the job's
 # running attempt, or a tick), and between a tick's read and its write (a user's call on the job the
 # tick is writing, or the job's running attempt beating): the windows each conditional write guards.
 API_RACES = ["the attempt settles", "a tick"]
-TICK_RACES = ["pause", "cancel", "trigger", "resume", "PATCH run_at in 2 min", "a heartbeat"]
+TICK_RACES = [*("pause", "cancel") * 2, "trigger", "resume", "PATCH run_at in 2 min", "a heartbeat"]
+FIELD_CHANGES = ["priority high", "priority low", "payload small", "payload large", "name", "max_retries 0"]
+TIMING_CHANGES = [
+    "run_at now",
+    "run_at in 2 min",
+    "run_at = its current occurrence",
+    "run_at = its last run",
+    "schedule rate(1 minute)",
+    "schedule rate(10 seconds)",
+]
 STARTS = [
     "nothing",
     "running",
     "running, target called",
     "delivered twice",
-    "its worker gone",
+    "its worker gone, its lease run out",
     "a zombie beside its retry",
+    "run once",
+    "triggered",
 ]
 api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
-tick_races = st.one_of(st.none(), st.sampled_from(TICK_RACES))
+tick_races = st.sampled_from([None, *TICK_RACES])  # a tick races something most of the time
+during_races = st.sampled_from([None, *API_RACES, API_RACES[0]])  # most often, the attempt settles
 BUDGET: dict[str, Any] = {}  # what the last run used, for the terminal summary (conftest.py)
 
 # --- what the model remembers ---------------------------------------------------------------------
@@ -452,22 +470,7 @@ class EngineMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.labels))
     @rule(
         job=labels,
-        change=st.sampled_from(
-            [
-                "priority high",
-                "priority low",
-                "payload small",
-                "payload large",
-                "name",
-                "max_retries 0",
-                "run_at now",
-                "run_at in 2 min",
-                "run_at = its current occurrence",
-                "run_at = its last run",
-                "schedule rate(1 minute)",
-                "schedule rate(10 seconds)",
-            ]
-        ),
+        change=st.sampled_from(FIELD_CHANGES + TIMING_CHANGES),
         fault=faults,
         race=api_races,
     )
@@ -476,6 +479,12 @@ class EngineMachine(RuleBasedStateMachine):
         job_id = self._labelled(job)
         if job_id is not None:
             self._patch_action(job_id, change, fault, race)
+
+    @precondition(lambda self: bool(self.labels))
+    @rule(job=labels, change=st.sampled_from(TIMING_CHANGES), fault=faults, race=api_races)
+    def retime(self, job: str, change: str, fault: str | None = None, race: str | None = None) -> None:
+        """PATCH /jobs/{id} of run_at or schedule: what may move an occurrence, or bring one back."""
+        self.patch(job, change, fault, race)
 
     def _patch_action(self, job_id: str, change: str, fault: str | None, race: str | None = None) -> None:
         fields = self._patch_fields(job_id, change)
@@ -581,7 +590,7 @@ class EngineMachine(RuleBasedStateMachine):
         return mine[-1] if mine else None
 
     @precondition(lambda self: any(a.state == "running" for a in self.attempts))
-    @rule(job=labels, which=which, action=st.sampled_from(DURING_ATTEMPT), fault=faults, race=api_races)
+    @rule(job=labels, which=which, action=st.sampled_from(DURING_ATTEMPT), fault=faults, race=during_races)
     def during(
         self,
         job: str,
@@ -1003,6 +1012,7 @@ class EngineMachine(RuleBasedStateMachine):
     crash_again = crash
 
     during_again = during
+    during_more = during
     user_again = user
 
     @initialize(
@@ -1019,13 +1029,20 @@ class EngineMachine(RuleBasedStateMachine):
         if how == "nothing":
             return
         self.create("A", kind, behaviour, max_retries, (5,), "high", "run_once", overlap)
+        if how == "triggered":
+            self.user("A", "trigger")
+            return
         if not any(sent.message.job_id == self.labels.get("A") for sent in self.bag):
+            return
+        if how == "run once":
+            self.work("A")
             return
         self.deliver("A", how="twice" if how == "delivered twice" else "on time")
         if how == "running, target called":
             self.side_effect("A")
-        elif how == "its worker gone":
+        elif how == "its worker gone, its lease run out":
             self.crash("A")
+            self.advance("181s")
         elif how == "a zombie beside its retry":
             # The attempt's lease runs out under it; the tick retries; the retry starts. The first
             # attempt still runs on its worker, which has not heard.
