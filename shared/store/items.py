@@ -136,8 +136,8 @@ def item_to_job(item: dict[str, Any]) -> Job:
         values["payload"] = json.loads(values["payload"])
     if "last_run" in values:
         values["last_run"] = RunSummary.model_validate_json(values["last_run"])
-    if values.pop("trigger_requested", False):  # an item written before triggers were counted
-        values["triggers"] = max(1, int(values.get("triggers", 0)))
+    if values.pop("trigger_requested", False) and "triggers" not in values:
+        values["triggers"] = 1  # written before triggers were counted; the next write of them removes it
     return Job.model_validate(values)
 
 

@@ -31,6 +31,9 @@ ALERT_GRACE_MS = 60 * SECOND_MS
 IDEMPOTENCY_FREE = "attribute_not_exists(#pk) OR #expires < :now"
 FENCED_FROM = TRANSITIONS[Event.FENCE].sources
 ENDED = frozenset({JobStatus.SUCCEEDED, JobStatus.DEAD, JobStatus.CANCELLED})
+# What items written before triggers were counted hold instead of `triggers` (read as one): every
+# write of `triggers` removes it.
+LEGACY_TRIGGER_FLAG = "trigger_requested"
 
 
 @dataclass(frozen=True)
@@ -205,7 +208,8 @@ class JobStore(StoreWrites):
 
     def pause(self, job: Job, placement: Placement | None) -> Job:
         """Paused; the triggers waiting behind the current occurrence are dropped with it."""
-        return self._user_change(Event.PAUSE, job, placement, None, paused=True, triggers=None)
+        dropped: dict[str, Any] = {"triggers": None, LEGACY_TRIGGER_FLAG: None}
+        return self._user_change(Event.PAUSE, job, placement, None, paused=True, **dropped)
 
     def resume(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
         return self._user_change(Event.RESUME, job, placement, next_token, paused=False)
@@ -213,7 +217,8 @@ class JobStore(StoreWrites):
     def trigger(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
         """Places the extra run, or counts it behind the current occurrence (placement None)."""
         if placement is None:
-            return self._user_change(Event.TRIGGER, job, None, None, triggers=job.triggers + 1)
+            counted: dict[str, Any] = {"triggers": job.triggers + 1, LEGACY_TRIGGER_FLAG: None}
+            return self._user_change(Event.TRIGGER, job, None, None, **counted)
         return self._user_change(Event.TRIGGER, job, placement, next_token)
 
     def revive(self, job: Job, placement: Placement, next_token: str | None) -> Job:
@@ -382,7 +387,7 @@ def _occurrence_fields(change: x.Change, job: Job, placement: Placement) -> None
     if placement.defer_to is not None:
         change.set(deferred_at=placement.defer_to)
     if placement.triggers is not None:
-        change.set(triggers=placement.triggers or None)
+        change.set(triggers=placement.triggers or None).remove(LEGACY_TRIGGER_FLAG)
     if placement.extra:
         change.set(extra_run=True)
     elif placement.scheduled_at != job.scheduled_at or placement.status in ENDED:

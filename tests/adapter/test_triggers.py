@@ -185,3 +185,27 @@ def test_reads_carry_no_effects(engine: Engine) -> None:
     view = engine.service.get(job_id)
 
     assert view.effects == [] and view.triggers_waiting == 1
+
+
+def test_running_job_stored_with_the_old_trigger_flag_runs_its_extra_run_once(engine: Engine) -> None:
+    """An item written before triggers were counted holds `trigger_requested`: read as one trigger,
+    and gone with the settle that starts its run."""
+    job_id = create(engine, schedule="rate(1 hour)")
+    engine.clock.set(engine.store.get(job_id).due_at or 0)
+
+    def old_flag() -> None:
+        engine.store._client.update_item(
+            TableName=engine.resources.table_name,
+            Key={"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}},
+            # as the trigger call wrote it then, on an item without `triggers`: a user action, so the
+            # revision moves
+            UpdateExpression="SET trigger_requested = :yes, revision = revision + :one REMOVE triggers",
+            ExpressionAttributeValues={":yes": {"BOOL": True}, ":one": {"N": "1"}},
+        )
+
+    engine.targets.during[job_id] = old_flag
+    run_due(engine)
+
+    assert engine.targets.count(job_id) == 2  # the occurrence and its extra run
+    job = engine.store.get(job_id)
+    assert (job.status, job.triggers, job.extra_run) == (JobStatus.PENDING, 0, False)
