@@ -1213,6 +1213,8 @@ def model_env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[E
     engine_log.setLevel(level)
 
 
+# Its budget (the Makefile's MODEL_EXAMPLES) takes minutes: more than the suites' per-test limit.
+@pytest.mark.timeout(1200)
 def test_engine_machine(model_env: Env) -> None:
     started = time.monotonic()
     run_state_machine_as_test(lambda: EngineMachine(model_env), settings=SETTINGS)

@@ -165,8 +165,8 @@ MUTATIONS: tuple[Mutation, ...] = (
             Edit(
                 "shared/store/jobs.py",
                 r"^\s*def trigger\(",
-                r"triggers=job\.triggers \+ 1",
-                "triggers=job.triggers",
+                r"job\.triggers \+ 1",
+                "job.triggers",
             ),
         ),
     ),
