@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COPIED_OUT = {".git", ".venv", "node_modules", "cdk.out", ".hypothesis", ".mypy_cache", ".ruff_cache"}
 MODEL_TEST = "tests/model/test_engine_machine.py::test_engine_machine"
 OTHER_SUITES = ["tests/unit", "tests/adapter", "tests/model"]
+PRISTINE = ".pristine-shared"
 
 
 @dataclass
@@ -57,6 +58,8 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="sundial-mutants-"))
     try:
         shutil.copytree(ROOT, scratch, dirs_exist_ok=True, ignore=lambda _d, names: COPIED_OUT & set(names))
+        # What each mutant starts from: shared/ as it was when the run began.
+        shutil.copytree(scratch / "shared", scratch / PRISTINE)
         _check_imports(scratch)
         env = _environment(args.seed)
         print(_budget(env))
@@ -127,7 +130,7 @@ def _baseline(scratch: Path, env: dict[str, str], model_only: bool) -> bool:
 def _try(mutation: Mutation, scratch: Path, env: dict[str, str], model_only: bool) -> tuple[Run, Run] | str:
     """The model's run and the other suites' run against the mutant, or why it no longer applies."""
     shutil.rmtree(scratch / "shared")
-    shutil.copytree(ROOT / "shared", scratch / "shared", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(scratch / PRISTINE, scratch / "shared")
     try:
         mutation.apply(scratch)
     except MutationGone as gone:
@@ -154,7 +157,7 @@ def _diff(scratch: Path) -> str:
     lines: list[str] = []
     for mutated in sorted((scratch / "shared").rglob("*.py")):
         relative = mutated.relative_to(scratch)
-        before = (ROOT / relative).read_text().splitlines(keepends=True)
+        before = (scratch / PRISTINE / relative.relative_to("shared")).read_text().splitlines(keepends=True)
         after = mutated.read_text().splitlines(keepends=True)
         lines += difflib.unified_diff(before, after, f"a/{relative}", f"b/{relative}", n=0)
     return "".join(f"   {line}" for line in lines)
