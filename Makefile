@@ -27,7 +27,7 @@ local test unit chaos bench mutants: export AWS_DEFAULT_REGION ?= us-east-1
 
 # The model test's budget in `make test`, which every mutation of `make mutants` must be killed
 # within (docs/testing.md): examples of so many steps each.
-MODEL_EXAMPLES ?= 40
+MODEL_EXAMPLES ?= 150
 MODEL_STEPS ?= 30
 test mutants: export SUNDIAL_MODEL_EXAMPLES ?= $(MODEL_EXAMPLES)
 test mutants: export SUNDIAL_MODEL_STEPS ?= $(MODEL_STEPS)
