@@ -69,7 +69,8 @@ def _scope(text: str, offset: int) -> tuple[int, int]:
             nxt = text.find("\n", pos)
             nxt = len(text) if nxt == -1 else nxt
             body = text[pos:nxt]
-            if body.strip() and len(body) - len(body.lstrip()) <= indent:
+            closes_signature = body.lstrip().startswith((")", "]"))
+            if body.strip() and len(body) - len(body.lstrip()) <= indent and not closes_signature:
                 break
             pos = nxt + 1
         return line_start, min(pos, len(text))
