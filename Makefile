@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: local test unit lint typecheck chaos bench synth deploy diff smoke install browser clean
+.PHONY: local test unit lint typecheck chaos bench synth deploy diff smoke install browser clean mutants
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -23,7 +23,14 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $@
 
 # The emulator needs a region; a deploy takes the one from the user's profile.
-local test unit chaos bench: export AWS_DEFAULT_REGION ?= us-east-1
+local test unit chaos bench mutants: export AWS_DEFAULT_REGION ?= us-east-1
+
+# The model test's budget in `make test`, which every mutation of `make mutants` must be killed
+# within (docs/testing.md): examples of so many steps each.
+MODEL_EXAMPLES ?= 150
+MODEL_STEPS ?= 30
+test mutants: export SUNDIAL_MODEL_EXAMPLES ?= $(MODEL_EXAMPLES)
+test mutants: export SUNDIAL_MODEL_STEPS ?= $(MODEL_STEPS)
 
 local: $(STAMP)
 	$(BIN)/sundial local
@@ -52,6 +59,12 @@ browser:
 	else \
 		echo "no chromium and chromedriver, and no apt-get as root to install them: the console's browser tests will skip"; \
 	fi
+
+# Plants each named bug of tests/mutants/mutations.py in a scratch copy, one at a time, and prints
+# which tests killed it and how fast: the model test at `make test`'s budget, then the unit and
+# adapter tests. Niced: it runs for a while. MUTANTS_ARGS="--only NAME --model-only --seed N".
+mutants: $(STAMP)
+	nice -n 10 $(BIN)/python -m tests.mutants $(MUTANTS_ARGS)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q

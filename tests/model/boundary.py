@@ -21,7 +21,9 @@ import urllib3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
+from shared import constants as c
 from shared.dispatch import JobMessage
+from shared.store.items import JOB_SK
 from tests.chaos.faults import error_response
 
 DYNAMODB_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems"})
@@ -65,6 +67,9 @@ class DynamoFaults:
     pending: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     crash_when: Callable[[str, dict[str, Any]], bool] | None = None
+    # Another actor's step, run once just before this client's first write to a job: what it does
+    # lands between this actor's read and its conditional write.
+    race: Callable[[str], None] | None = None
 
     def arm(self, kind: str, count: int) -> None:
         self.pending.extend([kind] * count)
@@ -72,9 +77,16 @@ class DynamoFaults:
     def reset(self) -> None:
         self.pending.clear()
         self.crash_when = None
+        self.race = None
 
     def before_send(self, request: Any, **_: Any) -> AWSResponse | None:
         operation = _operation(request)
+        if self.race is not None and operation in ("UpdateItem", "TransactWriteItems"):
+            job_id = written_job(operation, _body(request))
+            if job_id is not None:
+                race, self.race = self.race, None
+                self.counts["race"] += 1
+                race(job_id)
         if self.crash_when is not None and self.crash_when(operation, _body(request)):
             self.crash_when = None
             self.counts["crash"] += 1
@@ -94,6 +106,16 @@ class DynamoFaults:
             return error_response(request, "TransactionConflictException")
         self.http.request(request.method, request.url, body=request.body, headers=dict(request.headers))
         return error_response(request, "InternalServerError", status=500)
+
+
+def written_job(operation: str, body: dict[str, Any]) -> str | None:
+    """The id of the job an UpdateItem or a transaction writes, or None when it writes no job."""
+    if operation == "TransactWriteItems":
+        body = next((entry["Update"] for entry in body.get("TransactItems", []) if "Update" in entry), {})
+    key = body.get("Key", {})
+    if key.get(c.SORT_KEY, {}).get("S") != JOB_SK:
+        return None
+    return str(key[c.PARTITION_KEY]["S"]).removeprefix("JOB#")
 
 
 @dataclass

@@ -22,6 +22,7 @@ GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND
 RATE_PERIODS_MS = {
     "rate(1 minute)": 60 * SECOND,
     "rate(10 seconds)": 10 * SECOND,
+    "rate(2 minutes)": 120 * SECOND,
     "rate(5 minutes)": 300 * SECOND,
 }
 
@@ -111,13 +112,15 @@ def _state(job: Job) -> str:
     return job.status.value + "".join(f"+{flag}" for flag in flags)
 
 
-# --- 4. a dead occurrence's alert is sent or owed --------------------------------------------------
+# --- 4. a dead occurrence's alert is sent or owed, unless the job was cancelled since ---------------
 
 
 def unalerted(snap: Snapshot, dead_letters: list[dict[str, Any]]) -> list[str]:
     sent = {(d["job_id"], d["scheduled_at"], d["attempts"]) for d in dead_letters}
     found = []
     for job in snap.jobs.values():
+        if job.status is JobStatus.CANCELLED or job.cancel_requested:
+            continue  # a cancel says the job needs no attention: an alert it still owed is dropped
         dead = {(r.scheduled_at, r.attempt) for r in snap.runs[job.id] if r.status is RunStatus.DEAD}
         if job.last_run is not None and job.last_run.status is RunStatus.DEAD:
             dead.add((job.last_run.scheduled_at, job.last_run.attempt))
