@@ -256,6 +256,13 @@ def on_trigger(job: Job, now_ms: int) -> Placement | None:
     two attempts at once). Raises Conflict when cancelled or when MAX_WAITING_TRIGGERS wait."""
     if job.status is JobStatus.CANCELLED:
         raise Conflict(f"job '{job.id}' is cancelled; create a new job to run it again")
+    if job.cancel_requested:
+        # Acknowledged, the cancel holds: the running attempt is the last, so a run waiting behind
+        # it would never start.
+        raise Conflict(
+            f"job '{job.id}' is being cancelled: its running attempt is its last; create a new job "
+            "to run it again"
+        )
     if waiting_triggers(job) >= c.MAX_WAITING_TRIGGERS:
         raise Conflict(
             f"job '{job.id}' has {c.MAX_WAITING_TRIGGERS} triggered runs waiting already; each runs in "

@@ -147,6 +147,27 @@ def test_cancelled_job_with_a_trigger_waiting_behind_its_attempt_says_it_dropped
     assert engine.store.get(job_id).status is JobStatus.CANCELLED
 
 
+def test_running_job_cancelled_then_triggered_refuses_the_trigger_and_changes_nothing(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(1 hour)")
+    engine.clock.set(engine.store.get(job_id).due_at or 0)
+    refusals: list[Conflict] = []
+
+    def cancel_then_trigger() -> None:
+        engine.service.cancel(job_id)
+        before = engine.store.get(job_id)
+        with pytest.raises(Conflict, match="being cancelled") as refused:
+            engine.service.trigger(job_id)
+        assert engine.store.get(job_id).version == before.version
+        refusals.append(refused.value)
+
+    engine.targets.during[job_id] = cancel_then_trigger
+    run_due(engine)
+
+    assert len(refusals) == 1
+    assert engine.targets.count(job_id) == 1
+    assert engine.store.get(job_id).status is JobStatus.CANCELLED
+
+
 def test_failed_job_in_its_backoff_patched_to_no_retries_keeps_the_scheduled_retry_and_says_so(
     engine: Engine,
 ) -> None:

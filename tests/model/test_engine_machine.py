@@ -94,11 +94,7 @@ RETRY_ERRORS = (ClientError, BotoCoreError)
 REFUSALS = (Conflict, InvalidInput, JobNotFound)
 # Open engine bugs the machine found: a text of the violation → the strict xfail test that pins it.
 # The machine notes them and explores on (SUNDIAL_MODEL_STRICT=1 fails on them too).
-KNOWN_BUGS: dict[str, str] = {
-    "after a cancel was acknowledged at step": (
-        "test_a_trigger_after_a_cancel_of_a_running_attempt_is_refused"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 STRICT = os.environ.get("SUNDIAL_MODEL_STRICT") == "1"
 # Faults a step may meet on its actor's AWS calls, from its first call on: throttles (the SDK retries
 # two), transaction conflicts (the store repeats four), writes applied with their answer lost (the
@@ -1340,11 +1336,9 @@ def test_a_trigger_at_the_instant_an_occurrence_is_due_runs_it_once(model_env: E
         machine.teardown()
 
 
-@pytest.mark.xfail(strict=True, reason="open: a trigger after a cancel is acknowledged, and never runs")
 def test_a_trigger_after_a_cancel_of_a_running_attempt_is_refused(model_env: Env) -> None:
     """An attempt runs; the job is cancelled (acknowledged), then triggered. The job is as good as
-    cancelled, so the trigger must be refused (409), as on a cancelled job, or run: it is answered
-    200 ("waits", with none waiting) and dropped at the settle."""
+    cancelled, so the trigger is refused (409), as on a cancelled job: acknowledged, it would never run."""
     machine = EngineMachine(model_env)
     try:
         machine.create("A", "rate(1 minute)", "ok", 0, (5,), "high", "run_once", "skip")
