@@ -27,7 +27,9 @@ import pytest
 
 CALLS_ENV = "SUNDIAL_AWS_CALLS"
 ROOT = Path(__file__).resolve().parents[2]
-# Outermost first wins: a handler calls the engine, never the other way round.
+# The entry points of each function: the innermost one on the stack makes the call. A test may act
+# from inside another function's step (a cancel from a target, a tick from a fence hook): that call
+# is still the API's or the tick's, as it would be in AWS, where each runs in its own function.
 OWNERS = (
     ("functions/api.py", "api"),
     ("functions/scheduler.py", "scheduler"),
@@ -35,10 +37,13 @@ OWNERS = (
     ("shared/api/", "api"),
     ("shared/engine/scheduler.py", "scheduler"),
     ("shared/engine/tick_sends.py", "scheduler"),  # the tick's sender threads
-    ("shared/engine/", "worker"),
+    ("shared/engine/worker.py", "worker"),
     # Only the worker calls job targets.
     ("shared/targets/", "worker"),
 )
+# The engine's shared steps (settle, heartbeat, alerts) belong to whichever entry point called them;
+# with none on the stack (a test calling a step alone), to the worker, whose steps they mostly are.
+SHARED_STEPS = ("shared/engine/", "worker")
 # The parameters that say which resource a call is on.
 NAMING = (
     "TableName",
@@ -57,15 +62,19 @@ _lock = threading.Lock()
 
 
 def owner(frame: FrameType | None) -> str | None:
-    found = None
+    fallback = None
     prefix = str(ROOT) + os.sep
     while frame is not None:
         path = frame.f_code.co_filename
         if path.startswith(prefix):
             relative = path[len(prefix) :].replace(os.sep, "/")
-            found = next((name for start, name in OWNERS if relative.startswith(start)), found)
+            found = next((name for start, name in OWNERS if relative.startswith(start)), None)
+            if found is not None:
+                return found
+            if relative.startswith(SHARED_STEPS[0]):
+                fallback = SHARED_STEPS[1]
         frame = frame.f_back
-    return found
+    return fallback
 
 
 def describe(service: str, operation: str, params: dict[str, Any]) -> dict[str, Any]:
