@@ -16,6 +16,7 @@ from botocore.config import Config
 
 from functions.settings import Settings
 from shared import constants as c
+from shared.api.sealing import HeaderSealer
 from shared.clock import SystemClock
 from shared.dispatch import Dispatcher, SharedSends
 from shared.store import DueShards, JobStore
@@ -23,7 +24,6 @@ from shared.targets import (
     AwsClients,
     DeliveryKeys,
     HeaderOpener,
-    HeaderSealer,
     SecretResolver,
     Signer,
     aws_client_config,

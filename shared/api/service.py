@@ -34,6 +34,7 @@ from shared.api.requests import (
     refuse_allow,
     timing,
 )
+from shared.api.sealing import HeaderSealer
 from shared.clock import Clock, format_rfc3339, to_epoch_ms
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.settle import send
@@ -46,7 +47,7 @@ from shared.schedules import (
     parse_schedule,
 )
 from shared.store import IdempotencyRecord, JobStore, new_token
-from shared.targets import HeaderSealer, check_target
+from shared.targets import check_target
 from shared.targets.models import check_form
 
 SECOND_MS = 1000

@@ -22,7 +22,7 @@ from shared.targets.models import (
     Target,
 )
 from shared.targets.registry import python_handler
-from shared.targets.sealing import HeaderOpener, HeaderSealer
+from shared.targets.sealing import HeaderOpener
 from shared.targets.secrets import SecretResolver
 from shared.targets.signing import Signer
 from shared.targets.timeouts import aws_client_config
@@ -33,7 +33,6 @@ __all__ = [
     "DeliveryKeys",
     "EventBridgeTarget",
     "HeaderOpener",
-    "HeaderSealer",
     "HttpTarget",
     "LambdaTarget",
     "PythonTarget",

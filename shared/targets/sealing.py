@@ -1,5 +1,5 @@
-"""Inline header values sealed with the stage's KMS key before they are stored, opened only by the
-worker at delivery (docs/operations.md: sealed header values).
+"""Inline header values, sealed with the stage's KMS key before they are stored (shared/api/sealing.py),
+opened here only by the worker at delivery (docs/operations.md: sealed header values).
 
 Anyone who reads the table (GetItem, Scan, a backup) sees ciphertext; only the worker's role may
 decrypt. The encryption context names the job, so a ciphertext copied into another job's item does
@@ -17,38 +17,14 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.targets.errors import TargetError
-from shared.targets.models import AnyTarget, HttpTarget, Sealed, is_shown_header
+from shared.targets.models import Sealed
 from shared.targets.secrets import CACHE_SECONDS
 
 CONTEXT_KEY = "sundial:job"
 
 
-def _context(job_id: str) -> dict[str, str]:
+def context(job_id: str) -> dict[str, str]:
     return {CONTEXT_KEY: job_id}
-
-
-class HeaderSealer:
-    """Seals through `kms` (a boto3 client) with `key_id`; the API's role may only Encrypt with it."""
-
-    def __init__(self, kms: Any, key_id: str) -> None:
-        self._kms = kms
-        self._key_id = key_id
-
-    def sealed(self, target: AnyTarget, job_id: str) -> AnyTarget:
-        """`target` with every inline header value that answers mask sealed for `job_id`."""
-        if not isinstance(target, HttpTarget):
-            return target
-        headers = {
-            name: self._seal(value, job_id) if isinstance(value, str) and not is_shown_header(name) else value
-            for name, value in target.headers.items()
-        }
-        return target.model_copy(update={"headers": headers})
-
-    def _seal(self, value: str, job_id: str) -> Sealed:
-        answer = self._kms.encrypt(
-            KeyId=self._key_id, Plaintext=value.encode(), EncryptionContext=_context(job_id)
-        )
-        return Sealed(sealed=base64.b64encode(answer["CiphertextBlob"]).decode())
 
 
 class HeaderOpener:
@@ -92,7 +68,7 @@ class HeaderOpener:
         self.reads += 1
         try:
             blob = base64.b64decode(value.sealed, validate=True)
-            answer = self._client_for("kms").decrypt(CiphertextBlob=blob, EncryptionContext=_context(job_id))
+            answer = self._client_for("kms").decrypt(CiphertextBlob=blob, EncryptionContext=context(job_id))
         except ValueError as exc:
             raise TargetError(f"header {header}: its sealed value is not base64") from exc
         except ClientError as exc:

@@ -12,6 +12,7 @@ import pytest
 
 from local_stack.resources import Resources, ensure_header_key
 from shared import constants as c
+from shared.api.sealing import HeaderSealer
 from shared.api.service import JobService
 from shared.clock import FixedClock
 from shared.dispatch import Dispatcher, JobMessage
@@ -19,7 +20,7 @@ from shared.engine.scheduler import Scheduler
 from shared.engine.worker import AttemptResult, Worker
 from shared.models import Job
 from shared.store import DueRow, JobStore
-from shared.targets import Delivery, HeaderSealer
+from shared.targets import Delivery
 
 
 @dataclass

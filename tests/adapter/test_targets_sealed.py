@@ -13,11 +13,11 @@ from typing import Any
 import boto3
 import pytest
 
+from shared.api.sealing import HeaderSealer
 from shared.targets import (
     Delivery,
     DeliveryKeys,
     HeaderOpener,
-    HeaderSealer,
     HttpTarget,
     Sealed,
     TargetError,
