@@ -146,8 +146,9 @@ class Functions(Construct):
             "HeaderKey",
             description="Seals the inline header values of Sundial's http targets",
             enable_key_rotation=True,
-            # A deleted key makes every sealed value unreadable: a stack's deletion keeps it.
-            removal_policy=RemovalPolicy.RETAIN,
+            # A deleted key makes every sealed value unreadable: a deleted stack keeps it (a failed
+            # first create, which sealed nothing yet, does not).
+            removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
         )
         for function, action in ((self.api, "kms:Encrypt"), (self.worker, "kms:Decrypt")):
             iam.Grant.add_to_principal(grantee=_role(function), actions=[action], resource_arns=[key.key_arn])
