@@ -88,6 +88,7 @@ def _service() -> JobService:
         SystemClock(),
         config.allow_private_targets,
         list_indexes=config.ready_indexes,
+        sealer=clients.header_sealer(),
     )
 
 
@@ -95,8 +96,8 @@ def _service() -> JobService:
     "/jobs",
     summary="Create a job",
     description="Stores a one-off (`run_at`, default now) or recurring (`schedule`) job. A job due "
-    "before the next scheduler tick is dispatched at once. Target header values that look like "
-    "secrets are stored as sent and answered as `***`.",
+    "before the next scheduler tick is dispatched at once. Target header values not on the "
+    "allow-list are stored encrypted and answered as `***`.",
     tags=["jobs"],
     operation_id="create_job",
     responses=doc.created(JobView, doc.JOB, B, C, LARGE, NOT_JSON),

@@ -15,10 +15,19 @@ import boto3
 from botocore.config import Config
 
 from functions.settings import Settings
+from shared import constants as c
+from shared.api.sealing import HeaderSealer
 from shared.clock import SystemClock
 from shared.dispatch import Dispatcher, SharedSends
 from shared.store import DueShards, JobStore
-from shared.targets import AwsClients, DeliveryKeys, SecretResolver, Signer, aws_client_config
+from shared.targets import (
+    AwsClients,
+    DeliveryKeys,
+    HeaderOpener,
+    SecretResolver,
+    Signer,
+    aws_client_config,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -143,11 +152,23 @@ class SecretClients:
 
 @lazy
 def delivery_keys() -> DeliveryKeys:
-    """The worker's: references resolved and deliveries signed, each value kept for a minute."""
+    """The worker's: references resolved, sealed values opened and deliveries signed, each value
+    kept for a minute."""
     config = settings()
     secret_clients = SecretClients(config.endpoint_url)
     signer = Signer(secret_clients, config.signing_secret_arn) if config.signing_secret_arn else None
-    return DeliveryKeys(resolver=SecretResolver(secret_clients), signer=signer)
+    return DeliveryKeys(
+        resolver=SecretResolver(secret_clients), signer=signer, opener=HeaderOpener(secret_clients)
+    )
+
+
+@lazy
+def header_sealer() -> HeaderSealer:
+    """The API's. Raises RuntimeError without a key: an inline secret is never stored in clear."""
+    config = settings()
+    if config.header_key_arn is None:
+        raise RuntimeError(f"{c.ENV_HEADER_KEY_ARN} is not set: the API seals inline header values with it")
+    return HeaderSealer(clients().client("kms"), config.header_key_arn)
 
 
 @lazy

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     list_indexes: str | None = Field(default=None, validation_alias=c.ENV_LIST_INDEXES)
     # The Secrets Manager secret that signs deliveries; the deployed stack always sets it.
     signing_secret_arn: str | None = Field(default=None, validation_alias=c.ENV_SIGNING_SECRET_ARN)
+    # The KMS key that seals inline header values: the API encrypts with it, the worker decrypts.
+    # The deployed stack always sets it; the API refuses to start without it.
+    header_key_arn: str | None = Field(default=None, validation_alias=c.ENV_HEADER_KEY_ARN)
     # Lambda names the log stream after the execution environment: the worker's identity in run history.
     worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
 

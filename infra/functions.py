@@ -9,6 +9,7 @@ from typing import cast
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
@@ -79,6 +80,7 @@ class Functions(Construct):
         grant_target_keys(_role(self.worker), settings.target_kms_key_arns)
         grant_secrets(_role(self.worker), settings.secret_arns)
         self.signing_secret = self._signing_secret()
+        self.header_key = self._header_key()
         for fn in self.all:
             _acknowledge(fn)
 
@@ -134,6 +136,24 @@ class Functions(Construct):
             "rotates it on their schedule (docs/operations.md), both versions signing meanwhile.",
         )
         return secret
+
+    def _header_key(self) -> kms.Key:
+        """Seals inline header values (docs/operations.md: sealed header values): the API may only
+        encrypt with it, the worker only decrypt, so a reader of the table or its backups reads
+        ciphertext and no function but the worker opens it."""
+        key = kms.Key(
+            self,
+            "HeaderKey",
+            description="Seals the inline header values of Sundial's http targets",
+            enable_key_rotation=True,
+            # A deleted key makes every sealed value unreadable: a deleted stack keeps it (a failed
+            # first create, which sealed nothing yet, does not).
+            removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+        )
+        for function, action in ((self.api, "kms:Encrypt"), (self.worker, "kms:Decrypt")):
+            iam.Grant.add_to_principal(grantee=_role(function), actions=[action], resource_arns=[key.key_arn])
+            function.add_environment(c.ENV_HEADER_KEY_ARN, key.key_arn)
+        return key
 
     @property
     def all(self) -> list[lambda_.Function]:

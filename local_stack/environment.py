@@ -47,4 +47,5 @@ def handler_settings(resources: Resources, endpoint_url: str, *, allow_private: 
         c.ENV_ALLOW_PRIVATE_TARGETS: "true" if allow_private else "false",
         c.ENV_EXTRA_LEAD_SECONDS: str(c.EMULATOR_EXTRA_LEAD_SECONDS),
         **({c.ENV_SIGNING_SECRET_ARN: resources.signing_secret_arn} if resources.signing_secret_arn else {}),
+        **({c.ENV_HEADER_KEY_ARN: resources.header_key_arn} if resources.header_key_arn else {}),
     }

@@ -25,6 +25,7 @@ class Resources:
     queue_urls: dict[c.Priority, str]
     dead_letter_queue_url: str
     signing_secret_arn: str | None = None
+    header_key_arn: str | None = None
 
 
 def ensure_resources(
@@ -141,3 +142,16 @@ def ensure_signing_secret(secretsmanager: Any, *, prefix: str = "") -> str:
         Name=name, SecretString=value, Description="Signs Sundial's deliveries (Standard Webhooks)"
     )
     return str(made["ARN"])
+
+
+def ensure_header_key(kms: Any, *, prefix: str = "") -> str:
+    """The ARN of the emulator's key that seals inline header values, made (with rotation) if missing."""
+    alias = c.HEADER_KEY_ALIAS + (f"-{prefix.rstrip('-')}" if prefix else "")
+    try:
+        return str(kms.describe_key(KeyId=alias)["KeyMetadata"]["Arn"])
+    except kms.exceptions.NotFoundException:
+        pass
+    made = kms.create_key(Description="Seals Sundial's inline header values")["KeyMetadata"]
+    kms.enable_key_rotation(KeyId=made["KeyId"])
+    kms.create_alias(AliasName=alias, TargetKeyId=made["KeyId"])
+    return str(made["Arn"])

@@ -28,7 +28,7 @@ from local_stack.gateway import Gateway
 from local_stack.options import LocalOptions, pool_sizes, state_environment
 from local_stack.pollers import QueuePoller
 from local_stack.recovery import hand_on_in_flight
-from local_stack.resources import Resources, ensure_resources, ensure_signing_secret
+from local_stack.resources import Resources, ensure_header_key, ensure_resources, ensure_signing_secret
 from local_stack.signals import Interrupted, Signals, say
 from local_stack.state import directory
 from local_stack.state.directory import DirectoryLock, StateError
@@ -163,8 +163,11 @@ def _resources(endpoint_url: str, region: str) -> Resources:
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
     sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name=region)
     secretsmanager = boto3.client("secretsmanager", endpoint_url=endpoint_url, region_name=region)
+    kms = boto3.client("kms", endpoint_url=endpoint_url, region_name=region)
     made = ensure_resources(dynamodb, sqs)
-    return dataclasses.replace(made, signing_secret_arn=ensure_signing_secret(secretsmanager))
+    return dataclasses.replace(
+        made, signing_secret_arn=ensure_signing_secret(secretsmanager), header_key_arn=ensure_header_key(kms)
+    )
 
 
 def _hand_on_in_flight(resources: Resources, endpoint_url: str, region: str) -> None:

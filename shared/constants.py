@@ -22,6 +22,7 @@ PRIORITIES: Final = (Priority.HIGH, Priority.MEDIUM, Priority.LOW)
 TABLE_NAME: Final = "sundial-jobs"
 # The local stack's signing secret; a deployed stage's is named by CloudFormation (infra/functions.py).
 SIGNING_SECRET_NAME: Final = "sundial-signing"
+HEADER_KEY_ALIAS: Final = "alias/sundial-headers"
 PARTITION_KEY: Final = "pk"
 SORT_KEY: Final = "sk"
 TTL_ATTRIBUTE: Final = "expires_at"
@@ -152,6 +153,7 @@ ENV_PRECISION: Final = "SUNDIAL_PRECISION"
 ENV_HISTORY: Final = "SUNDIAL_HISTORY"
 # The stage's signing secret (docs/operations.md: the signing secret); unset, deliveries go unsigned.
 ENV_SIGNING_SECRET_ARN: Final = "SUNDIAL_SIGNING_SECRET_ARN"
+ENV_HEADER_KEY_ARN: Final = "SUNDIAL_HEADER_KEY_ARN"
 # The due index's shard count, and the count before a change (readers cover both until rows moved).
 ENV_DUE_SHARDS: Final = "SUNDIAL_DUE_SHARDS"
 ENV_DUE_SHARDS_BEFORE: Final = "SUNDIAL_DUE_SHARDS_BEFORE"

@@ -16,7 +16,7 @@ from sundial.commands.exits import SundialGroup
 from sundial.commands.jobs import jobs
 from sundial.commands.preview import preview
 from sundial.commands.stats import stats
-from sundial.commands.upgrade import upgrade_listing
+from sundial.commands.upgrade import reseal_headers_command, upgrade_listing
 from sundial.console.command import console
 
 COMPLETE_VAR = "_SUNDIAL_COMPLETE"
@@ -67,6 +67,7 @@ cli.add_command(preview)
 cli.add_command(stats)
 cli.add_command(console)
 cli.add_command(upgrade_listing)
+cli.add_command(reseal_headers_command)
 for _name, _summary in LOCAL_STACK_COMMANDS.items():
     cli.add_command(_local_stack_command(_name, _summary))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -33,6 +34,7 @@ from shared.api.requests import (
     refuse_allow,
     timing,
 )
+from shared.api.sealing import HeaderSealer
 from shared.clock import Clock, format_rfc3339, to_epoch_ms
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.settle import send
@@ -53,6 +55,8 @@ _JOB_ID = re.compile(JOB_ID_PATTERN.removeprefix("^").removesuffix("$"))
 # A call that keeps meeting concurrent changes gives up with a 409 after this many rounds.
 ACTION_ROUNDS = 5
 
+logger = logging.getLogger(__name__)
+
 
 class JobService:
     def __init__(
@@ -62,7 +66,13 @@ class JobService:
         clock: Clock,
         allow_private_targets: bool,
         list_indexes: frozenset[str] | None = None,
+        sealer: HeaderSealer | None = None,
     ) -> None:
+        """Without `sealer`, inline header values are stored as sent: for in-process tests of the
+        state machine only; the API function always has one (functions/api.py)."""
+        if sealer is None:
+            logger.warning("no header key: inline header values are stored unsealed")
+        self._sealer = sealer
         self._list_indexes = list_indexes
         self._store = store
         self._dispatcher = dispatcher
@@ -84,7 +94,7 @@ class JobService:
             body_hash = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()
             expires = now_ms // SECOND_MS + c.IDEMPOTENCY_TTL_SECONDS
             record = IdempotencyRecord(idempotency_key, body_hash, job.id, expires)
-        stored, created = self._store.create(job, record)
+        stored, created = self._store.create(job, record, self._sealed)
         if stored.status is JobStatus.QUEUED:
             # A replay sends again too: its first answer may have been lost before its send, and the
             # fence drops a duplicate.
@@ -253,6 +263,13 @@ class JobService:
         if not _JOB_ID.fullmatch(job_id):
             raise JobNotFound(f"job '{job_id[:40]}' not found")
         return self._store.get(job_id)
+
+    def _sealed(self, job: Job) -> Job:
+        """The job as its item holds it: inline header values sealed for its id (docs/operations.md:
+        sealed header values)."""
+        if self._sealer is None:
+            return job
+        return job.model_copy(update={"target": self._sealer.sealed(job.target, job.id)})
 
     def _view(self, job: Job) -> JobView:
         return JobView.of(job, self._store.load_payload(job))

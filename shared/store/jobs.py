@@ -9,6 +9,7 @@ decide again; the API turns what it cannot resolve into Conflict or JobNotFound.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,15 +194,18 @@ class JobStore(StoreWrites):
 
     # --- the API: read, decide, write conditional on the version read ------------------------------
 
-    def create(self, job: Job, idempotency: IdempotencyRecord | None) -> tuple[Job, bool]:
+    def create(
+        self, job: Job, idempotency: IdempotencyRecord | None, stored_as: Callable[[Job], Job] = lambda j: j
+    ) -> tuple[Job, bool]:
         """Writes a new job, its payload apart when large, after reserving its Idempotency-Key.
+        `stored_as` gives what the item holds once the job's id is final (its sealed headers name it).
 
         Returns (job, True), or (the first job, False) for a repeated key with the same body. Raises
         Conflict for a repeated key with a different body. No transaction: the reservation names
         the job's id, so a retry after a crash between the writes finishes the same job."""
         if idempotency is not None and not self._reserve(idempotency):
-            return self._replay(idempotency, job)
-        return self._put_new(job, idempotency)
+            return self._replay(idempotency, job, stored_as)
+        return self._put_new(stored_as(job), idempotency)
 
     def cancel(self, job: Job, placement: Placement | None) -> Job:
         if placement is None:
@@ -359,7 +363,9 @@ class JobStore(StoreWrites):
         job_id = idempotency.job_id
         return self._put_if(item, IDEMPOTENCY_FREE, values, lambda found: _names_job(found, job_id))
 
-    def _replay(self, idempotency: IdempotencyRecord, job: Job) -> tuple[Job, bool]:
+    def _replay(
+        self, idempotency: IdempotencyRecord, job: Job, stored_as: Callable[[Job], Job]
+    ) -> tuple[Job, bool]:
         response = self._client.get_item(
             TableName=self._table, Key=items.idempotency_key(idempotency.key), ConsistentRead=True
         )
@@ -371,7 +377,7 @@ class JobStore(StoreWrites):
         try:
             return self.get(str(first["job_id"])), False
         except JobNotFound:  # the first create stopped after its reservation: finish it now
-            return self._put_new(job.model_copy(update={"id": str(first["job_id"])}), idempotency)
+            return self._put_new(stored_as(job.model_copy(update={"id": str(first["job_id"])})), idempotency)
 
     def _put_new(self, job: Job, idempotency: IdempotencyRecord | None) -> tuple[Job, bool]:
         if job.payload_stored_apart:

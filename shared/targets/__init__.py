@@ -15,12 +15,14 @@ from shared.targets.models import (
     HttpTarget,
     LambdaTarget,
     PythonTarget,
+    Sealed,
     SecretRef,
     SnsTarget,
     SqsTarget,
     Target,
 )
 from shared.targets.registry import python_handler
+from shared.targets.sealing import HeaderOpener
 from shared.targets.secrets import SecretResolver
 from shared.targets.signing import Signer
 from shared.targets.timeouts import aws_client_config
@@ -30,9 +32,11 @@ __all__ = [
     "Delivery",
     "DeliveryKeys",
     "EventBridgeTarget",
+    "HeaderOpener",
     "HttpTarget",
     "LambdaTarget",
     "PythonTarget",
+    "Sealed",
     "SecretRef",
     "SecretResolver",
     "Signer",

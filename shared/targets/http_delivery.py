@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 from shared.targets.errors import TargetError, TargetTimedOut, describe
 from shared.targets.guard import IPAddress, Resolver, checked_addresses, system_resolver
 from shared.targets.keys import DeliveryKeys
-from shared.targets.models import Delivery, HttpTarget, SecretRef, is_shown_header
-from shared.targets.secrets import SecretResolver, scrubbed
+from shared.targets.models import Delivery, HttpTarget, Sealed, SecretRef, is_shown_header
+from shared.targets.secrets import scrubbed
 
 USER_AGENT = "Sundial/1"
 _SNIPPET_BYTES = 300
@@ -140,19 +140,23 @@ def request_headers(
     }
     if keys.signer is not None:
         sundial |= keys.signer.headers(delivery.message_id, body or b"")
-    user = {name: _value(name, value, keys.resolver) for name, value in target.headers.items()}
+    user = {name: _value(name, value, keys, delivery.job_id) for name, value in target.headers.items()}
     merged: dict[str, tuple[str, str]] = {}
     for name, value in (*defaults.items(), *user.items(), *sundial.items()):
         merged[name.lower()] = (name, value)
     return dict(merged.values())
 
 
-def _value(name: str, value: str | SecretRef, resolver: SecretResolver | None) -> str:
+def _value(name: str, value: str | SecretRef | Sealed, keys: DeliveryKeys, job_id: str) -> str:
     if isinstance(value, str):
-        return value
-    if resolver is None:
+        return value  # a value stored before sealing, or an allow-listed one
+    if isinstance(value, Sealed):
+        if keys.opener is None:
+            raise TargetError(f"header {name} is sealed, and no sealed value can be opened here")
+        return keys.opener.value(name, value, job_id)
+    if keys.resolver is None:
         raise TargetError(f"header {name} refers to secret {value.secret}, and no secret can be read here")
-    return resolver.value(name, value)
+    return keys.resolver.value(name, value)
 
 
 def inline_secrets(target: HttpTarget) -> list[str]:

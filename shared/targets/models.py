@@ -19,6 +19,7 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     WrapValidator,
 )
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from shared.errors import InvalidInput
@@ -82,13 +83,22 @@ class SecretRef(_TargetBase):
     ] = None
 
 
+class Sealed(_TargetBase):
+    """An inline value as the store keeps it: KMS ciphertext, base64 (shared/targets/sealing.py).
+    Only Sundial writes this form; a new target that sends it is refused (check_form)."""
+
+    sealed: Annotated[str, Field(min_length=1, max_length=16384)]
+
+
 HEADER_VALUE_LIMIT = 4096
 
 
-def _header_value(value: Any, handler: ValidatorFunctionWrapHandler) -> str | SecretRef:
+def _header_value(value: Any, handler: ValidatorFunctionWrapHandler) -> str | SecretRef | Sealed:
     """A string or a reference, with errors that name the header rather than a branch of the union."""
-    if isinstance(value, SecretRef):
+    if isinstance(value, SecretRef | Sealed):
         return value
+    if isinstance(value, dict) and set(value) == {"sealed"}:
+        return Sealed.model_validate(value)
     if isinstance(value, str):
         if len(value) > HEADER_VALUE_LIMIT:
             raise PydanticCustomError("header_too_long", f"must be at most {HEADER_VALUE_LIMIT} characters")
@@ -105,9 +115,11 @@ def _header_value(value: Any, handler: ValidatorFunctionWrapHandler) -> str | Se
         ) from None
 
 
-# The union gives the OpenAPI document its two forms; _header_value does the validating.
+# The union gives the OpenAPI document its two forms (the stored sealed form is not for clients);
+# _header_value does the validating.
 HeaderValue = Annotated[
-    Annotated[str, Field(max_length=HEADER_VALUE_LIMIT)] | SecretRef, WrapValidator(_header_value)
+    Annotated[str, Field(max_length=HEADER_VALUE_LIMIT)] | SecretRef | SkipJsonSchema[Sealed],
+    WrapValidator(_header_value),
 ]
 
 
@@ -120,8 +132,8 @@ class HttpTarget(_TargetBase):
         max_length=50,
         description="Sent with every delivery. A value is a string, or a reference to a secret "
         '(`{"secret": "<ARN>"}`) read at delivery time. Every string value is answered as '
-        f"{SECRET_MASK!r} except those of Content-Type, Accept, Accept-Language and User-Agent; a "
-        "reference is answered as itself.",
+        f"{SECRET_MASK!r} except those of Content-Type, Accept, Accept-Language and User-Agent, and "
+        "is stored encrypted; a reference is answered as itself.",
     )
 
 
@@ -233,6 +245,11 @@ def check_form(target: AnyTarget, *, local_stack: bool) -> None:
 
 def _refuse_masks(target: HttpTarget) -> None:
     for header, value in target.headers.items():
+        if isinstance(value, Sealed):
+            raise InvalidInput(
+                f"target header {header} is a sealed value, a form only Sundial writes; send the plain value",
+                field=f"target.headers.{header}",
+            )
         if value == SECRET_MASK and not is_shown_header(header):
             raise InvalidInput(
                 f"target header {header} is {SECRET_MASK!r}, the mask the API answers in place of a "
@@ -252,11 +269,13 @@ def is_shown_header(name: str) -> bool:
     return name.lower() in SHOWN_HEADERS
 
 
-def masked_headers(headers: dict[str, str | SecretRef]) -> dict[str, str | SecretRef]:
+def masked_headers(headers: dict[str, str | SecretRef | Sealed]) -> dict[str, str | SecretRef | Sealed]:
     """Headers as answers and logs show them: references as themselves, allow-listed values as
-    themselves, every other value as the mask."""
+    themselves, every other value (sealed ones too) as the mask."""
     return {
-        name: value if isinstance(value, SecretRef) or is_shown_header(name) else SECRET_MASK
+        name: value
+        if isinstance(value, SecretRef) or (isinstance(value, str) and is_shown_header(name))
+        else SECRET_MASK
         for name, value in headers.items()
     }
 

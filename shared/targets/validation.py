@@ -7,7 +7,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from shared.errors import InvalidInput
 from shared.targets.guard import parse_literal, refusal
-from shared.targets.models import PARAMETER_ARN, SECRET_ARN, HttpTarget, SecretRef
+from shared.targets.models import PARAMETER_ARN, SECRET_ARN, HttpTarget, Sealed, SecretRef
 
 URL_FIELD = "target.url"
 HEADERS_FIELD = "target.headers"
@@ -95,14 +95,14 @@ def _is_loopback_host(host: str) -> bool:
     return host.lower() == "localhost" if literal is None else literal.is_loopback
 
 
-def _check_headers(headers: dict[str, str | SecretRef]) -> None:
+def _check_headers(headers: dict[str, str | SecretRef | Sealed]) -> None:
     for name, value in headers.items():
         lowered = name.lower()
         if not _TOKEN.fullmatch(name):
             raise InvalidInput(f"target header name {name!r} is not a valid HTTP token", field=HEADERS_FIELD)
         if isinstance(value, SecretRef):
             _check_reference(name, value)
-        elif _FORBIDDEN_VALUE.search(value):
+        elif isinstance(value, str) and _FORBIDDEN_VALUE.search(value):
             raise InvalidInput(
                 f"target header {name} must not contain CR, LF or NUL, nor any other control character",
                 field=HEADERS_FIELD,

@@ -1,5 +1,6 @@
-"""`sundial upgrade-listing`: the backfill of a deployed table's listing keys (docs/operations.md,
-"Upgrading the listing indexes"). It talks to DynamoDB with the caller's AWS credentials, not to the API."""
+"""`sundial upgrade-listing` and `sundial reseal-headers`: a deployed table's backfills
+(docs/operations.md, "Upgrading the listing indexes" and "Sealed header values"). They talk to DynamoDB
+(and KMS) with the caller's AWS credentials, not to the API."""
 
 from __future__ import annotations
 
@@ -53,3 +54,26 @@ def upgrade_listing(
     click.echo(
         f"done: {sum(p.scanned for p in done)} items read, {sum(p.written for p in done)} jobs given keys"
     )
+
+
+@click.command(name="reseal-headers")
+@click.option("--table", required=True, help="the jobs table (the stack's JobsTable resource)")
+@click.option("--key", required=True, help="the header key's ARN (the API's SUNDIAL_HEADER_KEY_ARN)")
+@click.option("--profile", help="AWS profile")
+@click.option("--region", help="AWS region")
+@click.option("--endpoint-url", help="DynamoDB and KMS endpoint (the emulator's, say)")
+def reseal_headers_command(
+    table: str, key: str, profile: str | None, region: str | None, endpoint_url: str | None
+) -> None:
+    """Seal the inline header values of jobs stored before sealing. Safe to stop and to run again:
+    it writes only targets that still hold a plain value, each conditional on the target read."""
+    import boto3  # noqa: PLC0415  # only the table commands need DynamoDB and KMS themselves
+
+    from shared.api.sealing import HeaderSealer  # noqa: PLC0415
+    from shared.store.reseal import reseal_headers  # noqa: PLC0415
+
+    session = boto3.Session(profile_name=profile, region_name=region)
+    sealer = HeaderSealer(session.client("kms", endpoint_url=endpoint_url), key)
+    client: Any = session.client("dynamodb", endpoint_url=endpoint_url)
+    done = reseal_headers(client, table, sealer.sealed)
+    click.echo(f"done: {done.scanned} items read, {done.sealed} jobs' header values sealed")

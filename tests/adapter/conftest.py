@@ -7,10 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import boto3
 import pytest
 
-from local_stack.resources import Resources
+from local_stack.resources import Resources, ensure_header_key
 from shared import constants as c
+from shared.api.sealing import HeaderSealer
 from shared.api.service import JobService
 from shared.clock import FixedClock
 from shared.dispatch import Dispatcher, JobMessage
@@ -85,8 +87,15 @@ class Engine:
         return [m["Body"] for m in out]
 
 
+@pytest.fixture(scope="session")
+def header_sealer(aws: dict[str, Any]) -> HeaderSealer:
+    """Seals as the API does, with a key of the emulator made as the local stack makes it."""
+    kms = boto3.client("kms", **aws)
+    return HeaderSealer(kms, ensure_header_key(kms))
+
+
 @pytest.fixture
-def engine(resources: Resources, dynamodb: Any, sqs: Any) -> Engine:
+def engine(resources: Resources, dynamodb: Any, sqs: Any, header_sealer: HeaderSealer) -> Engine:
     clock = FixedClock(int(time.time() * 1000))
     store = JobStore(dynamodb, resources.table_name, clock)
     sent = record_sends(sqs, deliver_at_once=True)
@@ -101,7 +110,7 @@ def engine(resources: Resources, dynamodb: Any, sqs: Any) -> Engine:
         dispatcher=dispatcher,
         scheduler=Scheduler(store, dispatcher, clock),
         worker=worker,
-        service=JobService(store, dispatcher, clock, allow_private_targets=True),
+        service=JobService(store, dispatcher, clock, allow_private_targets=True, sealer=header_sealer),
         targets=targets,
         resources=resources,
         sqs=sqs,

@@ -1,7 +1,7 @@
 """Secrets from outside, on `sundial local`: references resolved against the emulator's Secrets Manager
 and SSM, deliveries that `standardwebhooks` verifies with the stack's signing secret, and no secret
-value in the emulator's table (but an inline value in its own job's target), the stack's log or any
-answer."""
+value in the emulator's table (an inline value is sealed there; only a url's query is its own job's),
+the stack's log or any answer, while the target still gets every value in plain."""
 
 from __future__ import annotations
 
@@ -100,6 +100,7 @@ def test_references_resolve_deliveries_verify_and_no_secret_is_shown_or_stored(
     assert len(receiver.requests) == 2
     for path, sent, body in receiver.requests:
         assert [sent["Authorization"], sent["X-Token"], sent["X-Param"]] == list(REFERENCED.values())
+        assert [sent["X-Pass"], sent["Cookie"]] == list(INLINE.values())
         assert Webhook(signing).verify(body, sent) == {"path": path.split("?")[0]}
     assert "HTTP 500" in json.dumps(answers[-2])
 
@@ -110,6 +111,9 @@ def test_references_resolve_deliveries_verify_and_no_secret_is_shown_or_stored(
         "answers": json.dumps(answers),
         "log": stack.local.output(),
         "table": json.dumps([{k: v for k, v in item.items() if k != "target"} for item in mine]),
+        "targets' headers": json.dumps(
+            [json.loads(item["target"]["S"])["headers"] for item in mine if "target" in item]
+        ),
     }
     assert "HTTP 500 from" in seen["log"]  # the echo was logged: the scan covers what it said
     secrets = [*REFERENCED.values(), *INLINE.values(), "outside-query-4e7a", signing]

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
 from functions import clients
 from local_stack.emulator import Emulator
 from local_stack.lambda_context import new_context
-from local_stack.resources import Resources
+from local_stack.resources import Resources, ensure_header_key
 from shared import constants as c
 
 EVENTS = Path(__file__).parent.parent / "events"
@@ -25,8 +26,16 @@ def load_event(name: str) -> dict[str, Any]:
     return loaded
 
 
+@pytest.fixture(scope="session")
+def header_key(aws: dict[str, Any]) -> str:
+    """The emulator's key that seals inline header values, as the local stack makes it."""
+    return ensure_header_key(boto3.client("kms", **aws))
+
+
 @pytest.fixture
-def env(resources: Resources, emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[Resources]:
+def env(
+    resources: Resources, emulator: Emulator, header_key: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Resources]:
     """The functions' environment pointed at this test's table and queues; caches start empty."""
     values = {
         c.ENV_TABLE_NAME: resources.table_name,
@@ -35,6 +44,7 @@ def env(resources: Resources, emulator: Emulator, monkeypatch: pytest.MonkeyPatc
         c.ENV_QUEUE_URL_LOW: resources.queue_urls[c.Priority.LOW],
         c.ENV_DEAD_LETTER_QUEUE_URL: resources.dead_letter_queue_url,
         c.ENV_ENDPOINT_URL: emulator.endpoint_url,
+        c.ENV_HEADER_KEY_ARN: header_key,
     }
     for name, value in values.items():
         monkeypatch.setenv(name, value)

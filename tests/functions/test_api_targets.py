@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import boto3
 import pytest
 
 from functions import clients
@@ -12,7 +13,8 @@ from local_stack.resources import Resources
 from shared import constants as c
 from shared.clock import SystemClock
 from shared.store import JobStore
-from shared.targets.models import HttpTarget, SecretRef
+from shared.targets import HeaderOpener
+from shared.targets.models import HttpTarget, Sealed, SecretRef
 from tests.functions.conftest import Api
 
 DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}
@@ -226,7 +228,9 @@ MASKED = {name: (value if name in SHOWN else "***") for name, value in HEADERS.i
 HTTP = {"type": "http", "url": "https://hooks.example.com/run", "headers": HEADERS}
 
 
-def test_secret_header_values_are_answered_masked_and_stored_as_sent(api: Api, store: JobStore) -> None:
+def test_secret_header_values_are_answered_masked_and_stored_sealed(
+    api: Api, store: JobStore, aws: dict[str, Any]
+) -> None:
     created = api("POST", "/jobs", {"target": HTTP, **DAILY}, headers={"Idempotency-Key": "secret-1"})
     job_id = created.body["id"]
     replay = api("POST", "/jobs", {"target": HTTP, **DAILY}, headers={"Idempotency-Key": "secret-1"})
@@ -241,10 +245,17 @@ def test_secret_header_values_are_answered_masked_and_stored_as_sent(api: Api, s
     for answer in answers:
         assert answer.body["target"]["headers"] == MASKED
     assert listed.body["jobs"][0]["target"]["headers"] == MASKED
-    # The worker reads the stored job: it sends the real values.
+    # The stored job holds each masked value sealed for this job, which the worker opens to the
+    # real value; an allow-listed one as sent.
     target = store.get(job_id).target
     assert isinstance(target, HttpTarget)
-    assert target.headers == HEADERS
+    opener = HeaderOpener(lambda service: boto3.client("kms", **aws))
+    assert all(isinstance(target.headers[name], Sealed) for name in HEADERS if name not in SHOWN)
+    opened = {
+        name: opener.value(name, value, job_id) if isinstance(value, Sealed) else value
+        for name, value in target.headers.items()
+    }
+    assert opened == HEADERS
 
 
 def test_the_mask_sent_back_as_a_secret_value_is_refused(api: Api, stored: Any) -> None:
@@ -264,13 +275,12 @@ def test_the_mask_sent_back_as_a_secret_value_is_refused(api: Api, stored: Any) 
 
 def test_a_patch_cannot_send_a_target(api: Api, store: JobStore) -> None:
     job = api("POST", "/jobs", {"target": HTTP, **DAILY}).body
+    before = store.get(job["id"]).target
 
     answer = api("PATCH", f"/jobs/{job['id']}", {"target": {**HTTP, "headers": MASKED}})
 
     assert (answer.status, answer.body["field"]) == (400, "target")
-    target = store.get(job["id"]).target
-    assert isinstance(target, HttpTarget)
-    assert target.headers == HEADERS
+    assert store.get(job["id"]).target == before
 
 
 # --- secret references and urls ------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """No secret value leaves where it belongs: after deliveries with references and inline values through
 the API and worker handlers on the emulator, the table, the logs and every answer are scanned for them.
 
-A referenced value belongs in Secrets Manager or SSM only. An inline value is the job's own: it is kept
-in the job item's target, which the worker sends, and nowhere else.
+A referenced value belongs in Secrets Manager or SSM only. An inline value is kept in the job item's
+target sealed with the stage's KMS key, which the worker alone opens: no item holds it in clear. A url's
+query is the job's own, kept in its target's url and nowhere else.
 """
 
 from __future__ import annotations
@@ -164,14 +165,29 @@ def test_no_secret_value_is_in_any_answer_log_line_history_row_or_table_item(
 
     items = table_items(dynamodb, env.table_name)
     outside_job_targets = json.dumps([{k: v for k, v in item.items() if k != "target"} for item in items])
-    job_targets = json.dumps([item["target"] for item in items if "target" in item])
+    job_targets = [json.loads(item["target"]["S"]) for item in items if "target" in item]
     seen = {
         "answers": json.dumps([answer.body for answer in answers]),
         "logs": "\n".join([logs(), worker_logs.out, worker_logs.err]),
         "table items": outside_job_targets,
+        "job targets' headers": json.dumps([target["headers"] for target in job_targets]),
     }
     secrets = [*REFERENCED.values(), *INLINE.values(), QUERY_SECRET, signing, signing.removeprefix("whsec_")]
     assert "HTTP 500 from" in seen["logs"]  # the failure was logged, so the scan covers its text
     found = [(secret, where) for secret in secrets for where, text in seen.items() if secret in text]
     assert found == []
-    assert [secret for secret in [*REFERENCED.values(), signing] if secret in job_targets] == []
+    assert len(job_targets) == 2
+    for target in job_targets:
+        assert all(set(target["headers"][name]) == {"sealed"} for name in INLINE)
+        assert QUERY_SECRET not in json.dumps(target["headers"]) and QUERY_SECRET in target["url"]
+
+
+def test_a_client_cannot_send_a_sealed_value(api: Any, stored: Callable[[], list[dict[str, Any]]]) -> None:
+    before = stored()
+    target = {"type": "http", "url": "https://example.com/hook", "headers": {"X-Pass": {"sealed": "AAAA"}}}
+
+    answer = api("POST", "/jobs", {"target": target})
+
+    assert answer.status == 400
+    assert "target.headers.X-Pass" in json.dumps(answer.body)
+    assert stored() == before

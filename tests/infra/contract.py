@@ -22,6 +22,8 @@ FUNCTIONS = {"api": "FunctionsApi", "scheduler": "FunctionsScheduler", "worker":
 _OWN_QUEUES = {c.DEAD_LETTER_QUEUE_NAME, *c.QUEUE_NAMES.values()}
 TARGET = "(a job target)"
 SIGNING = "(the signing secret)"
+# The key that seals inline header values: the functions' only KMS calls (Encrypt, Decrypt).
+HEADER_KEY = "FunctionsHeaderKey"
 # Batch and transaction operations are authorised as the single-item action.
 _ACTION_OF = {
     "SendMessageBatch": "SendMessage",
@@ -210,6 +212,10 @@ def requests(call: Call, template: Template, stand_ins: Mapping[str, str]) -> li
         return [(Request(action, template.resolver.ref(signing)), signing)]
     if service in ("secretsmanager", "ssm"):
         return [(Request(action, stand_ins[service]), "")]
+    if service == "kms":
+        # Decrypt names no key (the ciphertext does); the local stack has one key, the stage's.
+        (key,) = (k for k in template.of_type("AWS::KMS::Key") if k.startswith(HEADER_KEY))
+        return [(Request(action, template.arn(key)), key)]
     raise ValueError(f"no IAM mapping for {service}:{call.operation}")
 
 

@@ -44,6 +44,11 @@ def test_three_functions_python_312_or_newer_on_arm64_with_tracing(synthesised: 
         assert "LogGroup" in properties["LoggingConfig"]
 
 
+def _header_key(synthesised: Synthesised) -> dict[str, Any]:
+    (key_id,) = (k for k in synthesised.of_type("AWS::KMS::Key") if k.startswith("FunctionsHeaderKey"))
+    return {"Fn::GetAtt": [key_id, "Arn"]}
+
+
 def test_every_function_gets_the_same_environment_and_the_worker_its_signing_secret(
     synthesised: Synthesised,
 ) -> None:
@@ -67,7 +72,9 @@ def test_every_function_gets_the_same_environment_and_the_worker_its_signing_sec
     for name, (_, properties) in _functions(synthesised).items():
         # The worker alone signs deliveries.
         signing = {c.ENV_SIGNING_SECRET_ARN: {"Ref": signing_id}} if name == "worker" else {}
-        assert properties["Environment"]["Variables"] == expected | signing
+        # The API seals inline header values with the key, the worker opens them.
+        sealing = {c.ENV_HEADER_KEY_ARN: _header_key(synthesised)} if name != "scheduler" else {}
+        assert properties["Environment"]["Variables"] == expected | signing | sealing
 
 
 def test_timeouts(synthesised: Synthesised) -> None:
@@ -267,13 +274,18 @@ def test_worker_may_call_exactly_the_targets_in_context(configured: Synthesised)
 
 
 def test_worker_may_use_the_target_keys_in_context(synthesised: Synthesised, configured: Synthesised) -> None:
+    # By default no function may use any key but the one that seals header values
+    # (tests/infra/test_secret_grants.py).
     for function in HANDLERS:
         statements = _statements(synthesised, function)
-        assert not any(a.startswith("kms:") for s in statements for a in _actions(s)), function
+        kms = [s for s in statements if any(a.startswith("kms:") for a in _actions(s))]
+        assert all(_resources(s) == [_header_key(synthesised)] for s in kms), function
     (key,) = [CONFIGURED_CONTEXT["sundial:targetKmsKeyArns"]]
     statements = _statements(configured, "worker")
     assert _granted(statements, "kms:GenerateDataKey") == [key]
-    assert _granted(statements, "kms:Decrypt") == [key]
+    assert sorted(map(str, _granted(statements, "kms:Decrypt"))) == sorted(
+        map(str, [key, _header_key(configured)])
+    )
 
 
 def test_function_roles_write_only_their_own_log_group(synthesised: Synthesised) -> None:

@@ -80,7 +80,7 @@ def test_an_alarm_fires_when_the_tick_stops(synthesised: Synthesised) -> None:
 
 def test_the_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesised: Synthesised) -> None:
     (topic,) = synthesised.of_type("AWS::SNS::Topic").values()
-    (key_id,) = synthesised.of_type("AWS::KMS::Key")
+    (key_id,) = (k for k in synthesised.of_type("AWS::KMS::Key") if k.startswith("MonitoringAlarmKey"))
     assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     key = synthesised.resources[key_id]["Properties"]
     assert key["EnableKeyRotation"] is True

@@ -1,5 +1,6 @@
 """The worker reads exactly the secrets named in `sundial:secretArns` and its stage's signing secret:
-nothing wider, and no other function reads any."""
+nothing wider, and no other function reads any. The key that seals inline header values is the API's
+to encrypt with and the worker's to decrypt with, and nothing more."""
 
 from __future__ import annotations
 
@@ -30,12 +31,49 @@ def _secret_statements(synthesised: Synthesised, function: str) -> list[dict[str
     ]
 
 
+def _header_key_arn(synthesised: Synthesised) -> dict[str, Any]:
+    (key_id,) = (k for k in synthesised.of_type("AWS::KMS::Key") if k.startswith("FunctionsHeaderKey"))
+    return {"Fn::GetAtt": [key_id, "Arn"]}
+
+
 def test_by_default_the_worker_reads_its_signing_secret_alone(synthesised: Synthesised) -> None:
     statements = _secret_statements(synthesised, "worker")
 
     assert _granted(statements, "secretsmanager:GetSecretValue") == [_signing_ref(synthesised)]
     assert _granted(statements, "ssm:GetParameter") == []
-    assert [_actions(s) for s in statements] == [{"secretsmanager:GetSecretValue"}]
+    assert sorted(map(sorted, (_actions(s) for s in statements))) == [
+        ["kms:Decrypt"],
+        ["secretsmanager:GetSecretValue"],
+    ]
+
+
+def test_the_api_only_encrypts_and_the_worker_only_decrypts_with_the_header_key(
+    synthesised: Synthesised,
+) -> None:
+    key = _header_key_arn(synthesised)
+    (properties,) = (
+        r["Properties"]
+        for k, r in synthesised.of_type("AWS::KMS::Key").items()
+        if k.startswith("FunctionsHeaderKey")
+    )
+    assert properties["EnableKeyRotation"] is True
+    on_key = {
+        function: [s for s in _statements(synthesised, function) if key in _listed(s["Resource"])]
+        for function in ("api", "scheduler", "worker")
+    }
+    assert [(_actions(s), s["Effect"]) for s in on_key["api"]] == [({"kms:Encrypt"}, "Allow")]
+    assert [(_actions(s), s["Effect"]) for s in on_key["worker"]] == [({"kms:Decrypt"}, "Allow")]
+    assert on_key["scheduler"] == []
+    # No other KMS action for the API anywhere, and no wildcard that would take in the key.
+    api_kms = [s for s in _statements(synthesised, "api") if any(a.startswith("kms:") for a in _actions(s))]
+    assert api_kms == on_key["api"]
+    for function in on_key:
+        for statement in _statements(synthesised, function):
+            assert not ({"kms:*", "*"} & _actions(statement)), function
+
+
+def _listed(resource: Any) -> list[Any]:
+    return resource if isinstance(resource, list) else [resource]
 
 
 def test_the_worker_reads_exactly_the_secrets_in_context(configured: Synthesised) -> None:

@@ -1,0 +1,68 @@
+"""Jobs stored before sealing, their inline header values in clear, sealed in place by `sundial
+reseal-headers` on the emulator (docs/operations.md, "Sealed header values"): afterwards no item
+holds a value in clear, the worker opens each to what was stored, and a second run writes nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+from click.testing import CliRunner
+from ulid import ULID
+
+from local_stack.resources import Resources
+from shared.api.sealing import HeaderSealer
+from shared.clock import FixedClock
+from shared.models import Job, JobStatus
+from shared.store import JobStore, items
+from shared.store.reseal import reseal_headers
+from shared.targets import HeaderOpener, HttpTarget, PythonTarget, Sealed
+from shared.targets.models import AnyTarget
+from sundial.cli import cli
+from tests.functions.conftest import table_items
+
+NOW = 1_900_000_000_000
+PLAIN = {"Authorization": "Bearer older-9c2d", "X-Team": "finance", "Accept": "application/json"}
+
+
+def _job(target: AnyTarget) -> Job:
+    return Job(
+        id=str(ULID()),
+        name=None,
+        status=JobStatus.PENDING,
+        target=target,
+        created_at=NOW,
+        updated_at=NOW,
+    )
+
+
+def test_the_cli_seals_older_plain_values_once(
+    dynamodb: Any, aws: dict[str, Any], resources: Resources, header_sealer: HeaderSealer
+) -> None:
+    table = resources.table_name
+    older = _job(HttpTarget(type="http", url="https://example.com/hook", headers=PLAIN))
+    other = _job(PythonTarget(type="python", handler="noop"))
+    for job in (older, other):
+        dynamodb.put_item(TableName=table, Item=items.job_to_item(job, "w0"))
+    kms = boto3.client("kms", **aws)
+    key = kms.describe_key(KeyId="alias/sundial-headers")["KeyMetadata"]["Arn"]
+    args = ["reseal-headers", "--table", table, "--key", key, "--endpoint-url", aws["endpoint_url"]]
+
+    result = CliRunner().invoke(cli, [*args, "--region", aws["region_name"]])
+
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == "done: 2 items read, 1 jobs' header values sealed"
+    assert "older-9c2d" not in json.dumps(table_items(dynamodb, table))
+    target = JobStore(dynamodb, table, FixedClock(NOW)).get(older.id).target
+    assert isinstance(target, HttpTarget)
+    assert isinstance(target.headers["Authorization"], Sealed) and isinstance(
+        target.headers["X-Team"], Sealed
+    )
+    assert target.headers["Accept"] == "application/json"
+    opener = HeaderOpener(lambda service: kms)
+    opened = {
+        n: opener.value(n, v, older.id) if isinstance(v, Sealed) else v for n, v in target.headers.items()
+    }
+    assert opened == PLAIN
+    assert reseal_headers(dynamodb, table, header_sealer.sealed).sealed == 0
