@@ -14,9 +14,9 @@ from shared.models import Health, Job, JobStatus, Run, RunStatus, RunSummary
 from shared.store import items
 from shared.store.stats_reads import Start, StatsReads
 from shared.targets.models import PythonTarget
-from tests.functions.conftest import api_event, env, invoke_api
+from tests.functions.conftest import api_event, env, header_key, invoke_api
 
-__all__ = ["env"]  # the fixture, from the functions' conftest
+__all__ = ["env", "header_key"]  # the fixtures, from the functions' conftest
 
 NOW = 1_800_000_000_000  # a minute boundary: 2027-01-15T08:00:00Z
 
