@@ -406,8 +406,10 @@ def _occurrence_fields(change: x.Change, job: Job, placement: Placement) -> None
         change.set(triggers=placement.triggers or None).remove(LEGACY_TRIGGER_FLAG)
     if placement.extra:
         change.set(extra_run=True)
-    elif placement.scheduled_at != job.scheduled_at or placement.status in ENDED:
-        change.remove("extra_run")  # another occurrence, or this one over
+    elif placement.scheduled_at != job.scheduled_at or placement.status in ENDED or placement.clear_deferred:
+        # Another occurrence, this one over, or the schedule resuming after a triggered run: even
+        # at the same instant (a run moved to it), the occurrence resumed is not the triggered one.
+        change.remove("extra_run")
 
 
 def _names_job(found: Item, job_id: str) -> bool:

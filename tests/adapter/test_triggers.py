@@ -71,6 +71,31 @@ def test_one_off_due_in_ten_minutes_triggered_then_patched_run_at_runs_both(engi
     assert engine.store.get(job_id).status is JobStatus.SUCCEEDED
 
 
+def test_one_off_triggered_then_patched_to_the_triggered_instant_runs_its_own_run_as_no_trigger(
+    engine: Engine,
+) -> None:
+    """The one-off's own run, moved by the PATCH to the very instant of the triggered run, resumes
+    after it at the same scheduled instant: it is the one-off's run, not a trigger still waiting."""
+    job_id = create(engine, run_at=format_rfc3339(engine.clock.now_ms() + 10 * MINUTE))
+    triggered = engine.service.trigger(job_id)
+    assert triggered.next_run_at is not None
+
+    patch(engine, job_id, run_at=triggered.next_run_at)
+    (extra_run,) = (m for m in engine.receive() if m.job_id == job_id)
+    engine.worker.process(extra_run)
+
+    job = engine.store.get(job_id)
+    assert engine.targets.count(job_id) == 1
+    assert (job.status, job.extra_run, engine.service.get(job_id).triggers_waiting) == (
+        JobStatus.QUEUED,
+        False,
+        0,
+    )
+    run_due(engine)
+    assert engine.targets.count(job_id) == 2  # the triggered run, then its own
+    assert engine.store.get(job_id).status is JobStatus.SUCCEEDED
+
+
 def test_recurring_job_triggered_twice_a_second_apart_runs_two_extra_runs(engine: Engine) -> None:
     job_id = create(engine, schedule="rate(1 hour)")
     first = engine.service.trigger(job_id)
