@@ -72,8 +72,18 @@ QUEUE_NAMES: Final = {
 }
 DEAD_LETTER_QUEUE_NAME: Final = "sundial-dead"
 MAX_DELAY_SECONDS: Final = 900
-# One job's attempt may take up to its timeout (at most 900 s), the whole of a Lambda invocation.
+# The worker gets Lambda's longest invocation; one job's attempt runs inside it.
 WORKER_FUNCTION_TIMEOUT_SECONDS: Final = 900
+# How early a message may arrive and still be held for its instant (the wait comes out of the
+# invocation), and what an invocation keeps after an attempt's limit to settle it, send what follows
+# and write history.
+MAX_EARLY_WAIT_SECONDS: Final = 3
+SETTLE_HEADROOM_SECONDS: Final = 30
+# The longest attempt the worker can honour in full: a longer timeout would be cut to this, so the
+# API refuses it rather than accept a limit it cannot keep.
+LONGEST_TIMEOUT_SECONDS: Final = (
+    WORKER_FUNCTION_TIMEOUT_SECONDS - MAX_EARLY_WAIT_SECONDS - SETTLE_HEADROOM_SECONDS
+)
 # AWS's guidance for a Lambda event source: visibility at least six times the function timeout.
 QUEUE_VISIBILITY_TIMEOUT_SECONDS: Final = 6 * WORKER_FUNCTION_TIMEOUT_SECONDS
 MAX_RECEIVE_COUNT: Final = 5

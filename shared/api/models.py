@@ -10,7 +10,13 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, 
 from pydantic_core import PydanticCustomError
 
 from shared.clock import format_rfc3339, to_epoch_ms
-from shared.constants import Priority
+from shared.constants import (
+    LONGEST_TIMEOUT_SECONDS,
+    MAX_EARLY_WAIT_SECONDS,
+    SETTLE_HEADROOM_SECONDS,
+    WORKER_FUNCTION_TIMEOUT_SECONDS,
+    Priority,
+)
 from shared.lifecycle import waiting_triggers
 from shared.models import (
     DEFAULT_BACKOFF,
@@ -74,7 +80,25 @@ ZoneName = Annotated[str, Field(min_length=1, max_length=64)]
 # Strict: a JSON boolean or string is not an integer.
 MaxRetries = Annotated[StrictInt, Field(ge=0, le=20)]
 Backoff = Annotated[list[Annotated[StrictInt, Field(ge=0, le=86_400)]], Field(min_length=1, max_length=20)]
-TimeoutSeconds = Annotated[StrictInt, Field(ge=1, le=900)]
+
+
+def _honourable_timeout(value: int) -> int:
+    if value > LONGEST_TIMEOUT_SECONDS:
+        raise PydanticCustomError(
+            "timeout_too_long",
+            f"must be at most {LONGEST_TIMEOUT_SECONDS}: an attempt runs inside one worker invocation of"
+            f" {WORKER_FUNCTION_TIMEOUT_SECONDS} s, which may wait {MAX_EARLY_WAIT_SECONDS} s for the"
+            f" job's instant and keeps {SETTLE_HEADROOM_SECONDS} s to record the outcome",
+        )
+    return value
+
+
+TimeoutSeconds = Annotated[
+    StrictInt,
+    # The maximum is checked by the validator, whose message says why; the schema still states it.
+    Field(ge=1, json_schema_extra={"maximum": LONGEST_TIMEOUT_SECONDS}),
+    AfterValidator(_honourable_timeout),
+]
 
 
 class JobCreate(BaseModel):

@@ -14,6 +14,8 @@ from shared.errors import InvalidInput, PayloadTooLarge
 from shared.models import Health, Job, JobStatus, OverlapPolicy, RetryPolicy
 from shared.schedules import check_window, parse_schedule, parse_timezone
 from shared.store.listing import ListFilter
+from shared.targets.models import AnyTarget
+from shared.targets.payload_room import payload_room
 
 # A job's name is at most 200 characters, so a longer filter could match none.
 NAME_FILTER_LIMIT = 200
@@ -51,8 +53,7 @@ def changes_of(job: Job, patch: JobUpdate) -> dict[str, Any]:
         changes["retry"] = RetryPolicy(**retry)
     if "payload" in sent:
         size = len(payload_json(patch.payload).encode())
-        if size > c.PAYLOAD_LIMIT_BYTES:
-            raise PayloadTooLarge(f"payload is {size} bytes; the limit is 256 KiB", field="payload")
+        refuse_oversized_payload(job.target, size)
         changes["payload"] = patch.payload
         changes["payload_stored_apart"] = size > c.INLINE_PAYLOAD_BYTES
     return changes
@@ -114,6 +115,19 @@ def list_filter(
 def _one_of(field: str, value: str | None, allowed: list[str]) -> None:
     if value is not None and value not in allowed:
         raise InvalidInput(f"{field} '{value}' is not one of {', '.join(allowed)}", field=field)
+
+
+def refuse_oversized_payload(target: AnyTarget, size: int) -> None:
+    """Raises PayloadTooLarge for a payload the API, or every delivery to `target`, would refuse."""
+    if size > c.PAYLOAD_LIMIT_BYTES:
+        raise PayloadTooLarge(f"payload is {size} bytes; the limit is 256 KiB", field="payload")
+    room = payload_room(target)
+    if room is not None and size > room:
+        raise PayloadTooLarge(
+            f"payload is {size} bytes; a {target.type} target carries at most {room}: its 256 KiB"
+            " message holds the whole envelope (docs/api.md)",
+            field="payload",
+        )
 
 
 def payload_json(payload: Any) -> str:

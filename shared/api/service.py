@@ -32,13 +32,14 @@ from shared.api.requests import (
     list_filter,
     payload_json,
     refuse_allow,
+    refuse_oversized_payload,
     timing,
 )
 from shared.api.sealing import HeaderSealer
 from shared.clock import Clock, format_rfc3339, to_epoch_ms
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.settle import send
-from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge, StaleDelivery
+from shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
 from shared.lifecycle import Placement
 from shared.models import Job, JobStatus, RetryPolicy
 from shared.schedules import (
@@ -278,8 +279,7 @@ class JobService:
         if spec.run_at is not None and spec.schedule is not None:
             raise InvalidInput("run_at and schedule are exclusive: send one", field="run_at")
         refuse_allow(spec.overlap_policy)
-        if payload_size > c.PAYLOAD_LIMIT_BYTES:
-            raise PayloadTooLarge(f"payload is {payload_size} bytes; the limit is 256 KiB", field="payload")
+        refuse_oversized_payload(spec.target, payload_size)
         check_form(spec.target, local_stack=self._allow_private)
         check_target(
             spec.target,

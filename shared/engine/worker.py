@@ -37,9 +37,8 @@ from shared.targets import Delivery, TargetTimedOut
 logger = logging.getLogger(__name__)
 SECOND_MS = 1000
 # A message this much earlier than its instant goes back to the queue instead of holding a worker.
-MAX_EARLY_WAIT_MS = 3 * SECOND_MS
-# Time an invocation keeps after an attempt's limit to settle it, send what follows and write history.
-SETTLE_HEADROOM_SECONDS = 30
+MAX_EARLY_WAIT_MS = c.MAX_EARLY_WAIT_SECONDS * SECOND_MS
+SETTLE_HEADROOM_SECONDS = c.SETTLE_HEADROOM_SECONDS
 # How long the settle and the history item ride out throttles and AWS faults; within the headroom,
 # with time to spare for the send that follows and the alert.
 SETTLE_PATIENCE_SECONDS = 20
@@ -162,7 +161,17 @@ class Worker:
         if deadline_ms is None:
             return float(job.retry.timeout_seconds)
         left = (deadline_ms - self._clock.now_ms()) / SECOND_MS - SETTLE_HEADROOM_SECONDS
-        return max(1.0, min(float(job.retry.timeout_seconds), left))
+        limit = max(1.0, min(float(job.retry.timeout_seconds), left))
+        if limit < job.retry.timeout_seconds:
+            # Only a fence that rode out faults, or a job stored before the API's limit, gets here.
+            logger.warning(
+                "attempt %s of job %s gets %.0f s of its %d s timeout: the invocation ends sooner",
+                job.attempt,
+                job.id,
+                limit,
+                job.retry.timeout_seconds,
+            )
+        return limit
 
     def _delivery(self, job: Job) -> Delivery:
         scheduled = format_rfc3339(job.scheduled_at if job.scheduled_at is not None else job.due_at or 0)

@@ -59,7 +59,7 @@ def job_fields(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--priority", type=_choice(Priority)),
         click.option("--max-retries", type=int, help="retries after an occurrence's first attempt (0-20)"),
         click.option("--backoff", metavar="SECONDS,...", help="waits before each retry, e.g. 5,30,120"),
-        click.option("--timeout-seconds", type=int, help="one attempt's limit (1-900)"),
+        click.option("--timeout-seconds", type=int, help="one attempt's limit in seconds (1-867)"),
         click.option("--misfire-policy", type=_choice(MisfirePolicy)),
         click.option("--overlap-policy", type=_choice(OverlapPolicy)),
         click.option("--start-at", metavar="INSTANT", help="recurring: first instant of the active window"),

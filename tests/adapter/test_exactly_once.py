@@ -166,7 +166,7 @@ def test_a_late_delivery_gets_a_fresh_lease_and_runs_once(engine: Engine) -> Non
 
 # 6. A heartbeat lives through throttling; only another token holding the job ends it.
 def test_a_throttled_heartbeat_keeps_beating(engine: Engine) -> None:
-    job_id = create(engine, timeout_seconds=900)
+    job_id = create(engine, timeout_seconds=c.LONGEST_TIMEOUT_SECONDS)
     [message] = engine.receive()
     job = engine.store.fence(job_id, message.token, "w", engine.clock.now_ms())
     throttled = _throttle(engine.store._client, "UpdateItem", times=100)
@@ -322,7 +322,7 @@ def test_misfires_after_downtime_follow_the_policy(engine: Engine, policy: str, 
 # 9. Time limits nest inside the worker's invocation; an attempt over its limit is timed_out, and
 # a call that may still run holds back its retry until the invocation has ended.
 def test_an_attempt_leaves_headroom_under_the_invocation(engine: Engine) -> None:
-    job_id = create(engine, timeout_seconds=900)
+    job_id = create(engine, timeout_seconds=c.LONGEST_TIMEOUT_SECONDS)
     [message] = engine.receive()
     deadline = engine.clock.now_ms() + c.WORKER_FUNCTION_TIMEOUT_SECONDS * SECOND
 

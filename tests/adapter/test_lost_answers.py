@@ -83,7 +83,7 @@ def test_late_fence(engine: Engine, lost: LostAnswers) -> None:
 
 
 def test_heartbeat(engine: Engine, lost: LostAnswers) -> None:
-    view, _ = engine.service.create(spec(timeout_seconds=900))
+    view, _ = engine.service.create(spec(timeout_seconds=c.LONGEST_TIMEOUT_SECONDS))
     [message] = engine.receive()
     job = engine.store.fence(view.id, message.token, "w", engine.clock.now_ms())
     heartbeat = Heartbeat(engine.store, job, message.token, engine.clock, 3600)

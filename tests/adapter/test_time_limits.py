@@ -7,7 +7,9 @@ import threading
 import time
 from typing import Any
 
+from shared import constants as c
 from shared.api.models import JobCreate
+from shared.clock import format_rfc3339
 from shared.engine.worker import Outcome
 from shared.models import Job
 from shared.targets import Delivery
@@ -66,3 +68,27 @@ def test_job_whose_target_ignores_its_limit_without_a_deadline_retries_only_afte
     engine.clock.set(max(engine.clock.now_ms(), retry.due_at))
     assert engine.worker.process(retry).outcome is Outcome.SUCCEEDED
     assert (watch.calls, watch.most_at_once) == (2, 1)
+
+
+def test_the_longest_timeout_the_api_accepts_is_given_in_full_to_an_early_message(engine: Engine) -> None:
+    """Held for its instant as long as an early message may be, in an invocation of the worker's full
+    length, an attempt still gets every second of the longest timeout the API accepts."""
+    run_at = engine.clock.now_ms() + 60 * SECOND
+    view, _ = engine.service.create(
+        JobCreate.model_validate(
+            {
+                "target": python_target(),
+                "run_at": format_rfc3339(run_at),
+                "timeout_seconds": c.LONGEST_TIMEOUT_SECONDS,
+            }
+        )
+    )
+    engine.clock.advance(60 - c.MAX_EARLY_WAIT_SECONDS)
+    [message] = engine.receive()
+    invocation_ends = engine.clock.now_ms() + c.WORKER_FUNCTION_TIMEOUT_SECONDS * SECOND
+
+    result = engine.worker.process(message, invocation_ends)
+
+    assert result.outcome is Outcome.SUCCEEDED, result
+    assert engine.targets.limits == [c.LONGEST_TIMEOUT_SECONDS]
+    assert engine.store.get(view.id).retry.timeout_seconds == c.LONGEST_TIMEOUT_SECONDS

@@ -93,7 +93,7 @@ others = st.fixed_dictionaries(
             st.text(st.characters(codec="ascii", min_codepoint=32), max_size=12), st.text(max_size=12)
         ),
         "max_retries": st.integers(0, 20),
-        "timeout_seconds": st.integers(1, 900),
+        "timeout_seconds": st.integers(1, c.LONGEST_TIMEOUT_SECONDS),
         "payload": json_values,
     },
 )

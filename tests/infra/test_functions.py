@@ -85,13 +85,15 @@ def test_timeouts(synthesised: Synthesised) -> None:
 
 
 def test_a_job_of_the_longest_timeout_still_settles_inside_the_worker(synthesised: Synthesised) -> None:
-    from shared.engine.worker import SETTLE_HEADROOM_SECONDS
-
     # The worker gets Lambda's longest invocation; the engine cuts each attempt to what is left of it
-    # minus the settle headroom, so a job of timeout_seconds=900 runs at most 870 s and settles.
+    # minus the settle headroom, so the longest timeout the API accepts must fit in what the deployed
+    # function leaves after an early message's wait and that headroom.
     worker = _functions(synthesised)["worker"][1]
     assert worker["Timeout"] == c.WORKER_FUNCTION_TIMEOUT_SECONDS == 900
-    assert 0 < SETTLE_HEADROOM_SECONDS < worker["Timeout"] / 10
+    assert 0 < c.SETTLE_HEADROOM_SECONDS < worker["Timeout"] / 10
+    assert (
+        worker["Timeout"] - c.MAX_EARLY_WAIT_SECONDS - c.SETTLE_HEADROOM_SECONDS >= c.LONGEST_TIMEOUT_SECONDS
+    )
 
 
 def test_the_scheduler_reserves_no_concurrency_unless_asked(
