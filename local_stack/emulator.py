@@ -37,9 +37,11 @@ from moto.moto_server.werkzeug_app import (
 from moto.sqs.models import Message, SQSBackend
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from local_stack import index_partitions
 from local_stack.state.app import PersistentApp, whole_response
 from local_stack.state.tables_on_disk import Restored, TablesOnDisk
 
+_DYNAMODB = "DynamoDB_20120810"
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 DEFAULT_PORT = 4566
 # How long a stop waits for a request under way (a snapshot of 100,000 items takes about 3 s).
@@ -61,7 +63,10 @@ class SerialisedApp:
         if target == "AmazonSQS.ReceiveMessage" and _waits(environ):
             return list(self._app(environ, start_response))
         with self._lock_for(service):
-            return list(self._app(environ, start_response))
+            answer = list(self._app(environ, start_response))
+            if service == _DYNAMODB:
+                index_partitions.after_request(target.split(".", 1)[-1])
+            return answer
 
     def _lock_for(self, service: str) -> threading.Lock:
         with self._locks_guard:
@@ -112,6 +117,7 @@ def _values(table: Table, hash_set: Any) -> list[Any]:
 
 
 Table.all_items = _all_items_sorted_by_value  # type: ignore[method-assign]
+index_partitions.install()
 
 
 def _retained(self: SQSBackend, queue_name: str, message: Message) -> bool:

@@ -17,6 +17,8 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import Table
 
+from local_stack import index_partitions
+
 Attributes = dict[str, Any]
 DEFAULT_REGION = "us-east-1"
 _REGION = re.compile(r"Credential=[^/]+/\d{8}/([^/]+)/")
@@ -74,6 +76,7 @@ def put_image(ref: TableRef, key: Attributes | None, attributes: Attributes | No
         table: Table = dynamodb_backends[ref.account][ref.region].get_table(ref.name)
     except ResourceNotFoundException:
         raise LookupError(f"an item of table {ref.name}, which no earlier record creates") from None
+    index_partitions.moved_on()
     if key is None:
         assert attributes is not None
         key = key_of(table, attributes)

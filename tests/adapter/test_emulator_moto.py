@@ -8,8 +8,12 @@ from unittest import mock
 
 import pytest
 from botocore.exceptions import ClientError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moto.dynamodb.models.table import Table
 from moto.sqs.models import Queue, sqs_backends
 
+from local_stack import index_partitions
 from local_stack.resources import Resources
 from shared import constants as c
 
@@ -103,3 +107,99 @@ def test_a_malformed_update_expression_is_still_refused_each_time(
         assert refused.value.response["Error"]["Code"] == "ValidationException"
     key = {c.PARTITION_KEY: {"S": "x"}, c.SORT_KEY: {"S": "JOB"}}
     assert "Item" not in dynamodb.get_item(TableName=resources.table_name, Key=key)
+
+
+# --- index queries read one partition ---------------------------------------------------------------
+
+_SHARDS = ["a", "b", "c"]
+
+
+def _index_table(dynamodb: Any) -> str:
+    name = f"partitions-{uuid.uuid4().hex[:8]}"
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": attribute, "AttributeType": kind}
+            for attribute, kind in (("pk", "S"), ("sh", "S"), ("at", "N"))
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_shard",
+                "KeySchema": [
+                    {"AttributeName": "sh", "KeyType": "HASH"},
+                    {"AttributeName": "at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+    )
+    return name
+
+
+def _every_answer(dynamodb: Any, table: str) -> list[Any]:
+    """Each shard's query, newest first and oldest first, paged two at a time, with a count."""
+    answers: list[Any] = []
+    for shard in _SHARDS:
+        for forward in (True, False):
+            query = {
+                "TableName": table,
+                "IndexName": "by_shard",
+                "KeyConditionExpression": "sh = :s AND #at > :from",
+                "ExpressionAttributeNames": {"#at": "at"},
+                "ExpressionAttributeValues": {":s": {"S": shard}, ":from": {"N": "2"}},
+                "ScanIndexForward": forward,
+                "Limit": 2,
+            }
+            pages, start = [], None
+            while True:
+                answer = dynamodb.query(**query, **({"ExclusiveStartKey": start} if start else {}))
+                pages.append((answer["Items"], answer.get("LastEvaluatedKey")))
+                start = answer.get("LastEvaluatedKey")
+                if not start:
+                    break
+            counted = dynamodb.query(**query, Select="COUNT")
+            answers.append((pages, counted["Count"]))
+    return answers
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    writes=st.lists(
+        st.tuples(
+            st.sampled_from(["put", "move", "drop", "unshard"]),
+            st.integers(0, 7),
+            st.sampled_from(_SHARDS),
+            st.integers(0, 9),
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_an_index_query_answers_as_moto_does_after_every_kind_of_write(
+    dynamodb: Any, writes: list[tuple[str, int, str, int]]
+) -> None:
+    table = _index_table(dynamodb)
+    for kind, key, shard, at in writes:
+        item_key = {"pk": {"S": f"job-{key}"}}
+        if kind == "put":
+            dynamodb.put_item(TableName=table, Item={**item_key, "sh": {"S": shard}, "at": {"N": str(at)}})
+        elif kind == "move":
+            dynamodb.update_item(
+                TableName=table,
+                Key=item_key,
+                UpdateExpression="SET sh = :s, #at = :at",
+                ExpressionAttributeNames={"#at": "at"},
+                ExpressionAttributeValues={":s": {"S": shard}, ":at": {"N": str(at)}},
+            )
+        elif kind == "drop":
+            dynamodb.delete_item(TableName=table, Key=item_key)
+        else:  # the item leaves the sparse index
+            dynamodb.update_item(TableName=table, Key=item_key, UpdateExpression="REMOVE sh")
+
+        from_partitions = _every_answer(dynamodb, table)
+        with mock.patch.object(Table, "query", index_partitions._Patched.query):
+            from_moto = _every_answer(dynamodb, table)
+
+        assert from_partitions == from_moto
