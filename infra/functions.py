@@ -116,7 +116,7 @@ class Functions(Construct):
         secret = secretsmanager.Secret(
             self,
             "SigningSecret",
-            description="Signs Sundial's deliveries (Standard Webhooks); its AWSPREVIOUS version signs too",
+            description="Signs Sundial's deliveries (Standard Webhooks); each of its keys signs",
             # 32 letters and digits are a valid base64 key of 24 bytes, as Standard Webhooks wants.
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 password_length=32, exclude_punctuation=True, include_space=False
@@ -133,7 +133,7 @@ class Functions(Construct):
             secret,
             "AwsSolutions-SMG4",
             "Rotating the signing secret needs every receiver to take the new one; the operator "
-            "rotates it on their schedule (docs/operations.md), both versions signing meanwhile.",
+            "rotates it on their schedule (docs/operations.md), the old and new keys signing meanwhile.",
         )
         return secret
 

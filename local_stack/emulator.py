@@ -39,6 +39,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from local_stack import index_partitions
 from local_stack.state.app import PersistentApp, whole_response
+from local_stack.state.services import KeptServicesApp, ServicesOnDisk
 from local_stack.state.tables_on_disk import Restored, TablesOnDisk
 
 _DYNAMODB = "DynamoDB_20120810"
@@ -419,8 +420,9 @@ def _new_seed() -> int:
 class Emulator:
     """A moto server in a background thread of this process.
 
-    With `state`, its tables are first restored from that directory, and every DynamoDB write is
-    recorded there before it is answered (local_stack.state); without, they live in memory only.
+    With `state`, its tables, KMS keys, secrets and parameters are first restored from that directory,
+    and every change to them is recorded there before it is answered (local_stack.state); without,
+    they live in memory only.
     """
 
     def __init__(
@@ -438,12 +440,14 @@ class Emulator:
         self.restored: Restored | None = None
         if state is not None:
             persistent = PersistentApp(moto, state)
+            services = ServicesOnDisk(state.path)
             try:
                 self.restored = state.restore(persistent.replay)
+                services.restore()
             except BaseException:
                 state.close()
                 raise
-            moto = persistent
+            moto = KeptServicesApp(persistent, services)
         # Faults outside the lock: a duplicate send or a lost answer is two ordinary requests to moto.
         self._serialised = SerialisedApp(moto)
         self.faults = FaultyApp(self._serialised, faults or FaultSpec(), seed)

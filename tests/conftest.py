@@ -13,6 +13,9 @@ import pytest
 from local_stack.emulator import Emulator
 from local_stack.resources import Resources, ensure_resources
 
+# The http target that the tests of secrets and signatures share (its `receiver` fixture).
+pytest_plugins = ["tests.support.receivers"]
+
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")

@@ -1,6 +1,6 @@
-"""Seals the inline header values of jobs stored before sealing (docs/operations.md, "Sealed header
-values"): a Scan of the table, and for each job whose target still holds a plain value that answers
-mask, one UpdateItem of its target alone, conditional on the target read. A target never changes
+"""Seals the inline header values and url queries of jobs stored before sealing (docs/operations.md,
+"Sealed header values"): a Scan of the table, and for each job whose target still holds a plain value that
+answers mask, one UpdateItem of its target alone, conditional on the target read. A target never changes
 after its create, so a failed condition means another run sealed it first. Run again, it writes
 nothing that is sealed already.
 """
@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from shared import constants as c
 from shared.store import items
 from shared.store.writes import is_condition_failure
-from shared.targets.models import AnyTarget, HttpTarget, is_shown_header
+from shared.targets.models import AnyTarget, HttpTarget, is_shown_header, plain_query
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -32,7 +32,8 @@ class Resealed:
 
 
 def reseal_headers(client: DynamoDBClient, table: str, seal: Seal) -> Resealed:
-    """Seals every job's plain inline header values; returns how many items it read and sealed."""
+    """Seals every job's plain inline header values and url query; returns how many items it read
+    and sealed."""
     done = Resealed()
     request: dict[str, Any] = {"TableName": table}
     while True:
@@ -68,6 +69,8 @@ def _reseal(client: DynamoDBClient, table: str, item: dict[str, Any], seal: Seal
 
 
 def _has_plain_values(target: AnyTarget) -> bool:
-    return isinstance(target, HttpTarget) and any(
+    if not isinstance(target, HttpTarget):
+        return False
+    return bool(plain_query(target)) or any(
         isinstance(value, str) and not is_shown_header(name) for name, value in target.headers.items()
     )

@@ -18,7 +18,16 @@ from urllib.parse import urlsplit
 from shared.targets.errors import TargetError, TargetTimedOut, describe
 from shared.targets.guard import IPAddress, Resolver, checked_addresses, system_resolver
 from shared.targets.keys import DeliveryKeys
-from shared.targets.models import Delivery, HttpTarget, Sealed, SecretRef, is_shown_header
+from shared.targets.models import (
+    Delivery,
+    HttpTarget,
+    Sealed,
+    SecretRef,
+    is_shown_header,
+    plain_query,
+    with_query,
+)
+from shared.targets.sealing import query_secrets
 from shared.targets.secrets import scrubbed
 
 USER_AGENT = "Sundial/1"
@@ -83,7 +92,7 @@ def deliver_http(
     failure, a timeout, a redirect or any other non-2xx answer.
     """
     keys = keys or DeliveryKeys()
-    endpoint = parse_endpoint(target.url)
+    endpoint = parse_endpoint(url_to_send(target, keys, delivery.job_id))
     deadline = _Deadline(timeout_seconds)
     # GET has no defined body semantics and many servers refuse one; its payload stays unsent.
     body = None if target.method == "GET" else json.dumps(delivery.payload, separators=(",", ":")).encode()
@@ -102,6 +111,15 @@ def deliver_http(
         # The watchdog's shutdown can end a trickled answer so that it still parses as complete.
         raise _network_failure(TimeoutError("deadline passed"), endpoint, deadline)
     _judge(answer, endpoint, [*inline_secrets(target), *keys.known_values()])
+
+
+def url_to_send(target: HttpTarget, keys: DeliveryKeys, job_id: str) -> str:
+    """The url with its query as sent at create: opened when sealed. Raises TargetError."""
+    if target.sealed_query is None:
+        return target.url  # no query, or one stored before sealing
+    if keys.opener is None:
+        raise TargetError("the url's query is sealed, and no sealed value can be opened here")
+    return with_query(target.url, keys.opener.query(target.sealed_query, job_id))
 
 
 def parse_endpoint(url: str) -> Endpoint:
@@ -160,9 +178,13 @@ def _value(name: str, value: str | SecretRef | Sealed, keys: DeliveryKeys, job_i
 
 
 def inline_secrets(target: HttpTarget) -> list[str]:
-    """The target's own header values that answers mask, with and without surrounding whitespace."""
+    """The target's own values that answers mask and that it holds in clear (stored before sealing):
+    header values with and without surrounding whitespace, and its url's query values."""
     values = [v for name, v in target.headers.items() if isinstance(v, str) and not is_shown_header(name)]
-    return [form for value in values for form in {value, value.strip()}]
+    query = plain_query(target)
+    return [form for value in values for form in {value, value.strip()}] + (
+        list(query_secrets(query)) if query else []
+    )
 
 
 def _dialer(endpoint: Endpoint, deadline: _Deadline, *, allow_private: bool, resolver: Resolver) -> Dialer:

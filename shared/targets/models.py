@@ -135,6 +135,9 @@ class HttpTarget(_TargetBase):
         f"{SECRET_MASK!r} except those of Content-Type, Accept, Accept-Language and User-Agent, and "
         "is stored encrypted; a reference is answered as itself.",
     )
+    # The url's query as sent, sealed like a header value; the url then keeps the masked query
+    # (shared/api/sealing.py). Only Sundial writes it, and no answer shows it.
+    sealed_query: SkipJsonSchema[Sealed | None] = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class LambdaTarget(_TargetBase):
@@ -244,6 +247,11 @@ def check_form(target: AnyTarget, *, local_stack: bool) -> None:
 
 
 def _refuse_masks(target: HttpTarget) -> None:
+    if target.sealed_query is not None:
+        raise InvalidInput(
+            "target sealed_query is a form only Sundial writes; send the query in the url",
+            field="target.sealed_query",
+        )
     for header, value in target.headers.items():
         if isinstance(value, Sealed):
             raise InvalidInput(
@@ -289,12 +297,26 @@ def masked_url(url: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(pairs, safe="*")))
 
 
+def plain_query(target: HttpTarget) -> str:
+    """The url's query while it is in clear: "" when there is none, or once it is sealed."""
+    return "" if target.sealed_query is not None else urlsplit(target.url).query
+
+
+def with_query(url: str, query: str) -> str:
+    """`url` with its query replaced by `query`, as sent (percent-encoding and order kept)."""
+    return urlunsplit(urlsplit(url)._replace(query=query))
+
+
 def masked(target: AnyTarget) -> AnyTarget:
-    """The target as the API answers it. The stored target, which the worker sends, keeps them."""
+    """The target as the API answers it: header and query values masked, the sealed query left out."""
     if not isinstance(target, HttpTarget):
         return target
     return target.model_copy(
-        update={"headers": masked_headers(target.headers), "url": masked_url(target.url)}
+        update={
+            "headers": masked_headers(target.headers),
+            "url": masked_url(target.url),
+            "sealed_query": None,
+        }
     )
 
 

@@ -1,15 +1,10 @@
-"""Reads the secrets an http target's headers refer to, at delivery time (docs/api.md: secret references).
-
-Values are kept for a minute per execution environment: a worker delivering the same job's retries,
-or many jobs that share one credential, reads it once a minute instead of once a delivery (each read
-costs money and adds a round trip), and a rotated secret is in use within that minute.
-"""
+"""Reads the secrets an http target's headers refer to, at delivery time (docs/api.md: secret references),
+each kept for a minute (shared/targets/kept.py)."""
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -17,9 +12,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.targets.errors import TargetError
+from shared.targets.kept import CACHE_SECONDS, Kept
 from shared.targets.models import SecretRef
 
-CACHE_SECONDS = 60.0
 # Shorter values are not scrubbed from error texts: replacing every "ab" would garble them.
 SCRUBBED_MIN_LENGTH = 4
 SCRUBBED_MASK = "***"
@@ -42,11 +37,12 @@ class SecretResolver:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client_for = client_for
-        self._cache_seconds = cache_seconds
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._kept: dict[str, tuple[float, str]] = {}
-        self.reads = 0  # calls to AWS, for the cost figures (bench)
+        self._kept: Kept[str, str] = Kept(seconds=cache_seconds, clock=clock)
+
+    @property
+    def reads(self) -> int:
+        """Calls to AWS, for the cost figures (bench)."""
+        return self._kept.reads
 
     def value(self, header: str, reference: SecretRef) -> str:
         """The header's value. Raises TargetError naming the header and the ARN, never a value."""
@@ -59,7 +55,8 @@ class SecretResolver:
         return value
 
     def _value(self, header: str, reference: SecretRef) -> str:
-        raw = self._raw(header, reference.secret)
+        arn = reference.secret
+        raw = self._kept.get(arn, lambda: self._read(header, arn))
         if reference.json_key is None:
             return raw
         try:
@@ -77,24 +74,11 @@ class SecretResolver:
     def known_values(self) -> list[str]:
         """Every secret string read and still kept, and each JSON string in it: what error texts must
         not show."""
-        with self._lock:
-            raws = [raw for _, raw in self._kept.values()]
+        raws = self._kept.values()
         # Stripped too: a value with a trailing newline shows without it in most texts.
         return [form for raw in raws for value in _with_json_strings(raw) for form in {value, value.strip()}]
 
-    def _raw(self, header: str, arn: str) -> str:
-        now = self._clock()
-        with self._lock:
-            kept = self._kept.get(arn)
-            if kept is not None and now - kept[0] < self._cache_seconds:
-                return kept[1]
-        raw = self._read(header, arn)
-        with self._lock:
-            self._kept[arn] = (now, raw)
-        return raw
-
     def _read(self, header: str, arn: str) -> str:
-        self.reads += 1
         service = "ssm" if arn.split(":")[2] == "ssm" else "secretsmanager"
         try:
             if service == "ssm":

@@ -1,8 +1,9 @@
 """Signs deliveries to the Standard Webhooks specification (docs/api.md: signatures).
 
-The signing secret is one Secrets Manager secret per stage, `whsec_<base64 key>`. Its AWSCURRENT and
-AWSPREVIOUS versions both sign: after a rotation a receiver holding either verifies, until the
-operator removes the previous version's label (docs/operations.md: rotating the signing secret).
+The signing secret is one Secrets Manager secret per stage, whose value is `whsec_<base64 key>`, or
+during a rotation the new key and the old one, space-separated (docs/operations.md: rotating the
+signing secret): every key in it signs, so a receiver holding either verifies, and one read of the
+secret gives them all.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import binascii
 import hashlib
 import hmac
 import re
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,11 +20,11 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.targets.errors import TargetError
+from shared.targets.kept import CACHE_SECONDS, Kept
 
 SECRET_PREFIX = "whsec_"
-# As for referenced secrets (shared/targets/secrets.py): a rotation is in use within a minute.
-CACHE_SECONDS = 60.0
-_STAGES = ("AWSCURRENT", "AWSPREVIOUS")
+# A rotation's overlap needs two; more would only lengthen every delivery's header.
+MOST_KEYS = 4
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
@@ -50,8 +50,8 @@ def key_of(secret: str) -> bytes:
 
 
 class Signer:
-    """Signs with the versions of `secret_id` that are valid now, read through
-    `client_for("secretsmanager")` and kept for a minute."""
+    """Signs with the keys that `secret_id` holds now, read through `client_for("secretsmanager")` and
+    kept for a minute (shared/targets/kept.py)."""
 
     def __init__(
         self,
@@ -64,12 +64,13 @@ class Signer:
     ) -> None:
         self._client_for = client_for
         self._secret_id = secret_id
-        self._cache_seconds = cache_seconds
-        self._clock = clock
         self._wall_clock = wall_clock
-        self._lock = threading.Lock()
-        self._kept: tuple[float, tuple[str, ...]] | None = None
-        self.reads = 0
+        self._kept: Kept[str, tuple[str, ...]] = Kept(seconds=cache_seconds, clock=clock)
+
+    @property
+    def reads(self) -> int:
+        """Calls to Secrets Manager, for the cost figures (bench)."""
+        return self._kept.reads
 
     def headers(self, message_id: str, body: bytes) -> dict[str, str]:
         """webhook-id, webhook-timestamp and webhook-signature for one delivery of `body`.
@@ -88,40 +89,41 @@ class Signer:
         }
 
     def secrets(self) -> tuple[str, ...]:
-        """The signing secrets valid now, current first."""
-        now = self._clock()
-        with self._lock:
-            if self._kept is not None and now - self._kept[0] < self._cache_seconds:
-                return self._kept[1]
-        secrets = self._read()
-        with self._lock:
-            self._kept = (now, secrets)
-        return secrets
+        """The signing secrets valid now, the newest first."""
+        return self._kept.get(self._secret_id, self._read)
 
     def known_values(self) -> list[str]:
         """What error texts must not show: each secret, with and without its prefix."""
-        with self._lock:
-            secrets = self._kept[1] if self._kept else ()
-        return [form for secret in secrets for form in (secret, secret.removeprefix(SECRET_PREFIX))]
+        return [
+            form
+            for secrets in self._kept.values()
+            for secret in secrets
+            for form in (secret, secret.removeprefix(SECRET_PREFIX))
+        ]
 
     def _read(self) -> tuple[str, ...]:
-        client = self._client_for("secretsmanager")
-        found: list[str] = []
-        for stage in _STAGES:
-            self.reads += 1
-            try:
-                answer = client.get_secret_value(SecretId=self._secret_id, VersionStage=stage)
-            except ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code", "UnknownError")
-                if stage != "AWSCURRENT" and code == "ResourceNotFoundException":
-                    continue  # never rotated, or the overlap is over
-                raise TargetError(f"the signing secret could not be read ({code})") from exc
-            except BotoCoreError as exc:
-                raise TargetError(f"the signing secret could not be read ({type(exc).__name__})") from exc
-            secret = str(answer.get("SecretString", ""))
-            try:
-                key_of(secret)
-            except ValueError as exc:
-                raise TargetError(f"the signing secret's {stage} version is not whsec_<base64>") from exc
-            found.append(secret)
-        return tuple(dict.fromkeys(found))
+        try:
+            answer = self._client_for("secretsmanager").get_secret_value(SecretId=self._secret_id)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "UnknownError")
+            raise TargetError(f"the signing secret could not be read ({code})") from exc
+        except BotoCoreError as exc:
+            raise TargetError(f"the signing secret could not be read ({type(exc).__name__})") from exc
+        return secrets_of(str(answer.get("SecretString", "")))
+
+
+def secrets_of(value: str) -> tuple[str, ...]:
+    """The signing secrets in the secret's value: one, or during a rotation the new one and the old,
+    separated by spaces (or newlines). Raises TargetError for a value that holds none, or one that
+    is not whsec_<base64>, without showing it."""
+    found = tuple(dict.fromkeys(value.split()))
+    if not found:
+        raise TargetError("the signing secret is empty")
+    if len(found) > MOST_KEYS:
+        raise TargetError(f"the signing secret holds {len(found)} keys; at most {MOST_KEYS} sign")
+    for n, secret in enumerate(found, start=1):
+        try:
+            key_of(secret)
+        except ValueError as exc:
+            raise TargetError(f"the signing secret's key {n} of {len(found)} is not whsec_<base64>") from exc
+    return found

@@ -49,7 +49,7 @@ def check_http_target(target: HttpTarget, *, allow_private: bool) -> None:
         raise InvalidInput(f"target url host {host} is a {reason}; use a public address", field=URL_FIELD)
     if parts.scheme == "http" and not (allow_private and _is_loopback_host(host)):
         raise InvalidInput(
-            f"target url '{target.url}' must use https (plain http is allowed only to loopback "
+            f"target url '{_shown(target.url)}' must use https (plain http is allowed only to loopback "
             "in the local stack)",
             field=URL_FIELD,
         )
@@ -67,16 +67,16 @@ def _split(url: str) -> SplitResult:
         parts = urlsplit(url)
         port_ok = parts.port is None or parts.port > 0
     except ValueError as exc:
-        raise InvalidInput(f"target url '{url}' is not a valid url: {exc}", field=URL_FIELD) from exc
+        raise InvalidInput(f"target url '{_shown(url)}' is not a valid url: {exc}", field=URL_FIELD) from exc
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput(f"target url '{url}' must be https://host/...", field=URL_FIELD)
+        raise InvalidInput(f"target url '{_shown(url)}' must be https://host/...", field=URL_FIELD)
     if parts.username is not None or parts.password is not None:
         raise InvalidInput(
             f"target url for host {parts.hostname} must not carry credentials; send them in headers",
             field=URL_FIELD,
         )
     if not port_ok:
-        raise InvalidInput(f"target url '{url}' has port 0", field=URL_FIELD)
+        raise InvalidInput(f"target url '{_shown(url)}' has port 0", field=URL_FIELD)
     if "%" in parts.hostname:
         # A zone id ("fe80::1%25eth0") picks a network interface of whichever host sends.
         raise InvalidInput(
@@ -84,6 +84,13 @@ def _split(url: str) -> SplitResult:
             field=URL_FIELD,
         )
     return parts
+
+
+def _shown(url: str) -> str:
+    """`url` as a refusal quotes it: without its query, whose values may be secrets (and the
+    answer may be logged)."""
+    before, _, query = url.partition("?")
+    return before + ("?***" if query else "")
 
 
 def _named(character: str) -> str:

@@ -65,8 +65,9 @@ def upgrade_listing(
 def reseal_headers_command(
     table: str, key: str, profile: str | None, region: str | None, endpoint_url: str | None
 ) -> None:
-    """Seal the inline header values of jobs stored before sealing. Safe to stop and to run again:
-    it writes only targets that still hold a plain value, each conditional on the target read."""
+    """Seal the inline header values and url queries of jobs stored before sealing. Safe to stop and
+    to run again: it writes only targets that still hold a plain value, each conditional on the
+    target read."""
     import boto3  # noqa: PLC0415  # only the table commands need DynamoDB and KMS themselves
 
     from shared.api.sealing import HeaderSealer  # noqa: PLC0415
@@ -76,4 +77,4 @@ def reseal_headers_command(
     sealer = HeaderSealer(session.client("kms", endpoint_url=endpoint_url), key)
     client: Any = session.client("dynamodb", endpoint_url=endpoint_url)
     done = reseal_headers(client, table, sealer.sealed)
-    click.echo(f"done: {done.scanned} items read, {done.sealed} jobs' header values sealed")
+    click.echo(f"done: {done.scanned} items read, {done.sealed} jobs' header values and queries sealed")

@@ -1,6 +1,6 @@
-"""Jobs stored before sealing, their inline header values in clear, sealed in place by `sundial
-reseal-headers` on the emulator (docs/operations.md, "Sealed header values"): afterwards no item
-holds a value in clear, the worker opens each to what was stored, and a second run writes nothing."""
+"""Jobs stored before sealing, their inline header values and url queries in clear, sealed in place
+by `sundial reseal-headers` on the emulator (docs/operations.md, "Sealed header values"): afterwards
+no item holds a value in clear, the worker opens each to what was stored, and a second run writes nothing."""
 
 from __future__ import annotations
 
@@ -42,8 +42,9 @@ def test_the_cli_seals_older_plain_values_once(
 ) -> None:
     table = resources.table_name
     older = _job(HttpTarget(type="http", url="https://example.com/hook", headers=PLAIN))
+    query_only = _job(HttpTarget(type="http", url="https://example.com/hook?api_key=older-q-71e0"))
     other = _job(PythonTarget(type="python", handler="noop"))
-    for job in (older, other):
+    for job in (older, query_only, other):
         dynamodb.put_item(TableName=table, Item=items.job_to_item(job, "w0"))
     kms = boto3.client("kms", **aws)
     key = kms.describe_key(KeyId="alias/sundial-headers")["KeyMetadata"]["Arn"]
@@ -52,15 +53,21 @@ def test_the_cli_seals_older_plain_values_once(
     result = CliRunner().invoke(cli, [*args, "--region", aws["region_name"]])
 
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[-1] == "done: 2 items read, 1 jobs' header values sealed"
-    assert "older-9c2d" not in json.dumps(table_items(dynamodb, table))
-    target = JobStore(dynamodb, table, FixedClock(NOW)).get(older.id).target
+    assert result.output.splitlines()[-1] == "done: 3 items read, 2 jobs' header values and queries sealed"
+    stored = json.dumps(table_items(dynamodb, table))
+    assert "older-9c2d" not in stored and "older-q-71e0" not in stored
+    store = JobStore(dynamodb, table, FixedClock(NOW))
+    query_target = store.get(query_only.id).target
+    assert isinstance(query_target, HttpTarget) and query_target.sealed_query is not None
+    assert query_target.url == "https://example.com/hook?api_key=***"
+    opener = HeaderOpener(lambda service: kms)
+    assert opener.query(query_target.sealed_query, query_only.id) == "api_key=older-q-71e0"
+    target = store.get(older.id).target
     assert isinstance(target, HttpTarget)
     assert isinstance(target.headers["Authorization"], Sealed) and isinstance(
         target.headers["X-Team"], Sealed
     )
     assert target.headers["Accept"] == "application/json"
-    opener = HeaderOpener(lambda service: kms)
     opened = {
         n: opener.value(n, v, older.id) if isinstance(v, Sealed) else v for n, v in target.headers.items()
     }

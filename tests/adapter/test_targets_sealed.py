@@ -1,13 +1,10 @@
-"""Inline header values sealed with a key of the emulator's KMS, as the API stores them, and opened
-only at delivery: the target still gets the plain value, a copy into another job opens nothing, and
-an older item's plain value still goes out."""
+"""Inline header values and url queries sealed with a key of the emulator's KMS, as the API stores
+them, and opened only at delivery: the target still gets the plain value, a copy into another job
+opens nothing, and an older item's plain value still goes out."""
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -24,6 +21,7 @@ from shared.targets import (
     deliver,
 )
 from shared.targets.models import masked
+from tests.support.receivers import Receiver
 
 JOB = "01JD0000000000000000000000"
 OTHER_JOB = "01JD0000000000000000000001"
@@ -40,48 +38,14 @@ def _delivery(job_id: str = JOB) -> Delivery:
     )
 
 
-class _Echo(BaseHTTPRequestHandler):
-    """Records each request's headers; /echo answers 500 with them, as a careless target might."""
-
-    server: _Server
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.headers.append(dict(self.headers.items()))
-        text = json.dumps(dict(self.headers.items())).encode() if self.path.startswith("/echo") else b""
-        self.send_response(500 if text else 204)
-        self.send_header("Content-Length", str(len(text)))
-        self.end_headers()
-        self.wfile.write(text)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    headers: list[dict[str, str]]
-
-
-@pytest.fixture
-def server() -> Iterator[_Server]:
-    made = _Server(("127.0.0.1", 0), _Echo)
-    made.headers = []
-    thread = threading.Thread(target=made.serve_forever, daemon=True)
-    thread.start()
-    yield made
-    made.shutdown()
-    made.server_close()
-
-
 @pytest.fixture
 def opener(aws: dict[str, Any]) -> HeaderOpener:
     kms = boto3.client("kms", **aws)
     return HeaderOpener(lambda service: kms)
 
 
-def _target(server: _Server, path: str = "/hook", **headers: Any) -> HttpTarget:
-    url = f"http://127.0.0.1:{server.server_address[1]}{path}"
-    return HttpTarget(type="http", url=url, headers=headers)
+def _target(receiver: Receiver, path: str = "/hook", **headers: Any) -> HttpTarget:
+    return HttpTarget(type="http", url=receiver.url(path), headers=headers)
 
 
 def _sealed(sealer: HeaderSealer, target: HttpTarget, job_id: str) -> HttpTarget:
@@ -96,9 +60,9 @@ def _deliver(target: HttpTarget, opener: HeaderOpener | None, job_id: str = JOB)
 
 
 def test_a_sealed_value_is_ciphertext_in_the_item_and_plain_at_the_target(
-    header_sealer: HeaderSealer, opener: HeaderOpener, server: _Server
+    header_sealer: HeaderSealer, opener: HeaderOpener, receiver: Receiver
 ) -> None:
-    plain = _target(server, Authorization=TOKEN, **{"Content-Type": "application/json"})
+    plain = _target(receiver, Authorization=TOKEN, **{"Content-Type": "application/json"})
 
     sealed = _sealed(header_sealer, plain, JOB)
 
@@ -113,26 +77,26 @@ def test_a_sealed_value_is_ciphertext_in_the_item_and_plain_at_the_target(
     _deliver(sealed, opener)
     _deliver(sealed, opener)
 
-    assert [h["Authorization"] for h in server.headers] == [TOKEN, TOKEN]
+    assert [r.headers["Authorization"] for r in receiver.received] == [TOKEN, TOKEN]
     assert opener.reads == 1  # the retry's value came from the minute's cache
 
 
 def test_a_sealed_value_copied_into_another_job_does_not_open(
-    header_sealer: HeaderSealer, opener: HeaderOpener, server: _Server
+    header_sealer: HeaderSealer, opener: HeaderOpener, receiver: Receiver
 ) -> None:
-    sealed = _sealed(header_sealer, _target(server, Authorization=TOKEN), JOB)
+    sealed = _sealed(header_sealer, _target(receiver, Authorization=TOKEN), JOB)
 
     with pytest.raises(TargetError) as failure:
         _deliver(sealed, opener, job_id=OTHER_JOB)
 
     assert "header Authorization" in failure.value.reason and "could not be opened" in failure.value.reason
-    assert server.headers == []
+    assert receiver.received == []
 
 
 def test_an_opened_value_that_the_target_echoes_is_scrubbed_from_the_error(
-    header_sealer: HeaderSealer, opener: HeaderOpener, server: _Server
+    header_sealer: HeaderSealer, opener: HeaderOpener, receiver: Receiver
 ) -> None:
-    sealed = _sealed(header_sealer, _target(server, "/echo", Authorization=TOKEN), JOB)
+    sealed = _sealed(header_sealer, _target(receiver, "/echo", Authorization=TOKEN), JOB)
 
     with pytest.raises(TargetError) as failure:
         _deliver(sealed, opener)
@@ -141,18 +105,80 @@ def test_an_opened_value_that_the_target_echoes_is_scrubbed_from_the_error(
     assert "sealed-token" not in failure.value.reason
 
 
-def test_a_plain_value_stored_before_sealing_still_goes_out(server: _Server) -> None:
-    older = HttpTarget.model_validate_json(json.dumps(_target(server, Authorization=TOKEN).model_dump()))
+def test_a_plain_value_stored_before_sealing_still_goes_out(receiver: Receiver) -> None:
+    older = HttpTarget.model_validate_json(json.dumps(_target(receiver, Authorization=TOKEN).model_dump()))
 
     _deliver(older, None)
 
-    assert server.headers[0]["Authorization"] == TOKEN
+    assert receiver.received[0].headers["Authorization"] == TOKEN
 
 
 def test_a_sealed_value_without_an_opener_fails_naming_the_header(
-    header_sealer: HeaderSealer, server: _Server
+    header_sealer: HeaderSealer, receiver: Receiver
 ) -> None:
-    sealed = _sealed(header_sealer, _target(server, Authorization=TOKEN), JOB)
+    sealed = _sealed(header_sealer, _target(receiver, Authorization=TOKEN), JOB)
 
     with pytest.raises(TargetError, match="header Authorization is sealed"):
         _deliver(sealed, None)
+
+
+QUERY = "api_key=query-secret-2b7c&note=caf%C3%A9+au+lait&empty="
+
+
+def test_a_sealed_query_is_masked_in_the_item_and_sent_as_created(
+    header_sealer: HeaderSealer, opener: HeaderOpener, receiver: Receiver
+) -> None:
+    plain = _target(receiver, f"/hook?{QUERY}")
+
+    sealed = _sealed(header_sealer, plain, JOB)
+
+    stored = sealed.model_dump_json()
+    assert "query-secret" not in stored and "lait" not in stored
+    assert sealed.url.endswith("/hook?api_key=***&note=***&empty=***")
+    assert isinstance(sealed.sealed_query, Sealed)
+    assert HttpTarget.model_validate_json(stored) == sealed
+    shown = masked(sealed)
+    assert isinstance(shown, HttpTarget) and "sealed_query" not in shown.model_dump()
+    assert shown.url == sealed.url
+
+    _deliver(sealed, opener)
+    _deliver(sealed, opener)
+
+    assert [r.path for r in receiver.received] == [f"/hook?{QUERY}"] * 2
+    assert opener.reads == 1
+
+
+def test_a_query_the_target_echoes_is_scrubbed_encoded_and_decoded(
+    header_sealer: HeaderSealer, opener: HeaderOpener, receiver: Receiver
+) -> None:
+    sealed = _sealed(header_sealer, _target(receiver, f"/echo?{QUERY}"), JOB)
+
+    with pytest.raises(TargetError) as failure:
+        _deliver(sealed, opener)
+
+    assert "HTTP 500" in failure.value.reason and '"path": "/echo?' in failure.value.reason
+    for shown in ("query-secret", "caf%C3%A9", "café au lait"):
+        assert shown not in failure.value.reason
+
+
+def test_a_sealed_query_copied_into_another_job_does_not_open(
+    header_sealer: HeaderSealer, opener: HeaderOpener, receiver: Receiver
+) -> None:
+    sealed = _sealed(header_sealer, _target(receiver, f"/hook?{QUERY}"), JOB)
+
+    with pytest.raises(TargetError, match="the url's query: its sealed value could not be opened"):
+        _deliver(sealed, opener, job_id=OTHER_JOB)
+    with pytest.raises(TargetError, match="the url's query is sealed"):
+        _deliver(sealed, None)
+
+    assert receiver.received == []
+
+
+def test_a_query_stored_before_sealing_still_goes_out_and_is_scrubbed(receiver: Receiver) -> None:
+    older = _target(receiver, f"/echo?{QUERY}")
+
+    with pytest.raises(TargetError) as failure:
+        _deliver(older, None)
+
+    assert [r.path for r in receiver.received] == [f"/echo?{QUERY}"]
+    assert "query-secret" not in failure.value.reason

@@ -6,10 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import threading
 import uuid
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -28,6 +25,7 @@ from shared.targets import (
     aws_client_config,
     deliver,
 )
+from tests.support.receivers import Receiver
 
 DELIVERY = Delivery(
     job_id="01JD0000000000000000000000",
@@ -36,43 +34,6 @@ DELIVERY = Delivery(
     idempotency_key="01JD0000000000000000000000:2026-12-01T09:00:00Z",
     payload={"report": "daily", "n": 1, "name": "Zoë"},
 )
-
-
-class _Echo(BaseHTTPRequestHandler):
-    """Records each request; /echo answers 500 with every header it got, as a careless target might."""
-
-    server: _Server
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.requests.append({"headers": dict(self.headers.items()), "body": body})
-        if self.path.startswith("/echo"):
-            text = json.dumps(dict(self.headers.items())).encode()
-            self.send_response(500)
-        else:
-            text = b"fine"
-            self.send_response(200)
-        self.send_header("Content-Length", str(len(text)))
-        self.end_headers()
-        self.wfile.write(text)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    requests: list[dict[str, Any]]
-
-
-@pytest.fixture
-def server() -> Iterator[_Server]:
-    made = _Server(("127.0.0.1", 0), _Echo)
-    made.requests = []
-    thread = threading.Thread(target=made.serve_forever, daemon=True)
-    thread.start()
-    yield made
-    made.shutdown()
-    made.server_close()
 
 
 class _Clock:
@@ -127,16 +88,12 @@ def _keys(aws: dict[str, Any], signing_arn: str, clock: _Clock | None = None) ->
     )
 
 
-def _url(server: _Server, path: str = "/hook") -> str:
-    return f"http://127.0.0.1:{server.server_address[1]}{path}"
-
-
 def _deliver(target: Any, keys: DeliveryKeys, clients: Any = None) -> None:
     deliver(target, DELIVERY, timeout_seconds=5, clients=clients, allow_private=True, keys=keys)
 
 
 def test_references_are_read_at_delivery_and_the_delivery_verifies(
-    aws: dict[str, Any], server: _Server, signing: tuple[str, str], secretsmanager: Any, ssm: Any
+    aws: dict[str, Any], receiver: Receiver, signing: tuple[str, str], secretsmanager: Any, ssm: Any
 ) -> None:
     plain = _new_secret(secretsmanager, "Bearer plain-7f3a")
     keyed = _new_secret(secretsmanager, json.dumps({"user": "u", "token": "keyed-91bc"}))
@@ -145,7 +102,7 @@ def test_references_are_read_at_delivery_and_the_delivery_verifies(
     parameter = ssm.get_parameter(Name=name)["Parameter"]["ARN"]
     target = HttpTarget(
         type="http",
-        url=_url(server),
+        url=receiver.url(),
         headers={
             "Authorization": SecretRef(secret=plain),
             "X-Token": SecretRef(secret=keyed, json_key="token"),
@@ -156,69 +113,79 @@ def test_references_are_read_at_delivery_and_the_delivery_verifies(
 
     _deliver(target, _keys(aws, signing[0]))
 
-    [request] = server.requests
-    headers = request["headers"]
+    [request] = receiver.received
+    headers = request.headers
     assert (headers["Authorization"], headers["X-Token"], headers["X-Param"]) == (
         "Bearer plain-7f3a",
         "keyed-91bc",
         "param-5d2e",
     )
     assert headers["webhook-id"] == f"{DELIVERY.idempotency_key}:{DELIVERY.attempt}"
-    assert Webhook(signing[1]).verify(request["body"], headers) == DELIVERY.payload
+    assert Webhook(signing[1]).verify(request.body, headers) == DELIVERY.payload
 
 
 def test_a_tampered_body_and_an_old_timestamp_fail_verification(
-    aws: dict[str, Any], server: _Server, signing: tuple[str, str]
+    aws: dict[str, Any], receiver: Receiver, signing: tuple[str, str]
 ) -> None:
-    target = HttpTarget(type="http", url=_url(server))
+    target = HttpTarget(type="http", url=receiver.url())
     keys = _keys(aws, signing[0])
     _deliver(target, keys)
     assert keys.signer is not None
     stale = DeliveryKeys(signer=Signer(_client_for(aws), signing[0], wall_clock=lambda: 1_700_000_000.0))
     _deliver(target, stale)
 
-    fresh, old = server.requests
-    receiver = Webhook(signing[1])
-    receiver.verify(fresh["body"], fresh["headers"])
+    fresh, old = receiver.received
+    webhook = Webhook(signing[1])
+    webhook.verify(fresh.body, fresh.headers)
     with pytest.raises(WebhookVerificationError):
-        receiver.verify(fresh["body"].replace(b"daily", b"never"), fresh["headers"])
+        webhook.verify(fresh.body.replace(b"daily", b"never"), fresh.headers)
     with pytest.raises(WebhookVerificationError):
-        receiver.verify(old["body"], old["headers"])  # a replay long after it was signed
+        webhook.verify(old.body, old.headers)  # a replay long after it was signed
     with pytest.raises(WebhookVerificationError):
-        Webhook(_signing_secret()).verify(fresh["body"], fresh["headers"])
+        Webhook(_signing_secret()).verify(fresh.body, fresh.headers)
 
 
 def test_during_a_rotation_both_secrets_sign_and_either_verifies(
-    aws: dict[str, Any], server: _Server, signing: tuple[str, str], secretsmanager: Any
+    aws: dict[str, Any], receiver: Receiver, signing: tuple[str, str], secretsmanager: Any
 ) -> None:
     arn, old = signing
     clock = _Clock()
     keys = _keys(aws, arn, clock)
-    target = HttpTarget(type="http", url=_url(server))
+    target = HttpTarget(type="http", url=receiver.url())
     _deliver(target, keys)
     new = _signing_secret()
-    secretsmanager.put_secret_value(SecretId=arn, SecretString=new)  # AWSPREVIOUS is now the old one
+    # The rotation as docs/operations.md gives it: the new key first, the old one after it.
+    secretsmanager.put_secret_value(SecretId=arn, SecretString=f"{new} {old}")
 
     _deliver(target, keys)  # within the cache: still the old secret alone
     clock.now += 61
     _deliver(target, keys)
-    # The overlap ends when the previous version loses its label.
-    previous = secretsmanager.describe_secret(SecretId=arn)["VersionIdsToStages"]
-    [old_version] = [version for version, stages in previous.items() if "AWSPREVIOUS" in stages]
-    secretsmanager.update_secret_version_stage(
-        SecretId=arn, VersionStage="AWSPREVIOUS", RemoveFromVersionId=old_version
-    )
+    secretsmanager.put_secret_value(SecretId=arn, SecretString=new)  # the overlap ends
     clock.now += 61
     _deliver(target, keys)
 
-    before, cached, overlap, after = server.requests
-    assert [len(r["headers"]["webhook-signature"].split(" ")) for r in server.requests] == [1, 1, 2, 1]
+    before, cached, overlap, after = receiver.received
+    assert [len(r.headers["webhook-signature"].split(" ")) for r in receiver.received] == [1, 1, 2, 1]
     for request in (before, cached, overlap):
-        Webhook(old).verify(request["body"], request["headers"])
+        Webhook(old).verify(request.body, request.headers)
     for request in (overlap, after):
-        Webhook(new).verify(request["body"], request["headers"])
+        Webhook(new).verify(request.body, request.headers)
     with pytest.raises(WebhookVerificationError):
-        Webhook(old).verify(after["body"], after["headers"])
+        Webhook(old).verify(after.body, after.headers)
+    assert keys.signer is not None and keys.signer.reads == 3  # one read a minute, whatever it holds
+
+
+def test_a_signing_secret_holding_a_bad_key_fails_the_attempt_without_showing_it(
+    aws: dict[str, Any], receiver: Receiver, signing: tuple[str, str], secretsmanager: Any
+) -> None:
+    arn, old = signing
+    secretsmanager.put_secret_value(SecretId=arn, SecretString=f"{old} not!base64")
+
+    with pytest.raises(TargetError) as caught:
+        _deliver(HttpTarget(type="http", url=receiver.url()), _keys(aws, arn))
+
+    assert str(caught.value) == "the signing secret's key 2 of 2 is not whsec_<base64>"
+    assert receiver.received == []
 
 
 def test_an_sqs_envelope_carries_a_signature_over_the_rest_of_it(
@@ -243,10 +210,10 @@ def test_an_sqs_envelope_carries_a_signature_over_the_rest_of_it(
 
 
 def test_a_reference_that_cannot_be_read_fails_the_attempt_before_sending(
-    aws: dict[str, Any], server: _Server, signing: tuple[str, str]
+    aws: dict[str, Any], receiver: Receiver, signing: tuple[str, str]
 ) -> None:
     missing = "arn:aws:secretsmanager:us-east-1:123456789012:secret:nowhere-AbCdEf"
-    target = HttpTarget(type="http", url=_url(server), headers={"Authorization": SecretRef(secret=missing)})
+    target = HttpTarget(type="http", url=receiver.url(), headers={"Authorization": SecretRef(secret=missing)})
 
     with pytest.raises(TargetError) as caught:
         _deliver(target, _keys(aws, signing[0]))
@@ -254,16 +221,16 @@ def test_a_reference_that_cannot_be_read_fails_the_attempt_before_sending(
     assert str(caught.value) == (
         f"header Authorization: secret {missing} could not be read (ResourceNotFoundException)"
     )
-    assert server.requests == []
+    assert receiver.received == []
 
 
 def test_a_secret_is_read_once_a_minute(
-    aws: dict[str, Any], server: _Server, signing: tuple[str, str], secretsmanager: Any
+    aws: dict[str, Any], receiver: Receiver, signing: tuple[str, str], secretsmanager: Any
 ) -> None:
     arn = _new_secret(secretsmanager, "first-4b1c")
     clock = _Clock()
     keys = _keys(aws, signing[0], clock)
-    target = HttpTarget(type="http", url=_url(server), headers={"Authorization": SecretRef(secret=arn)})
+    target = HttpTarget(type="http", url=receiver.url(), headers={"Authorization": SecretRef(secret=arn)})
     assert keys.resolver is not None and keys.signer is not None
 
     for _ in range(3):
@@ -273,19 +240,19 @@ def test_a_secret_is_read_once_a_minute(
     clock.now += 61
     _deliver(target, keys)
 
-    sent = [request["headers"]["Authorization"] for request in server.requests]
+    sent = [request.headers["Authorization"] for request in receiver.received]
     assert sent == ["first-4b1c"] * 4 + ["second-8e2d"]
     assert keys.resolver.reads == 2
-    assert keys.signer.reads == 4  # two stages, read twice
+    assert keys.signer.reads == 2
 
 
 def test_what_a_target_echoes_back_is_scrubbed_of_every_secret(
-    aws: dict[str, Any], server: _Server, signing: tuple[str, str], secretsmanager: Any
+    aws: dict[str, Any], receiver: Receiver, signing: tuple[str, str], secretsmanager: Any
 ) -> None:
     arn = _new_secret(secretsmanager, json.dumps({"token": "json-held-6a0f"}))
     target = HttpTarget(
         type="http",
-        url=_url(server, "/echo?api_key=query-3c9d"),
+        url=receiver.url("/echo?api_key=query-3c9d"),
         headers={"X-Token": SecretRef(secret=arn, json_key="token"), "X-Pass": "inline-2f7e"},
     )
 
@@ -300,14 +267,14 @@ def test_what_a_target_echoes_back_is_scrubbed_of_every_secret(
 
 
 def test_a_secret_with_a_newline_fails_the_attempt_without_showing_it(
-    aws: dict[str, Any], server: _Server, signing: tuple[str, str], secretsmanager: Any
+    aws: dict[str, Any], receiver: Receiver, signing: tuple[str, str], secretsmanager: Any
 ) -> None:
     arn = _new_secret(secretsmanager, "Bearer from-a-file-61d0\n")
-    target = HttpTarget(type="http", url=_url(server), headers={"Authorization": SecretRef(secret=arn)})
+    target = HttpTarget(type="http", url=receiver.url(), headers={"Authorization": SecretRef(secret=arn)})
 
     with pytest.raises(TargetError) as caught:
         _deliver(target, _keys(aws, signing[0]))
 
     assert "holds a control character" in str(caught.value)
     assert "from-a-file" not in str(caught.value)
-    assert server.requests == []
+    assert receiver.received == []

@@ -338,14 +338,21 @@ def test_a_reference_not_of_an_arn_aws_issues_is_refused(
     assert stored() == []
 
 
-def test_url_query_values_are_answered_masked_and_the_mask_is_refused(api: Api, store: JobStore) -> None:
+def test_url_query_values_are_answered_masked_stored_sealed_and_the_mask_is_refused(
+    api: Api, store: JobStore, aws: dict[str, Any]
+) -> None:
     url = "https://hooks.example.com/run?api_key=k-123&team=finance&flag"
     created = api("POST", "/jobs", {"target": {"type": "http", "url": url}, **DAILY})
 
     assert created.status == 201
-    assert created.body["target"]["url"] == "https://hooks.example.com/run?api_key=***&team=***&flag=***"
+    masked_url = "https://hooks.example.com/run?api_key=***&team=***&flag=***"
+    assert created.body["target"]["url"] == masked_url
+    assert "sealed_query" not in created.body["target"]
     stored_target = store.get(created.body["id"]).target
-    assert isinstance(stored_target, HttpTarget) and stored_target.url == url
+    assert isinstance(stored_target, HttpTarget) and stored_target.url == masked_url
+    assert stored_target.sealed_query is not None
+    opener = HeaderOpener(lambda service: boto3.client("kms", **aws))
+    assert opener.query(stored_target.sealed_query, created.body["id"]) == "api_key=k-123&team=finance&flag"
     echoed = api("POST", "/jobs", {"target": created.body["target"], **DAILY})
     assert (echoed.status, echoed.body["field"]) == (400, "target.url")
 

@@ -1,9 +1,9 @@
 """No secret value leaves where it belongs: after deliveries with references and inline values through
 the API and worker handlers on the emulator, the table, the logs and every answer are scanned for them.
 
-A referenced value belongs in Secrets Manager or SSM only. An inline value is kept in the job item's
-target sealed with the stage's KMS key, which the worker alone opens: no item holds it in clear. A url's
-query is the job's own, kept in its target's url and nowhere else.
+A referenced value belongs in Secrets Manager or SSM only. An inline value, and a url's query, are kept
+in the job item's target sealed with the stage's KMS key, which the worker alone opens: no item holds
+either in clear.
 """
 
 from __future__ import annotations
@@ -11,10 +11,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-import threading
-import uuid
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -26,43 +23,11 @@ from local_stack.resources import Resources, ensure_signing_secret
 from shared import constants as c
 from tests.functions.conftest import Answer, api_event, invoke_api, table_items
 from tests.functions.test_worker import run, sqs_event, take
+from tests.support.receivers import Receiver, references
 
 REFERENCED = {"sm": "sm-value-1f7c9a", "json": "json-value-82be04", "ssm": "ssm-value-c3d5e1"}
 INLINE = {"X-Pass": "inline-pass-5a91", "X-Signature": "inline-sig-77d0"}
 QUERY_SECRET = "query-key-e4a2b8"
-
-
-class _Echo(BaseHTTPRequestHandler):
-    """/fail answers 500 with every header it was sent; anything else answers 204."""
-
-    server: _Server
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.requests.append((dict(self.headers.items()), body))
-        text = json.dumps(dict(self.headers.items())).encode() if self.path.startswith("/fail") else b""
-        self.send_response(500 if text else 204)
-        self.send_header("Content-Length", str(len(text)))
-        self.end_headers()
-        self.wfile.write(text)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    requests: list[tuple[dict[str, str], bytes]]
-
-
-@pytest.fixture
-def server() -> Iterator[_Server]:
-    made = _Server(("127.0.0.1", 0), _Echo)
-    made.requests = []
-    thread = threading.Thread(target=made.serve_forever, daemon=True)
-    thread.start()
-    yield made
-    made.shutdown()
-    made.server_close()
 
 
 @pytest.fixture
@@ -77,21 +42,8 @@ def signing(env: Resources, aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.fixture
-def references(aws: dict[str, Any]) -> dict[str, dict[str, str]]:
-    secretsmanager = boto3.client("secretsmanager", **aws)
-    ssm = boto3.client("ssm", **aws)
-    name = uuid.uuid4().hex
-    plain = secretsmanager.create_secret(Name=f"plain-{name}", SecretString=REFERENCED["sm"])["ARN"]
-    keyed = secretsmanager.create_secret(
-        Name=f"keyed-{name}", SecretString=json.dumps({"token": REFERENCED["json"]})
-    )["ARN"]
-    ssm.put_parameter(Name=f"/scan/{name}", Value=REFERENCED["ssm"], Type="SecureString")
-    parameter = ssm.get_parameter(Name=f"/scan/{name}")["Parameter"]["ARN"]
-    return {
-        "Authorization": {"secret": plain},
-        "X-Token": {"secret": keyed, "json_key": "token"},
-        "X-Param": {"secret": parameter},
-    }
+def headers_referring(aws: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return references(aws, REFERENCED["sm"], REFERENCED["json"], REFERENCED["ssm"])
 
 
 @pytest.fixture
@@ -115,20 +67,19 @@ def test_no_secret_value_is_in_any_answer_log_line_history_row_or_table_item(
     env: Resources,
     sqs: Any,
     dynamodb: Any,
-    server: _Server,
+    receiver: Receiver,
     signing: str,
-    references: dict[str, dict[str, str]],
+    headers_referring: dict[str, dict[str, str]],
     logs: Callable[[], str],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    port = server.server_address[1]
     answers: list[Answer] = []
 
     def api(method: str, path: str, body: Any = None) -> Answer:
         answers.append(invoke_api(api_event(method, path, body)))
         return answers[-1]
 
-    headers = {**references, **INLINE}
+    headers = {**headers_referring, **INLINE}
     ids = [
         api(
             "POST",
@@ -136,7 +87,7 @@ def test_no_secret_value_is_in_any_answer_log_line_history_row_or_table_item(
             {
                 "target": {
                     "type": "http",
-                    "url": f"http://127.0.0.1:{port}{path}?key={QUERY_SECRET}",
+                    "url": receiver.url(f"{path}?key={QUERY_SECRET}"),
                     "headers": headers,
                 },
                 "max_retries": 0,
@@ -153,24 +104,25 @@ def test_no_secret_value_is_in_any_answer_log_line_history_row_or_table_item(
 
     # The deliveries happened, with the real values, signed.
     assert sorted(answer.body["status"] for answer in answers[2:6:2]) == ["dead", "succeeded"]
-    assert len(server.requests) == 2
-    for sent, body in server.requests:
-        assert (sent["Authorization"], sent["X-Token"], sent["X-Param"]) == tuple(REFERENCED.values())
-        assert sent["X-Pass"] == INLINE["X-Pass"]
-        Webhook(signing).verify(body, sent)
+    assert len(receiver.received) == 2
+    for sent in receiver.received:
+        assert [sent.headers[name] for name in ("Authorization", "X-Token", "X-Param")] == list(
+            REFERENCED.values()
+        )
+        assert sent.headers["X-Pass"] == INLINE["X-Pass"]
+        assert sent.path.endswith(f"?key={QUERY_SECRET}")  # sent as created
+        Webhook(signing).verify(sent.body, sent.headers)
     failed_run = next(
         answer for answer in answers if answer.body.get("runs") and "HTTP 500" in json.dumps(answer.body)
     )
     assert "X-Pass" in json.dumps(failed_run.body)  # the echo reached the history, scrubbed
 
     items = table_items(dynamodb, env.table_name)
-    outside_job_targets = json.dumps([{k: v for k, v in item.items() if k != "target"} for item in items])
     job_targets = [json.loads(item["target"]["S"]) for item in items if "target" in item]
     seen = {
         "answers": json.dumps([answer.body for answer in answers]),
         "logs": "\n".join([logs(), worker_logs.out, worker_logs.err]),
-        "table items": outside_job_targets,
-        "job targets' headers": json.dumps([target["headers"] for target in job_targets]),
+        "table items": json.dumps(items),
     }
     secrets = [*REFERENCED.values(), *INLINE.values(), QUERY_SECRET, signing, signing.removeprefix("whsec_")]
     assert "HTTP 500 from" in seen["logs"]  # the failure was logged, so the scan covers its text
@@ -179,15 +131,24 @@ def test_no_secret_value_is_in_any_answer_log_line_history_row_or_table_item(
     assert len(job_targets) == 2
     for target in job_targets:
         assert all(set(target["headers"][name]) == {"sealed"} for name in INLINE)
-        assert QUERY_SECRET not in json.dumps(target["headers"]) and QUERY_SECRET in target["url"]
+        assert target["url"].endswith("?key=***") and set(target["sealed_query"]) == {"sealed"}
 
 
-def test_a_client_cannot_send_a_sealed_value(api: Any, stored: Callable[[], list[dict[str, Any]]]) -> None:
+@pytest.mark.parametrize(
+    ("sent", "field"),
+    [
+        ({"headers": {"X-Pass": {"sealed": "AAAA"}}}, "target.headers.X-Pass"),
+        ({"sealed_query": {"sealed": "AAAA"}}, "target.sealed_query"),
+    ],
+)
+def test_a_client_cannot_send_a_sealed_value(
+    api: Any, stored: Callable[[], list[dict[str, Any]]], sent: dict[str, Any], field: str
+) -> None:
     before = stored()
-    target = {"type": "http", "url": "https://example.com/hook", "headers": {"X-Pass": {"sealed": "AAAA"}}}
+    target = {"type": "http", "url": "https://example.com/hook?key=value", **sent}
 
     answer = api("POST", "/jobs", {"target": target})
 
     assert answer.status == 400
-    assert "target.headers.X-Pass" in json.dumps(answer.body)
+    assert answer.body["field"] == field
     assert stored() == before
