@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import click
 
+from sundial.commands.connection import global_connection_options
 from sundial.commands.exits import SundialGroup
 from sundial.commands.jobs import jobs
 from sundial.commands.preview import preview
@@ -31,9 +32,15 @@ LOCAL_STACK_COMMANDS = {
 def cli() -> None:
     """Sundial: schedule jobs on a deployed or a local Sundial, or run one on this machine.
 
+    The connection options (--api, --stack, --profile, --region, --timeout) go before the command
+    or after it.
+
     Exit codes: 0 ok, 1 usage or invalid input, 2 not found, 3 conflict, 4 authentication or
-    permission, 5 server error, throttling or network.
+    permission, 5 server error, throttling or network; 130 when Ctrl-C stops it.
     """
+
+
+global_connection_options(cli)
 
 
 @cli.command()
