@@ -8,7 +8,7 @@ API commands never load the emulator. A new command group is one `cli.add_comman
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import click
 
@@ -62,11 +62,19 @@ def _local_stack_command(name: str, summary: str) -> click.Command:
     )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def command(args: tuple[str, ...]) -> int:
-        from local_stack.cli import main as local_stack_main  # noqa: PLC0415
-
-        return local_stack_main([name, *args])
+        return _local_stack_main()([name, *args])
 
     return command
+
+
+def _local_stack_main() -> Callable[[list[str]], int]:
+    try:
+        from local_stack.cli import main as local_stack_main  # noqa: PLC0415
+    except ImportError as exc:  # `pip install .` leaves the emulator and the handlers' libraries out
+        raise SystemExit(
+            f"sundial: the local stack needs what `pip install '.[local]'` adds ({exc.name} is missing)"
+        ) from None
+    return local_stack_main
 
 
 cli.add_command(jobs)
@@ -83,9 +91,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in LOCAL_STACK_COMMANDS:
         # Exactly the arguments given, untouched by click's parsing.
-        from local_stack.cli import main as local_stack_main  # noqa: PLC0415
-
-        sys.exit(local_stack_main(args))
+        sys.exit(_local_stack_main()(args))
     cli.main(args, prog_name="sundial", complete_var=COMPLETE_VAR)
 
 

@@ -159,3 +159,28 @@ def test_the_route_answers_stats_and_is_in_the_openapi_document(env: Resources) 
     assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "StatsView"
     )
+
+
+def test_a_job_dated_in_the_past_is_late_from_its_creation_not_its_instant() -> None:
+    years_ago = NOW - 6 * 365 * 86_400_000
+    starts = [
+        # Created at NOW for an instant six years before: it could not start before NOW.
+        Start(started_at=NOW + 500, scheduled_at=years_ago, attempt=1, created_at=NOW),
+        # Created before its instant: late from the instant, as always.
+        Start(started_at=NOW + 1_200, scheduled_at=NOW + 1_000, attempt=1, created_at=NOW - 5_000),
+    ]
+    view = executions(starts, NOW + 30_000)
+    assert (view.lateness_p50_ms, view.lateness_p99_ms) == (200, 500)
+
+
+def test_the_census_dates_each_start_by_its_jobs_creation(
+    emulator: Emulator, resources: Resources, dynamodb: Any
+) -> None:
+    table = resources.table_name
+    _put_job(dynamodb, table, "H" * 26, JobStatus.SUCCEEDED, run_at=1_577_836_800_000)  # 2020-01-01
+    # Created at NOW - 60 s (_put_job), started 1 s after: 1000 ms late, not six years.
+    _put_run(dynamodb, table, "H" * 26, 1_577_836_800_000, NOW - 59_000)
+
+    stats = _service(emulator, resources, FixedClock(NOW)).stats()
+
+    assert (stats.executions.starts, stats.executions.lateness_p99_ms) == (1, 1000)
