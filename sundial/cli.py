@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from sundial.commands.connection import global_connection_options
+from sundial.commands.connection import GIVEN_BEFORE, global_connection_options
 from sundial.commands.exits import SundialGroup
 from sundial.commands.jobs import jobs
 from sundial.commands.preview import preview
@@ -62,6 +62,10 @@ def _local_stack_command(name: str, summary: str) -> click.Command:
     )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def command(args: tuple[str, ...]) -> int:
+        before = click.get_current_context().meta.get(GIVEN_BEFORE, {})
+        # `sundial --api URL smoke`: the one connection option the local stack's commands take.
+        if name == "smoke" and "api" in before and "--api" not in args:
+            args = ("--api", before["api"], *args)
         return _local_stack_main()([name, *args])
 
     return command

@@ -149,6 +149,8 @@ def test_smoke_and_console_read_the_api_url_from_the_environment() -> None:
     smoke = run("smoke", env=env)
     # Past the --api check: the URL came from the environment, and a local API needs its emulator.
     assert smoke.returncode == 1 and "--endpoint-url" in smoke.stderr and "required" not in smoke.stderr
+    before = run("--api", "http://127.0.0.1:9", "smoke")
+    assert before.returncode == 1 and "--endpoint-url" in before.stderr and "required" not in before.stderr
     port = str(free_port())
     console = subprocess.Popen(
         [str(SCRIPT), "console", "--port", port],
