@@ -26,7 +26,7 @@ def _put_job(dynamodb: Any, table: str, job_id: str, status: JobStatus, **fields
         id=job_id,
         status=status,
         target=PythonTarget(type="python", handler="noop"),
-        created_at=NOW - 60_000,
+        created_at=fields.pop("created_at", NOW - 60_000),
         updated_at=NOW - 30_000,
         **fields,
     )
@@ -59,7 +59,8 @@ def test_counts_dead_jobs_and_starts_come_from_one_census_kept_for_its_max_age(
 ) -> None:
     table = resources.table_name
     _put_job(dynamodb, table, "A" * 26, JobStatus.PENDING, priority="high", due_at=NOW - 5_000)
-    _put_job(dynamodb, table, "B" * 26, JobStatus.SUCCEEDED, priority="low")
+    # Created before its runs: a start is late from its instant, or from its job's creation if later.
+    _put_job(dynamodb, table, "B" * 26, JobStatus.SUCCEEDED, priority="low", created_at=NOW - 3 * 3600_000)
     dead_run = RunSummary(scheduled_at=NOW - 90_000, attempt=1, status=RunStatus.DEAD, error="boom")
     _put_job(dynamodb, table, "C" * 26, JobStatus.DEAD, priority="high", last_run=dead_run)
     _put_run(dynamodb, table, "B" * 26, NOW - 120_000, NOW - 119_900)  # 100 ms late, two minutes ago
