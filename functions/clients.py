@@ -28,6 +28,7 @@ from shared.targets import (
     Signer,
     aws_client_config,
 )
+from shared.targets.registry import import_handler_modules
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -75,7 +76,11 @@ def reset() -> None:
 
 @lazy
 def settings() -> Settings:
-    return Settings()
+    """Read once per cold start, which also loads one's own python handlers: a module that cannot
+    be imported fails the cold start, not the first attempt that names one of its handlers."""
+    config = Settings()
+    import_handler_modules(config.handler_modules)
+    return config
 
 
 class Clients:

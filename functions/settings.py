@@ -43,8 +43,14 @@ class Settings(BaseSettings):
     # The KMS key that seals inline header values: the API encrypts with it, the worker decrypts.
     # The deployed stack always sets it; the API refuses to start without it.
     header_key_arn: str | None = Field(default=None, validation_alias=c.ENV_HEADER_KEY_ARN)
+    # Modules of one's own python handlers (docs/handlers.md), comma-separated.
+    handlers: str = Field(default="", validation_alias=c.ENV_HANDLERS)
     # Lambda names the log stream after the execution environment: the worker's identity in run history.
     worker_id: str = Field(default="local", validation_alias="AWS_LAMBDA_LOG_STREAM_NAME")
+
+    @property
+    def handler_modules(self) -> list[str]:
+        return [name.strip() for name in self.handlers.split(",") if name.strip()]
 
     @property
     def ready_indexes(self) -> frozenset[str] | None:

@@ -61,20 +61,33 @@ def source_files(root: Path) -> Iterator[Path]:
                 yield path
 
 
+def copied_files(root: Path, extra: Sequence[Path] = ()) -> Iterator[tuple[Path, Path]]:
+    """Each file the asset holds, with its place in the asset: `root`'s packages, then each `extra`
+    package directory or module file (one's own handlers) at the asset's top level."""
+    for path in source_files(root):
+        yield path, path.relative_to(root)
+    for source in extra:
+        paths = sorted(source.rglob("*")) if source.is_dir() else [source]
+        for path in paths:
+            relative = path.relative_to(source.parent)
+            if path.is_file() and not _ignored(relative):
+                yield path, relative
+
+
 def _ignored(relative: Path) -> bool:
     return any(fnmatch(part, pattern) for part in relative.parts for pattern in _IGNORED)
 
 
-def asset_hash(root: Path) -> str:
+def asset_hash(root: Path, extra: Sequence[Path] = ()) -> str:
     digest = hashlib.sha256()
     digest.update(" ".join(pip_arguments(REQUIREMENTS, "<target>")).encode())
-    for path in source_files(root):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+    for path, relative in copied_files(root, extra):
+        digest.update(relative.as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
-def build(root: Path, output_dir: Path) -> None:
+def build(root: Path, output_dir: Path, extra: Sequence[Path] = ()) -> None:
     """Installs the pinned dependencies for the Lambda platform, then copies the sources.
 
     Raises RuntimeError with pip's output when the install fails.
@@ -85,19 +98,20 @@ def build(root: Path, output_dir: Path) -> None:
         raise RuntimeError(f"bundling the Lambda code failed: {' '.join(command)}\n{result.stderr}")
     # Console scripts carry a shebang pointing at the host's interpreter; the runtime never uses them.
     shutil.rmtree(output_dir / "bin", ignore_errors=True)
-    for path in source_files(root):
-        destination = output_dir / path.relative_to(root)
+    for path, relative in copied_files(root, extra):
+        destination = output_dir / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, destination)
 
 
 @jsii.implements(ILocalBundling)
 class LocalBundling:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, extra: Sequence[Path] = ()) -> None:
         self._root = root
+        self._extra = tuple(extra)
 
     def try_bundle(self, output_dir: str, *_args: Any, **_options: Any) -> bool:
-        build(self._root, Path(output_dir))
+        build(self._root, Path(output_dir), self._extra)
         return True
 
 
@@ -112,15 +126,16 @@ def _docker_command() -> Sequence[str]:
     ]
 
 
-def code_asset(root: Path = ROOT) -> lambda_.Code:
+def code_asset(root: Path = ROOT, extra: Sequence[Path] = ()) -> lambda_.Code:
+    """`extra`: one's own handler packages, which only local bundling copies in (it always runs)."""
     return lambda_.Code.from_asset(
         str(root),
         asset_hash_type=AssetHashType.CUSTOM,
-        asset_hash=asset_hash(root),
+        asset_hash=asset_hash(root, extra),
         bundling=BundlingOptions(
             image=RUNTIME.bundling_image,
             platform="linux/arm64",
             command=list(_docker_command()),
-            local=LocalBundling(root),
+            local=LocalBundling(root, extra),
         ),
     )

@@ -17,6 +17,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.bundling import ARCHITECTURE, RUNTIME, code_asset
+from infra.handlers import handler_sources
 from infra.nag import acknowledge
 from infra.queues import JobQueues
 from infra.settings import Settings
@@ -63,10 +64,14 @@ class Functions(Construct):
         settings: Settings,
     ) -> None:
         super().__init__(scope, construct_id)
-        code = code_asset()
+        code = code_asset(extra=handler_sources(settings.handlers))
         environment = _environment(table.table_name, queues, settings)
         made = {name: self._function(name, spec, code, environment) for name, spec in _SPECS.items()}
         self.api, self.scheduler, self.worker = made["Api"], made["Scheduler"], made["Worker"]
+        if settings.handlers:
+            # The API checks a python target's handler at create, the worker runs it.
+            for function in (self.api, self.worker):
+                function.add_environment(c.ENV_HANDLERS, ",".join(settings.handlers))
         self._bound_scheduler(settings.scheduler_reserved_concurrency)
         for name, fn in made.items():
             grant_table(fn, table, TABLE_ACCESS[name])

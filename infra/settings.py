@@ -10,6 +10,7 @@ from typing import Any
 
 from constructs import Node
 
+from infra.handlers import HANDLERS_KEY, checked_modules
 from shared.constants import FILTER_INDEXES, LIST_INDEX_NAME, MAX_DUE_SHARDS, History, Precision, Priority
 
 PREFIX = "sundial:"
@@ -119,6 +120,8 @@ class Settings:
     listing_backfilled: bool = True
     # The alarm on a recurring job whose occurrences die: this many in a row.
     dead_occurrences_in_a_row: int = DEFAULT_DEAD_IN_A_ROW
+    # Modules of one's own python handlers, bundled with the functions (infra/handlers.py).
+    handlers: tuple[str, ...] = ()
 
     @property
     def ready_indexes(self) -> tuple[str, ...]:
@@ -157,6 +160,7 @@ class Settings:
             list_indexes=_list_indexes(node),
             listing_backfilled=_boolean(node, LISTING_BACKFILLED_KEY, default=True),
             dead_occurrences_in_a_row=_integer(node, DEAD_IN_A_ROW_KEY, DEFAULT_DEAD_IN_A_ROW, minimum=1),
+            handlers=checked_modules(_string_list(node, HANDLERS_KEY)),
         )
 
 

@@ -19,12 +19,14 @@ from local_stack.options import (
     EPHEMERAL_ENV,
     STATE_DIR_ENV,
     LocalOptions,
+    handler_modules,
     state_dir,
 )
 from local_stack.signals import Interrupted, Signals, say
 from local_stack.state.directory import StateError
 from local_stack.state.tables_on_disk import TablesOnDisk
 from shared import constants as c
+from sundial.commands.connection import API_URL_ENV
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -151,6 +153,7 @@ def _local_options(args: argparse.Namespace) -> LocalOptions:
         workers=args.workers,
         allow_private=args.allow_private,
         state_dir=None if args.endpoint_url else state_dir(given, ephemeral),
+        handlers=handler_modules(args.handlers),
     )
 
 
@@ -190,6 +193,13 @@ def _parser() -> argparse.ArgumentParser:
         default=True,
         help="let http targets reach loopback and private addresses",
     )
+    local.add_argument(
+        "--handlers",
+        metavar="MODULES",
+        default=os.environ.get(c.ENV_HANDLERS) or None,
+        help="modules of your own python handlers, comma-separated (docs/handlers.md), importable from "
+        f"the working directory, PYTHONPATH or this environment; also ${c.ENV_HANDLERS}",
+    )
     _state_options(local)
     _fault_options(local, from_environment=False)
     _smoke_options(
@@ -199,11 +209,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _smoke_options(smoke: argparse.ArgumentParser) -> None:
+    api = os.environ.get(API_URL_ENV) or None
     smoke.add_argument(
         "--api",
-        required=True,
+        required=api is None,
+        default=api,
         help="the API's base URL: an execute-api URL with its stage (signed with your AWS credentials) "
-        "or the local stack's",
+        f"or the local stack's; also ${API_URL_ENV}",
     )
     smoke.add_argument(
         "--stack",

@@ -35,9 +35,12 @@ def use_emulator(environ: MutableMapping[str, str] = os.environ) -> str:
     return region
 
 
-def handler_settings(resources: Resources, endpoint_url: str, *, allow_private: bool) -> dict[str, str]:
+def handler_settings(
+    resources: Resources, endpoint_url: str, *, allow_private: bool, handlers: tuple[str, ...] = ()
+) -> dict[str, str]:
     """What functions/settings.py reads, once per process, at the handlers' first call."""
     return {
+        c.ENV_HANDLERS: ",".join(handlers),
         c.ENV_TABLE_NAME: resources.table_name,
         c.ENV_QUEUE_URL_HIGH: resources.queue_urls[c.Priority.HIGH],
         c.ENV_QUEUE_URL_MEDIUM: resources.queue_urls[c.Priority.MEDIUM],

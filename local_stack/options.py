@@ -29,6 +29,7 @@ class LocalOptions:
     workers: int = DEFAULT_WORKERS
     allow_private: bool = True
     state_dir: Path | None = None  # None: the emulator keeps its tables in memory only
+    handlers: tuple[str, ...] = ()  # modules of one's own python handlers (docs/handlers.md)
 
 
 def state_dir(
@@ -55,3 +56,8 @@ def pool_sizes(workers: int) -> dict[c.Priority, int]:
     """Splits `workers` jobs at once between the queues by POOL_WEIGHTS, at least one each."""
     total = sum(POOL_WEIGHTS.values())
     return {priority: max(1, workers * weight // total) for priority, weight in POOL_WEIGHTS.items()}
+
+
+def handler_modules(given: str | None) -> tuple[str, ...]:
+    """`my_package,other.module` as the module names, in order."""
+    return tuple(name.strip() for name in (given or "").split(",") if name.strip())

@@ -12,6 +12,7 @@ import dataclasses
 import importlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from local_stack.state.tables_on_disk import holds_state
 from local_stack.ticker import Ticker
 from shared import constants as c
 from shared.clock import SystemClock
+from shared.targets.registry import import_handler_modules, registered_handlers
 
 logger = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -123,8 +125,13 @@ def _serve(
     if recover:
         with signals.doing("handing on the attempts in flight when the last local stack stopped"):
             _hand_on_in_flight(resources, endpoint_url, region)
-    os.environ.update(handler_settings(resources, endpoint_url, allow_private=options.allow_private))
+    os.environ.update(
+        handler_settings(
+            resources, endpoint_url, allow_private=options.allow_private, handlers=options.handlers
+        )
+    )
     with signals.doing("loading the handlers and starting the API"):
+        _import_own_handlers(options.handlers)
         api, scheduler, worker = (_handler(name) for name in ("api", "scheduler", "worker"))
         server = make_server(HOST, options.port, Gateway(api), threaded=True)
         # Before any thread of ours starts: from here a signal stops them through `stop`.
@@ -180,6 +187,19 @@ def _hand_on_in_flight(resources: Resources, endpoint_url: str, region: str) -> 
         done.running,
         time.monotonic() - started,
     )
+
+
+def _import_own_handlers(modules: tuple[str, ...]) -> None:
+    """Imported now, as a cold start would, so that a module that cannot be imported stops the start.
+    The working directory comes first on the path, as for `python -m`."""
+    if not modules:
+        return
+    sys.path.insert(0, os.getcwd())
+    try:
+        import_handler_modules(modules)
+    except ValueError as exc:
+        raise SystemExit(f"sundial local: --handlers: {exc}") from None
+    logger.info("python handlers: %s", ", ".join(registered_handlers()))
 
 
 def _handler(function: str) -> Handler:

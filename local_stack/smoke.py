@@ -114,11 +114,16 @@ def _wait_and_check(
         if report.check(job is not None and done(job), f"the {kind} job {what}", shown):
             _check_runs(api, kind, job_id, report)
     if "failing" in created:
-        letter = _poll(lambda: deployment.take_dead_letter(created["failing"]), bool, deadline)
+        search = _poll(
+            lambda: deployment.take_dead_letter(created["failing"], deadline),
+            lambda found: found.found is not None,
+            deadline,
+        )
+        letter = search.found
         report.check(
             letter is not None and letter.get("attempts") == 2,
             "the dead job's message is on the dead-letter queue (and is removed)",
-            letter,
+            f"found {letter}, looked for attempts 2" if letter is not None else search.looked_for(),
         )
 
 

@@ -4,6 +4,7 @@ dead-letter queue and, when it can reach them, its alarms."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,36 @@ class Api(SundialClient):
                 self.signer.credentials()
             except Unauthorized as exc:
                 raise SystemExit(f"sundial smoke: {exc}") from None
+
+
+# Long enough for a search through a queue of many dead jobs; a search that dies leaves the others
+# hidden for this long at most.
+SEARCH_VISIBILITY_SECONDS = 120
+
+
+@dataclass
+class DeadLetterSearch:
+    job_id: str
+    queue_url: str
+    found: dict[str, Any] | None = None
+    others_read: int = 0
+    exhausted: bool = False
+
+    def looked_for(self) -> str:
+        """What the search looked for, and where it stopped."""
+        ended = "the queue held no more" if self.exhausted else "it ran out of time"
+        return (
+            f"looked for the message whose job_id is {self.job_id} on {self.queue_url}: read "
+            f"{self.others_read} others, then {ended}"
+        )
+
+
+def _about(message: dict[str, Any], job_id: str) -> dict[str, Any] | None:
+    try:
+        body = json.loads(message["Body"])
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) and body.get("job_id") == job_id else None
 
 
 @dataclass(frozen=True)
@@ -74,23 +105,50 @@ class Deployment:
         # The local stack has no CloudWatch: there are no alarms to report.
         return cls(url, (), sqs, None)
 
-    def take_dead_letter(self, job_id: str) -> dict[str, Any] | None:
-        """The dead-letter message about this job, deleted once read; None while there is none.
-        Messages about other jobs are left as they were (visible again at once)."""
+    def take_dead_letter(self, job_id: str, deadline: float) -> DeadLetterSearch:
+        """Reads the queue until the message about this job turns up (it is then deleted), the queue
+        has no more, or `deadline` (time.monotonic()) passes. The others read on the way are hidden
+        while the search lasts, so that each receive brings new ones, and made visible again after."""
+        search = DeadLetterSearch(job_id, self.dead_letter_queue_url)
+        others: list[str] = []
+        try:
+            while search.found is None and time.monotonic() < deadline:
+                messages = self._receive()
+                if not messages:
+                    search.exhausted = True
+                    break
+                for message in messages:
+                    letter = _about(message, job_id) if search.found is None else None
+                    if letter is None:
+                        others.append(message["ReceiptHandle"])
+                        continue
+                    search.found = letter
+                    self.sqs.delete_message(
+                        QueueUrl=self.dead_letter_queue_url, ReceiptHandle=message["ReceiptHandle"]
+                    )
+        finally:
+            search.others_read = len(others)
+            self._show_again(others)
+        return search
+
+    def _receive(self) -> list[dict[str, Any]]:
+        # Long polling asks every SQS server, so an empty answer means an empty queue.
         answer = self.sqs.receive_message(
-            QueueUrl=self.dead_letter_queue_url, MaxNumberOfMessages=10, VisibilityTimeout=0
+            QueueUrl=self.dead_letter_queue_url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=SEARCH_VISIBILITY_SECONDS,
+            WaitTimeSeconds=1,
         )
-        for message in answer.get("Messages", []):
-            try:
-                body = json.loads(message["Body"])
-            except ValueError:
-                continue
-            if isinstance(body, dict) and body.get("job_id") == job_id:
-                self.sqs.delete_message(
-                    QueueUrl=self.dead_letter_queue_url, ReceiptHandle=message["ReceiptHandle"]
-                )
-                return body
-        return None
+        messages: list[dict[str, Any]] = answer.get("Messages", [])
+        return messages
+
+    def _show_again(self, receipts: list[str]) -> None:
+        for start in range(0, len(receipts), 10):
+            entries = [
+                {"Id": str(n), "ReceiptHandle": receipt, "VisibilityTimeout": 0}
+                for n, receipt in enumerate(receipts[start : start + 10])
+            ]
+            self.sqs.change_message_visibility_batch(QueueUrl=self.dead_letter_queue_url, Entries=entries)
 
     def alarm_states(self) -> dict[str, str]:
         if self.cloudwatch is None or not self.alarm_names:

@@ -164,6 +164,8 @@ ENV_HISTORY: Final = "SUNDIAL_HISTORY"
 # The stage's signing secret (docs/operations.md: the signing secret); unset, deliveries go unsigned.
 ENV_SIGNING_SECRET_ARN: Final = "SUNDIAL_SIGNING_SECRET_ARN"
 ENV_HEADER_KEY_ARN: Final = "SUNDIAL_HEADER_KEY_ARN"
+# Modules of python handlers of one's own, comma-separated, imported at cold start (docs/handlers.md).
+ENV_HANDLERS: Final = "SUNDIAL_HANDLERS"
 # The due index's shard count, and the count before a change (readers cover both until rows moved).
 ENV_DUE_SHARDS: Final = "SUNDIAL_DUE_SHARDS"
 ENV_DUE_SHARDS_BEFORE: Final = "SUNDIAL_DUE_SHARDS_BEFORE"

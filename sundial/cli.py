@@ -8,10 +8,11 @@ API commands never load the emulator. A new command group is one `cli.add_comman
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import click
 
+from sundial.commands.connection import GIVEN_BEFORE, global_connection_options
 from sundial.commands.exits import SundialGroup
 from sundial.commands.jobs import jobs
 from sundial.commands.preview import preview
@@ -31,9 +32,15 @@ LOCAL_STACK_COMMANDS = {
 def cli() -> None:
     """Sundial: schedule jobs on a deployed or a local Sundial, or run one on this machine.
 
+    The connection options (--api, --stack, --profile, --region, --timeout) go before the command
+    or after it.
+
     Exit codes: 0 ok, 1 usage or invalid input, 2 not found, 3 conflict, 4 authentication or
-    permission, 5 server error, throttling or network.
+    permission, 5 server error, throttling or network; 130 when Ctrl-C stops it.
     """
+
+
+global_connection_options(cli)
 
 
 @cli.command()
@@ -55,11 +62,23 @@ def _local_stack_command(name: str, summary: str) -> click.Command:
     )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def command(args: tuple[str, ...]) -> int:
-        from local_stack.cli import main as local_stack_main  # noqa: PLC0415
-
-        return local_stack_main([name, *args])
+        before = click.get_current_context().meta.get(GIVEN_BEFORE, {})
+        # `sundial --api URL smoke`: the one connection option the local stack's commands take.
+        if name == "smoke" and "api" in before and "--api" not in args:
+            args = ("--api", before["api"], *args)
+        return _local_stack_main()([name, *args])
 
     return command
+
+
+def _local_stack_main() -> Callable[[list[str]], int]:
+    try:
+        from local_stack.cli import main as local_stack_main  # noqa: PLC0415
+    except ImportError as exc:  # `pip install .` leaves the emulator and the handlers' libraries out
+        raise SystemExit(
+            f"sundial: the local stack needs what `pip install '.[local]'` adds ({exc.name} is missing)"
+        ) from None
+    return local_stack_main
 
 
 cli.add_command(jobs)
@@ -76,9 +95,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in LOCAL_STACK_COMMANDS:
         # Exactly the arguments given, untouched by click's parsing.
-        from local_stack.cli import main as local_stack_main  # noqa: PLC0415
-
-        sys.exit(local_stack_main(args))
+        sys.exit(_local_stack_main()(args))
     cli.main(args, prog_name="sundial", complete_var=COMPLETE_VAR)
 
 

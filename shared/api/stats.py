@@ -141,7 +141,7 @@ class StatsService:
             ],
             dead_total=len(dead),
             queues=[self._queue(priority, now_ms) for priority in PRIORITIES],
-            executions=executions(census.starts, counted_at),
+            executions=executions(census.dated_starts(), counted_at),
         )
 
     def _fresh_census(self, now_ms: int) -> tuple[int, Census]:
@@ -179,7 +179,8 @@ class StatsService:
 
 def executions(starts: Iterable[Start], counted_at: int) -> ExecutionsView:
     """Starts per minute over the WINDOW_MINUTES minutes up to `counted_at`'s minute, and the start
-    lateness (start minus scheduled instant) of first attempts: a retry starts late by design."""
+    lateness of first attempts (Start.lateness_ms: from the scheduled instant, or from the job's
+    creation when it was dated in the past): a retry starts late by design."""
     last_minute = counted_at // MINUTE_MS
     first_minute = last_minute - WINDOW_MINUTES + 1
     counts = [0] * WINDOW_MINUTES
@@ -189,7 +190,7 @@ def executions(starts: Iterable[Start], counted_at: int) -> ExecutionsView:
         if 0 <= slot < WINDOW_MINUTES:
             counts[slot] += 1
             if start.attempt == 1:
-                lateness[slot].append(max(0, start.started_at - start.scheduled_at))
+                lateness[slot].append(start.lateness_ms)
     every = sorted(ms for minute in lateness for ms in minute)
     return ExecutionsView(
         window_minutes=WINDOW_MINUTES,

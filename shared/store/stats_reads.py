@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from shared import constants as c
@@ -30,6 +30,7 @@ _JOB_FIELDS = (
     "last_run",
     "health",
     "consecutive_failures",
+    "created_at",
 )
 _RUN_FIELDS = ("scheduled_at", "started_at", "attempt")
 
@@ -53,6 +54,15 @@ class Start:
     started_at: int
     scheduled_at: int
     attempt: int
+    # When its job was created (None: the job item was not read): a job dated in the past cannot
+    # start before it exists.
+    created_at: int | None = None
+
+    @property
+    def lateness_ms(self) -> int:
+        """Start minus the first instant it could have started: max(scheduled instant, creation)."""
+        could_start = max(self.scheduled_at, self.created_at or self.scheduled_at)
+        return max(0, self.started_at - could_start)
 
 
 @dataclass
@@ -65,6 +75,9 @@ class Census:
     paused: int = 0
     dead: list[DeadJob] = field(default_factory=list)
     starts: list[Start] = field(default_factory=list)
+    # Job id -> when it was created, to date each start's job (its run items carry no creation).
+    created: dict[str, int] = field(default_factory=dict)
+    started_jobs: list[str] = field(default_factory=list)  # the job of each of `starts`
 
     def add(self, other: Census) -> None:
         self.counts.update(other.counts)
@@ -72,6 +85,16 @@ class Census:
         self.paused += other.paused
         self.dead += other.dead
         self.starts += other.starts
+        self.created |= other.created
+        self.started_jobs += other.started_jobs
+
+    def dated_starts(self) -> list[Start]:
+        """The starts, each with its job's creation: the job item and its runs may be read by
+        different segments of the scan, so this is known only once every segment is in."""
+        return [
+            replace(start, created_at=self.created.get(job_id))
+            for start, job_id in zip(self.starts, self.started_jobs, strict=True)
+        ]
 
 
 class StatsReads:
@@ -134,11 +157,15 @@ class StatsReads:
 
 
 def _count(census: Census, values: dict[str, Any]) -> None:
+    job_id = str(values[c.PARTITION_KEY]).removeprefix("JOB#")
     if values[c.SORT_KEY] != items.JOB_SK:
         census.starts.append(
             Start(int(values["started_at"]), int(values["scheduled_at"]), int(values["attempt"]))
         )
+        census.started_jobs.append(job_id)
         return
+    if "created_at" in values:
+        census.created[job_id] = int(values["created_at"])
     census.counts[(str(values["status"]), str(values["priority"]))] += 1
     health = str(values.get("health", Health.OK.value))
     census.health[health] += 1
@@ -146,7 +173,6 @@ def _count(census: Census, values: dict[str, Any]) -> None:
     if values["status"] == JobStatus.DEAD.value or health == Health.DEAD.value:
         last = values.get("last_run")
         error = RunSummary.model_validate_json(last).error if last else None
-        job_id = str(values[c.PARTITION_KEY]).removeprefix("JOB#")
         name = values.get("name")
         in_a_row = (
             int(values.get("consecutive_failures", 0)) if values["status"] != JobStatus.DEAD.value else 0

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from shared.errors import InvalidInput
@@ -32,6 +33,21 @@ def python_handler(name: str) -> Callable[[F], F]:
         return function
 
     return register
+
+
+def import_handler_modules(modules: Iterable[str]) -> None:
+    """Imports each module, whose `@python_handler` functions register themselves as it loads.
+
+    Raises ValueError naming the module when it cannot be imported or registers a name already
+    taken.
+    """
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ValueError(f"python handler module {module!r} cannot be imported: {exc}") from exc
+        except ValueError as exc:
+            raise ValueError(f"python handler module {module!r}: {exc}") from exc
 
 
 def registered_handlers() -> list[str]:

@@ -267,9 +267,10 @@ def _worth_again(status: int, retry_served: bool) -> bool:
 
 
 def _job_path(job_id: str) -> str:
+    """Ids are ULIDs, whose Crockford base 32 ignores case: the API's form is upper case."""
     if not job_id:
         raise ApiError("a job id is required", field="job_id")
-    return "/jobs/" + quote(job_id, safe="")
+    return "/jobs/" + quote(job_id.upper(), safe="")
 
 
 def _query_string(query: Mapping[str, object]) -> str:

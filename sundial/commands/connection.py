@@ -1,4 +1,8 @@
-"""Which API a command talks to: `--api`, `SUNDIAL_API_URL`, or a deployed stack's `ApiUrl` output."""
+"""Which API a command talks to: `--api`, `SUNDIAL_API_URL`, or a deployed stack's `ApiUrl` output.
+
+The options go before the command or after it (`sundial --api URL jobs list`, as with the AWS CLI):
+one given after the command wins over the same one before it, which wins over the environment.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from sundial.client import LOCAL_API_URL, SundialClient, api_url_of_stack
 
@@ -32,15 +37,47 @@ class Connection:
         return SundialClient(url, timeout=self.timeout, profile=self.profile, region=self.region)
 
 
+NAMES = ("api", "stack", "profile", "region", "timeout")
+GIVEN_BEFORE = "sundial.connection"
+
+
 def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Adds --api, --stack, --profile, --region and --timeout; the command receives `connection`."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, api: str | None, stack: str | None, profile: str | None, **kwargs: Any) -> Any:
-        region, timeout = kwargs.pop("region"), kwargs.pop("timeout")
-        return command(*args, connection=Connection(api, stack, profile, region, timeout), **kwargs)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = {name: given_value(name, kwargs.pop(name)) for name in NAMES}
+        return command(*args, connection=Connection(**values), **kwargs)
 
-    options = (
+    for option in reversed(_options()):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def global_connection_options(group: click.Group) -> click.Group:
+    """The same options on the group itself, kept for whichever command runs below it."""
+
+    def keep(context: click.Context, parameter: click.Parameter, value: Any) -> None:
+        if context.get_parameter_source(str(parameter.name)) is ParameterSource.COMMANDLINE:
+            context.meta.setdefault(GIVEN_BEFORE, {})[parameter.name] = value
+
+    for option in _options():
+        group = option(group)  # appended to the group's parameters, in order
+        group.params[-1].callback, group.params[-1].expose_value = keep, False
+    return group
+
+
+def given_value(name: str, value: Any) -> Any:
+    """The value a command option holds, unless it was left unset here and given before the command."""
+    context = click.get_current_context()
+    before: dict[str, Any] = context.meta.get(GIVEN_BEFORE, {})
+    if context.get_parameter_source(name) is ParameterSource.COMMANDLINE or name not in before:
+        return value
+    return before[name]
+
+
+def _options() -> tuple[Callable[[Any], Any], ...]:
+    return (
         click.option(
             "--api",
             envvar=API_URL_ENV,
@@ -63,6 +100,3 @@ def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="seconds per request",
         ),
     )
-    for option in reversed(options):
-        wrapper = option(wrapper)
-    return wrapper

@@ -2,36 +2,45 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from shared.api.models import JobCreate, JobUpdate, JobView
+from shared.api.models import JobCreate, JobList, JobUpdate, JobView, RunList
 from shared.constants import Priority
-from shared.models import Health, JobStatus, OverlapPolicy
+from shared.models import Health, JobStatus, OverlapPolicy, RunStatus
 from shared.schedules import MisfirePolicy
-from sundial.client import SundialClient
+from sundial.client import LOCAL_API_URL, SundialClient
 from sundial.client.bodies import validated
 from sundial.commands import spec
+from sundial.commands.completion import complete_zone, job_id_argument
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import (
     job_details,
     jobs_table,
     output_option,
-    print_items,
     print_one,
+    print_page,
     runs_table,
     watch_options,
 )
 from sundial.commands.output import watch as repeat
+from sundial.commands.paging import collect, paging_options, wanted
+from sundial.commands.remembered import run_at_for_key, state_file
+
+# A job in one of these runs no more: a recurring job's status is its next occurrence's until then.
+FINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.DEAD, JobStatus.CANCELLED})
 
 
 @click.group()
 def jobs() -> None:
     """Create, read, change and run jobs."""
+
+
+# What the API accepts: `allow` is a value of the model that it refuses (docs/api.md).
+OVERLAP_POLICIES = [policy for policy in OverlapPolicy if policy is not OverlapPolicy.ALLOW]
 
 
 def _choice(values: Any) -> click.Choice[str]:
@@ -51,9 +60,19 @@ def job_fields(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--at", "run_at", metavar="INSTANT", help="a one-off's instant, RFC 3339 with an offset"
         ),
-        click.option("--in", "run_in", metavar="DURATION", help="a one-off due in 90s, 10m, 1h30m, 2d"),
         click.option(
-            "--tz", "--timezone", "timezone", metavar="ZONE", help="IANA zone the schedule is read in"
+            "--in",
+            "run_in",
+            metavar="DURATION",
+            help="a one-off due in 90s, 10m, 1h30m, 2d (with --idempotency-key: from the key's first use)",
+        ),
+        click.option(
+            "--tz",
+            "--timezone",
+            "timezone",
+            metavar="ZONE",
+            help="IANA zone the schedule is read in",
+            shell_complete=complete_zone,
         ),
         click.option("--payload", metavar="JSON", help="JSON handed to the target, or @file (@- for stdin)"),
         click.option("--priority", type=_choice(Priority)),
@@ -61,7 +80,7 @@ def job_fields(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--backoff", metavar="SECONDS,...", help="waits before each retry, e.g. 5,30,120"),
         click.option("--timeout-seconds", type=int, help="one attempt's limit in seconds (1-867)"),
         click.option("--misfire-policy", type=_choice(MisfirePolicy)),
-        click.option("--overlap-policy", type=_choice(OverlapPolicy)),
+        click.option("--overlap-policy", type=_choice(OVERLAP_POLICIES)),
         click.option("--start-at", metavar="INSTANT", help="recurring: first instant of the active window"),
         click.option("--end-at", metavar="INSTANT", help="recurring: end of the active window (exclusive)"),
     )
@@ -99,7 +118,11 @@ def _now() -> datetime:
 @job_fields
 @target_flags
 @click.option(
-    "--idempotency-key", metavar="KEY", help="the create's key (default: a new one, kept on retries)"
+    "--idempotency-key",
+    metavar="KEY",
+    help="the create's key (default: a new one, kept on retries). Running the command again with it "
+    "answers the first job; --in then means the instant of the key's first use, remembered for 24 h in "
+    "$XDG_STATE_HOME/sundial (default ~/.local/state/sundial)",
 )
 @output_option
 @connection_options
@@ -107,6 +130,10 @@ def create(
     connection: Connection, output: str, file: str | None, idempotency_key: str | None, **flags: Any
 ) -> None:
     """Create a job from flags, a JSON file, or both (flags override the file's fields)."""
+    if idempotency_key and flags.get("run_in") is not None and flags.get("run_at") is None:
+        where = connection.stack or connection.api or LOCAL_API_URL
+        instant = run_at_for_key(where, idempotency_key, flags["run_in"], _now(), state_file())
+        flags = {**flags, "run_in": None, "run_at": spec.rfc3339(instant)}
     body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now)}
     target = spec.target_from_flags(flags)
     if target is not None:
@@ -116,7 +143,7 @@ def create(
 
 
 @jobs.command()
-@click.argument("job_id")
+@job_id_argument
 @job_fields
 @output_option
 @connection_options
@@ -130,7 +157,7 @@ def update(connection: Connection, output: str, job_id: str, file: str | None, *
 
 
 @jobs.command()
-@click.argument("job_id")
+@job_id_argument
 @output_option
 @watch_options
 @connection_options
@@ -139,7 +166,13 @@ def get(
 ) -> None:
     """Show one job."""
     client = connection.client()
-    repeat(lambda: print_one(client.get_job(job_id), output, job_details), watch, interval, count, output)
+
+    def show() -> JobView:
+        job = client.get_job(job_id)
+        print_one(job, output, job_details)
+        return job
+
+    repeat(show, watch, interval, count, output, final=_is_final)
 
 
 @jobs.command(name="list")
@@ -154,49 +187,40 @@ def get(
     type=_choice(Health),
     help="failing: the last attempt failed or the last occurrence died; dead: the last occurrence died",
 )
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="at most this many jobs"
-)
-@click.option("--all", "every", is_flag=True, help="every job that matches, page after page")
+@paging_options("jobs")
 @output_option
 @watch_options
 @connection_options
 def list_jobs(
     connection: Connection,
     output: str,
-    status: str | None,
-    priority: str | None,
-    name: str | None,
-    name_prefix: str | None,
-    health: str | None,
-    limit: int,
+    max_items: int,
+    starting_token: str | None,
     every: bool,
     watch: bool,
     interval: float,
     count: int | None,
+    **filters: str | None,
 ) -> None:
     """List jobs, newest first; the filters combine."""
     client = connection.client()
+    wanted_items = wanted(max_items, every)
+
+    def page(token: str | None, size: int) -> JobList:
+        return client.list_jobs(**filters, limit=size, next_token=token)
 
     def show() -> None:
-        found = client.iter_jobs(
-            status=status,
-            priority=priority,
-            name=name,
-            page_size=min(limit, 100),
-            health=health,
-            name_prefix=name_prefix,
-        )
-        print_items(list(found if every else itertools.islice(found, limit)), output, jobs_table)
+        found = collect(page, lambda answer: answer.jobs, wanted_items, starting_token)
+        totals = {"total": found.first.total, "total_is_estimate": found.first.total_is_estimate}
+        print_page("jobs", found.items, found.next_token, output, jobs_table, totals)
 
     repeat(show, watch, interval, count, output)
 
 
 @jobs.command()
-@click.argument("job_id")
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="at most this many runs"
-)
+@job_id_argument
+@click.option("--status", type=_choice(RunStatus), help="only the runs that ended so")
+@paging_options("runs")
 @output_option
 @watch_options
 @connection_options
@@ -204,19 +228,34 @@ def runs(
     connection: Connection,
     output: str,
     job_id: str,
-    limit: int,
+    status: str | None,
+    max_items: int,
+    starting_token: str | None,
+    every: bool,
     watch: bool,
     interval: float,
     count: int | None,
 ) -> None:
-    """A job's attempt history, newest first."""
+    """A job's attempt history, newest first. With --watch it stops once the job is final."""
     client = connection.client()
+    wanted_items = wanted(max_items, every)
 
-    def show() -> None:
-        found = client.iter_runs(job_id, page_size=min(limit, 100))
-        print_items(list(itertools.islice(found, limit)), output, runs_table)
+    def page(token: str | None, size: int) -> RunList:
+        return client.list_runs(job_id, limit=size, next_token=token)
 
-    repeat(show, watch, interval, count, output)
+    def show() -> JobView | None:
+        # Read first: a run that ends between the two reads is then in the history printed.
+        job = client.get_job(job_id) if watch else None
+        keep = (lambda run: run.status == status) if status else (lambda _run: True)
+        found = collect(page, lambda answer: answer.runs, wanted_items, starting_token, keep)
+        print_page("runs", found.items, found.next_token, output, runs_table)
+        return job
+
+    repeat(show, watch, interval, count, output, final=lambda job: job is not None and _is_final(job))
+
+
+def _is_final(job: JobView) -> bool:
+    return job.status in FINAL_STATUSES
 
 
 def _action(name: str, call: Callable[[SundialClient, str], JobView], summary: str) -> None:

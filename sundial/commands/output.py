@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 import click
@@ -16,6 +16,9 @@ from pydantic import BaseModel
 from shared.api.models import JobView, RunView
 
 FORMATS = ("table", "json", "jsonl")
+# How a shell reports a command that SIGINT stopped: 128 + 2.
+INTERRUPTED = 130
+T = TypeVar("T")
 ERROR_WIDTH = 60
 
 output_option = click.option(
@@ -39,26 +42,49 @@ def watch_options(command: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         help="seconds between refreshes",
     )(command)
-    return click.option("-w", "--watch", is_flag=True, help="show it again every --interval seconds")(command)
+    return click.option(
+        "-w",
+        "--watch",
+        is_flag=True,
+        help="show it again every --interval seconds; a job's, until it is succeeded, dead or "
+        "cancelled. Ctrl-C exits 130",
+    )(command)
 
 
-def watch(show: Callable[[], None], enabled: bool, interval: float, count: int | None, output: str) -> None:
-    """Shows once, or again every `interval` seconds (`count` times at most; Ctrl-C stops it)."""
+def watch(
+    show: Callable[[], T],
+    enabled: bool,
+    interval: float,
+    count: int | None,
+    output: str,
+    final: Callable[[T], bool] = lambda _shown: False,
+) -> None:
+    """Shows once, or again every `interval` seconds until `final` holds for what was shown (`count`
+    times at most). On a terminal each refresh says when it was read. Ctrl-C exits 130, as a shell
+    reports a command that SIGINT stopped."""
     if not enabled:
         show()
         return
     shown = 0
-    clear = output == "table" and sys.stdout.isatty()
+    terminal = sys.stdout.isatty()
     try:
         while count is None or shown < count:
             if shown:
                 time.sleep(interval)
-            if clear:
+            if terminal and output == "table":
                 click.clear()
-            show()
+            if terminal:
+                click.echo(_refreshed(interval), err=output != "table")
             shown += 1
+            if final(show()):
+                return
     except KeyboardInterrupt:
-        pass
+        raise SystemExit(INTERRUPTED) from None
+
+
+def _refreshed(interval: float) -> str:
+    now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return f"refreshed {now}, every {interval:g} s (Ctrl-C stops)"
 
 
 def print_items(items: Sequence[BaseModel], output: str, table: Callable[[Sequence[Any]], str]) -> None:
@@ -69,6 +95,25 @@ def print_items(items: Sequence[BaseModel], output: str, table: Callable[[Sequen
             click.echo(item.model_dump_json())
     else:
         click.echo(table(items))
+
+
+def print_page(
+    key: str,
+    items: Sequence[BaseModel],
+    next_token: str | None,
+    output: str,
+    table: Callable[[Sequence[Any]], str],
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """A listing: `-o json` prints the API's page object, `{key: [...], "next_token": ...}`, whose
+    token `--starting-token` goes on from; a table says on stderr how to go on."""
+    if output != "json":
+        print_items(items, output, table)
+        if next_token and output == "table":
+            click.echo(f"more {key}: --starting-token {next_token}", err=True)
+        return
+    document = {key: [item.model_dump(mode="json") for item in items], "next_token": next_token}
+    click.echo(json.dumps({**document, **(extra or {})}, indent=2))
 
 
 def print_one(item: BaseModel, output: str, table: Callable[[Any], str]) -> None:

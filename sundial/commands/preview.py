@@ -6,13 +6,22 @@ import click
 
 from shared.api.models import PreviewRequest
 from sundial.client.bodies import validated
+from sundial.commands.completion import complete_zone
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import instants_table, output_option, print_one
 
 
 @click.command()
 @click.argument("schedule")
-@click.option("--tz", "--timezone", "timezone", default="UTC", show_default=True, metavar="ZONE")
+@click.option(
+    "--tz",
+    "--timezone",
+    "timezone",
+    default="UTC",
+    show_default=True,
+    metavar="ZONE",
+    shell_complete=complete_zone,
+)
 @click.option("-n", "--count", type=click.IntRange(1, 100), default=10, show_default=True)
 @click.option("--after", metavar="INSTANT", help="RFC 3339 with an offset [default: now]")
 @output_option

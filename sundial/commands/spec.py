@@ -75,6 +75,10 @@ def duration(text: str) -> timedelta:
     return total
 
 
+def rfc3339(instant: datetime) -> str:
+    return instant.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def backoff(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",")]
@@ -92,8 +96,7 @@ def fields_from_flags(flags: Mapping[str, Any], now: Callable[[], datetime]) -> 
     if flags.get("run_at") is not None:
         fields["run_at"] = flags["run_at"]
     if flags.get("run_in") is not None:
-        instant = now().astimezone(UTC) + duration(flags["run_in"])
-        fields["run_at"] = instant.isoformat(timespec="seconds").replace("+00:00", "Z")
+        fields["run_at"] = rfc3339(now() + duration(flags["run_in"]))
     if flags.get("backoff") is not None:
         fields["backoff"] = backoff(flags["backoff"])
     if flags.get("payload") is not None:

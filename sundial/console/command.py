@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import click
 
+from sundial.commands.connection import API_URL_ENV, given_value
 from sundial.console.server import DEFAULT_PORT, Target, build_server
 
 
 @click.command("console")
 @click.option(
     "--api",
-    "api_url",
-    required=True,
-    help="The API's base URL: an execute-api URL with its stage, or any Sundial API.",
+    envvar=API_URL_ENV,
+    help=f"The API's base URL: an execute-api URL with its stage, or any Sundial API [env {API_URL_ENV}].",
 )
 @click.option("--port", default=DEFAULT_PORT, show_default=True, help="The console's port on 127.0.0.1.")
 @click.option(
@@ -21,8 +21,11 @@ from sundial.console.server import DEFAULT_PORT, Target, build_server
     help="Sign the API calls with SigV4 (default: for execute-api URLs only).",
 )
 @click.option("--region", help="The region to sign for, when the URL does not name one.")
-def console(api_url: str, port: int, sign: bool | None, region: str | None) -> None:
+def console(api: str | None, port: int, sign: bool | None, region: str | None) -> None:
     """Serve the console on loopback, forwarding its API calls (signed for a deployed stage)."""
+    api_url, region = given_value("api", api), given_value("region", region)
+    if not api_url:
+        raise click.UsageError(f"give the API's URL with --api or ${API_URL_ENV}")
     try:
         target = Target.of(api_url, sign, region)
     except ValueError as exc:

@@ -176,7 +176,7 @@ def test_list_filters_and_limits_in_every_format(local_api: str) -> None:
     ids = [created(local_api, "--name", tag, "--in", "1d", "--target-python", "noop")["id"] for _ in range(3)]
     as_json = sundial(local_api, "jobs", "list", "--name", tag, "-o", "json")
     assert as_json.exit_code == 0
-    assert [job["id"] for job in json.loads(as_json.stdout)] == ids[::-1]
+    assert [job["id"] for job in json.loads(as_json.stdout)["jobs"]] == ids[::-1]
 
     as_jsonl = sundial(local_api, "jobs", "list", "--name", tag, "--limit", "2", "-o", "jsonl")
     assert [json.loads(line)["id"] for line in as_jsonl.stdout.splitlines()] == ids[:0:-1]
@@ -197,9 +197,9 @@ def test_list_by_name_prefix_and_health_shows_health(local_api: str) -> None:
     created(local_api, "--name", f"other-{tag}", "--in", "1d", "--target-python", "noop")
 
     prefixed = sundial(local_api, "jobs", "list", "--name-prefix", tag.upper(), "-o", "json")
-    assert [job["id"] for job in json.loads(prefixed.stdout)] == ids[::-1]
+    assert [job["id"] for job in json.loads(prefixed.stdout)["jobs"]] == ids[::-1]
     healthy = sundial(local_api, "jobs", "list", "--name-prefix", tag, "--health", "dead", "-o", "json")
-    assert json.loads(healthy.stdout) == []
+    assert json.loads(healthy.stdout)["jobs"] == []
     as_table = sundial(local_api, "jobs", "list", "--name-prefix", tag)
     header, *rows = as_table.stdout.splitlines()
     assert header.split()[-1] == "HEALTH" and [row.split()[-1] for row in rows] == ["ok", "ok"]
@@ -267,7 +267,7 @@ def test_api_and_stack_together_are_a_usage_error() -> None:
 def test_the_api_url_comes_from_the_environment() -> None:
     with StubApi(default=Reply(200, {"jobs": [], "next_token": None})) as stub:
         result = CliRunner(env={"SUNDIAL_API_URL": stub.url}).invoke(cli, ["jobs", "list", "-o", "json"])
-    assert result.exit_code == 0 and json.loads(result.stdout) == []
+    assert result.exit_code == 0 and json.loads(result.stdout)["jobs"] == []
     assert stub.received[0].path == "/jobs?limit=50"
 
 

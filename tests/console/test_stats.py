@@ -26,7 +26,7 @@ def _put_job(dynamodb: Any, table: str, job_id: str, status: JobStatus, **fields
         id=job_id,
         status=status,
         target=PythonTarget(type="python", handler="noop"),
-        created_at=NOW - 60_000,
+        created_at=fields.pop("created_at", NOW - 60_000),
         updated_at=NOW - 30_000,
         **fields,
     )
@@ -59,7 +59,8 @@ def test_counts_dead_jobs_and_starts_come_from_one_census_kept_for_its_max_age(
 ) -> None:
     table = resources.table_name
     _put_job(dynamodb, table, "A" * 26, JobStatus.PENDING, priority="high", due_at=NOW - 5_000)
-    _put_job(dynamodb, table, "B" * 26, JobStatus.SUCCEEDED, priority="low")
+    # Created before its runs: a start is late from its instant, or from its job's creation if later.
+    _put_job(dynamodb, table, "B" * 26, JobStatus.SUCCEEDED, priority="low", created_at=NOW - 3 * 3600_000)
     dead_run = RunSummary(scheduled_at=NOW - 90_000, attempt=1, status=RunStatus.DEAD, error="boom")
     _put_job(dynamodb, table, "C" * 26, JobStatus.DEAD, priority="high", last_run=dead_run)
     _put_run(dynamodb, table, "B" * 26, NOW - 120_000, NOW - 119_900)  # 100 ms late, two minutes ago
@@ -159,3 +160,28 @@ def test_the_route_answers_stats_and_is_in_the_openapi_document(env: Resources) 
     assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "StatsView"
     )
+
+
+def test_a_job_dated_in_the_past_is_late_from_its_creation_not_its_instant() -> None:
+    years_ago = NOW - 6 * 365 * 86_400_000
+    starts = [
+        # Created at NOW for an instant six years before: it could not start before NOW.
+        Start(started_at=NOW + 500, scheduled_at=years_ago, attempt=1, created_at=NOW),
+        # Created before its instant: late from the instant, as always.
+        Start(started_at=NOW + 1_200, scheduled_at=NOW + 1_000, attempt=1, created_at=NOW - 5_000),
+    ]
+    view = executions(starts, NOW + 30_000)
+    assert (view.lateness_p50_ms, view.lateness_p99_ms) == (200, 500)
+
+
+def test_the_census_dates_each_start_by_its_jobs_creation(
+    emulator: Emulator, resources: Resources, dynamodb: Any
+) -> None:
+    table = resources.table_name
+    _put_job(dynamodb, table, "H" * 26, JobStatus.SUCCEEDED, run_at=1_577_836_800_000)  # 2020-01-01
+    # Created at NOW - 60 s (_put_job), started 1 s after: 1000 ms late, not six years.
+    _put_run(dynamodb, table, "H" * 26, 1_577_836_800_000, NOW - 59_000)
+
+    stats = _service(emulator, resources, FixedClock(NOW)).stats()
+
+    assert (stats.executions.starts, stats.executions.lateness_p99_ms) == (1, 1000)
