@@ -76,12 +76,13 @@ class Operations:
             created_at=now_ms,
             updated_at=now_ms,
         )
-        self._store.put_operation(operation)
+        runner = new_token()  # the API's own: no tick takes the operation before its first slice
+        self._store.put_operation(operation, runner, self._lease())
         logger.info(
             "bulk operation started",
             extra={"operation": operation.id, "action": operation.action.value, "who": who, "filter": chosen},
         )
-        self.advance(operation.id, now_ms + LEASE_MS, INLINE_SLICES)
+        self._run(operation, runner, now_ms + LEASE_MS, INLINE_SLICES)
         return self.get(operation.id)
 
     def get(self, operation_id: str) -> OperationView:
@@ -108,11 +109,16 @@ class Operations:
                 running += 1
         return running
 
-    def advance(self, operation_id: str, deadline_ms: int, slices: int | None = None) -> bool:
-        """Runs slices while this runner holds the lease, until the deadline or `slices` of them;
-        then gives the lease up. True once the operation is done."""
+    def advance(self, operation_id: str, deadline_ms: int) -> bool:
+        """Takes the operation's lease when free and runs slices until the deadline. True once done."""
         runner = new_token()
-        operation = self._store.take_operation(operation_id, runner, self._lease())
+        taken = self._store.take_operation(operation_id, runner, self._lease())
+        return taken is not None and self._run(taken, runner, deadline_ms, None)
+
+    def _run(self, taken: Operation, runner: str, deadline_ms: int, slices: int | None) -> bool:
+        """Runs slices while `runner` holds the lease, until the deadline or `slices` of them; then
+        gives the lease up. True once the operation is done."""
+        operation: Operation | None = taken
         ran = 0
         while operation is not None and operation.state is OperationState.RUNNING:
             if self._clock.now_ms() >= deadline_ms or (slices is not None and ran >= slices):

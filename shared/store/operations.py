@@ -32,11 +32,11 @@ def _pointer_key(operation_id: str) -> dict[str, Any]:
     return {c.PARTITION_KEY: {"S": RUNNING_PK}, c.SORT_KEY: {"S": operation_id}}
 
 
-def _item(operation: Operation, runner: str | None, lease_until: int) -> dict[str, Any]:
+def _item(operation: Operation, runner: str, lease_until: int) -> dict[str, Any]:
     values = {
         "body": operation.model_dump_json(),
         "version": operation.version,
-        "runner": runner or "",
+        "runner": runner,
         "lease_until": lease_until,
         "state": operation.state.value,
         c.TTL_ATTRIBUTE: operation.created_at // 1000 + OPERATION_TTL_SECONDS,
@@ -49,15 +49,15 @@ def _operation(item: dict[str, Any]) -> Operation:
 
 
 class OperationStore(StoreWrites):
-    def put_operation(self, operation: Operation) -> None:
-        """The new operation and its pointer, both or neither."""
+    def put_operation(self, operation: Operation, runner: str, lease_until: int) -> None:
+        """The new operation, its lease `runner`'s, and its pointer: both or neither."""
         pointer = {**_pointer_key(operation.id), **items.serialize({"created_at": operation.created_at})}
         self._client.transact_write_items(
             TransactItems=[
                 {
                     "Put": {
                         "TableName": self._table,
-                        "Item": _item(operation, None, 0),
+                        "Item": _item(operation, runner, lease_until),
                         "ConditionExpression": "attribute_not_exists(#pk)",
                         "ExpressionAttributeNames": {"#pk": c.PARTITION_KEY},
                     }

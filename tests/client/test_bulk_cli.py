@@ -34,7 +34,8 @@ def test_import_creates_each_line_and_again_finds_them_there(local_api: str, tmp
 
     assert first.exit_code == 3, first.output
     assert first.stdout.strip() == "created 3, already there 0, refused 2"
-    assert "line 4: not JSON" in first.stderr and "line 5: jobs[2].schedule:" in first.stderr
+    assert "line 4: not JSON" in first.stderr
+    assert "line 5: cron expression '61 * * * *': minute must be 0-59 (schedule)" in first.stderr
     assert again.stdout.strip() == "created 0, already there 3, refused 2"
     listed = sundial(local_api, "jobs", "list", "--name-prefix", tag, "-o", "json")
     assert sorted(job["name"] for job in json.loads(listed.stdout)) == [f"{tag}-{n}" for n in (1, 2, 4)]

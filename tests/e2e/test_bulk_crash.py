@@ -44,9 +44,9 @@ def _cancel_kill_and_resume(logs: Path, endpoint_url: str) -> None:
     api = Api(url)
     matching = _create(api, f"{tag}-go", MATCHING)
     others = _create(api, f"{tag}", OTHERS)  # shares the name index's partition, not the prefix
-    status, operation = api.call(
-        "POST", "/jobs/actions", {"action": "cancel", "filter": {"name_prefix": f"{tag}-go"}}
-    )
+    # Its answer waits for the first slice, which a loaded machine takes seconds over.
+    body = {"action": "cancel", "filter": {"name_prefix": f"{tag}-go"}}
+    status, operation = api.call("POST", "/jobs/actions", body, timeout=120)
     assert status == 202, operation
 
     def progress() -> dict[str, Any]:

@@ -6,6 +6,9 @@ from typing import Any
 
 import pytest
 
+from functions import clients
+from functions.scheduler import handler as tick
+from local_stack.lambda_context import new_context
 from tests.functions.conftest import Api, load_event
 
 NOOP = {"type": "python", "handler": "noop"}
@@ -140,3 +143,19 @@ def test_an_unknown_operation_is_a_404_and_a_malformed_id_a_400(api: Api) -> Non
     assert api("GET", "/jobs/actions/01JD0000000000000000000000").status == 404
     answer = api("GET", "/jobs/actions/nope")
     assert answer.status == 400 and answer.body["field"] == "operation_id"
+
+
+def test_the_tick_finishes_what_the_api_started(api: Api) -> None:
+    for start in (0, 100):
+        jobs = [_job(f"many-{n}") for n in range(start, start + 100)]
+        assert api("POST", "/jobs/batch", {"jobs": jobs}).body["created"] == 100
+    started = api("POST", "/jobs/actions", {"action": "trigger", "filter": {"name_prefix": "many-"}}).body
+    assert (started["state"], started["done"], started["left"]) == ("running", 100, 100)
+
+    tick(load_event("eventbridge_scheduled.json"), new_context("scheduler", "us-east-1"))
+
+    finished = api("GET", f"/jobs/actions/{started['id']}").body
+    assert (finished["state"], finished["done"], finished["refused"], finished["left"]) == ("done", 200, 0, 0)
+    assert clients.store().running_operations() == []
+    listed = api("GET", "/jobs", query={"limit": "100", "name_prefix": "many-"}).body["jobs"]
+    assert {job["status"] for job in listed} == {"queued"}
