@@ -86,7 +86,7 @@ def get_action(operation_id: OperationId) -> OperationView:
 
 @clients.lazy
 def _operations() -> Operations:
-    return Operations(clients.store(), clients.job_service(), SystemClock())
+    return Operations(clients.store(), clients.job_service(), SystemClock(), threads="bulk-api")
 
 
 def _require_object() -> None:

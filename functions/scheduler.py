@@ -34,7 +34,7 @@ def _scheduler() -> Scheduler:
 
 @clients.lazy
 def _operations() -> Operations:
-    return Operations(clients.store(), clients.acting_service(), SystemClock())
+    return Operations(clients.store(), clients.acting_service(), SystemClock(), threads="bulk-tick")
 
 
 @logger.inject_lambda_context(log_event=False)

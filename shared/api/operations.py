@@ -52,10 +52,12 @@ ACTIONS: dict[BulkAction, Act] = {
 
 
 class Operations:
-    def __init__(self, store: JobStore, service: JobService, clock: Clock) -> None:
+    def __init__(self, store: JobStore, service: JobService, clock: Clock, threads: str = "bulk") -> None:
+        """`threads` names the threads that act on a slice's jobs: after the function running them."""
         self._store = store
         self._service = service
         self._clock = clock
+        self._threads = threads
 
     def start(self, request: ActionRequest, who: str | None) -> OperationView:
         """Stores the operation and runs its first slice. Raises InvalidInput naming the field."""
@@ -139,7 +141,7 @@ class Operations:
             operation = saved
         acting = self._service.for_operation(operation.id)
         act = ACTIONS[operation.action]
-        with ThreadPoolExecutor(max_workers=ACTORS, thread_name_prefix="bulk") as pool:
+        with ThreadPoolExecutor(max_workers=ACTORS, thread_name_prefix=self._threads) as pool:
             outcomes = list(pool.map(lambda job_id: _outcome(act, acting, job_id), operation.slice))
         return self._store.save_operation(self._counted(operation, outcomes), runner, self._lease())
 
