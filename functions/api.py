@@ -18,7 +18,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions import api_errors, api_stats, clients
+from functions import api_bulk, api_errors, api_stats, clients
 from functions import api_openapi as doc
 from shared import constants as c
 from shared.api.models import (
@@ -34,8 +34,6 @@ from shared.api.models import (
     RunList,
 )
 from shared.api.requests import NAME_FILTER_LIMIT
-from shared.api.service import JobService
-from shared.clock import SystemClock
 from shared.errors import InvalidInput, SundialError
 from shared.models import Health, JobStatus
 
@@ -53,6 +51,7 @@ tracer = Tracer(service=c.METRICS_SERVICE)
 app = doc.Resolver(enable_validation=True)
 app.enable_swagger(path="/docs", title=TITLE, version=VERSION, description=DESCRIPTION, tags=doc.TAGS)
 app.include_router(api_stats.router)
+app.include_router(api_bulk.router)
 
 IdempotencyKey = Annotated[
     str | None,
@@ -79,17 +78,7 @@ JobId = Annotated[
 ]
 
 
-@clients.lazy
-def _service() -> JobService:
-    config = clients.settings()
-    return JobService(
-        clients.store(),
-        clients.dispatcher(),
-        SystemClock(),
-        config.allow_private_targets,
-        list_indexes=config.ready_indexes,
-        sealer=clients.header_sealer(),
-    )
+_service = clients.job_service
 
 
 @app.post(

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from shared.api.bodies import check_json_shape
+from shared.api.bodies import check_json_shape, field_name
 from shared.api.models import JOB_ID_EXAMPLE, ErrorBody
 from shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge, SundialError
 
@@ -23,8 +23,6 @@ STATUS_OF: tuple[tuple[type[SundialError], HTTPStatus], ...] = (
     (JobNotFound, HTTPStatus.NOT_FOUND),
     (Conflict, HTTPStatus.CONFLICT),
 )
-# Where Powertools reports a request error; the field is what follows it.
-_SOURCES = ("body", "query", "header", "path", "cookie")
 
 
 def refuse_unreadable(event: APIGatewayProxyEvent) -> dict[str, Any] | None:
@@ -125,24 +123,6 @@ def _whole_body(kind: Any, message: str) -> str:
     if kind in ("model_attributes_type", "dict_type", "model_type"):
         return "the request body must be a JSON object"
     return f"the request body: {message}"
-
-
-def field_name(loc: tuple[Any, ...], body: Any) -> str | None:
-    """("body", "target", "http", "url") → "target.url": a union's tag is not a field the client sent."""
-    parts: list[str] = []
-    node = body
-    for step in loc[1:] if loc[:1] in {(s,) for s in _SOURCES} else loc:
-        if isinstance(node, dict) and step not in node and node.get("type") == step:
-            continue  # the discriminator's value, which pydantic adds to the location
-        parts.append(f"[{step}]" if isinstance(step, int) else f".{step}")
-        node = node.get(step) if isinstance(node, dict) else _item(node, step)
-    return "".join(parts).lstrip(".") or None
-
-
-def _item(node: Any, step: Any) -> Any:
-    if isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-        return node[step]
-    return None
 
 
 _ERROR_EXAMPLES: dict[HTTPStatus, tuple[str, dict[str, Any]]] = {

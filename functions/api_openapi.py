@@ -232,3 +232,51 @@ PREVIEW_EXAMPLES = {
     ),
 }
 PREVIEW = {"next_runs": ["2026-10-31T05:30:00Z", "2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"]}
+
+BATCH_EXAMPLES = {
+    "two": example(
+        "Two jobs, each with its own idempotency key",
+        {
+            "jobs": [
+                {"idempotency_key": "import-1", "name": "a", "target": {"type": "python", "handler": "noop"}},
+                {"idempotency_key": "import-2", "name": "b", "schedule": "rate(5 minutes)"},
+            ]
+        },
+    ),
+}
+BATCH_ANSWER = {
+    "results": [
+        {"index": 0, "status": 201, "job": JOB, "error": None},
+        {
+            "index": 1,
+            "status": 400,
+            "job": None,
+            "error": {"message": "jobs[1].target: Field required", "field": "jobs[1].target"},
+        },
+    ],
+    "created": 1,
+    "existing": 0,
+    "refused": 1,
+}
+ACTION_EXAMPLES = {
+    "filter": example("Cancel every dead job", {"action": "cancel", "filter": {"status": "dead"}}),
+    "ids": example(
+        "Pause two jobs", {"action": "pause", "ids": [JOB_ID_EXAMPLE, "01JDQ8ZK7N4V3M2X1W0Y9T8S7R"]}
+    ),
+}
+OPERATION = {
+    "id": "01JDR0A4M5N6P7Q8R9S0T1V2W3",
+    "action": "cancel",
+    "filter": {"status": "dead"},
+    "ids": None,
+    "state": "running",
+    "done": 100,
+    "refused": 1,
+    "left": 2399,
+    "left_is_estimate": True,
+    "refusals": [{"job_id": JOB_ID_EXAMPLE, "message": f"job '{JOB_ID_EXAMPLE}' not found"}],
+    "who": "arn:aws:sts::111122223333:assumed-role/ops/alice",
+    "created_at": "2026-12-01T09:00:00Z",
+    "updated_at": "2026-12-01T09:00:02.120Z",
+    "finished_at": None,
+}

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
+    from shared.api.service import JobService
+
 T = TypeVar("T")
 D = TypeVar("D", bound=Dispatcher)
 
@@ -203,4 +205,31 @@ def _dispatching(kind: type[D]) -> D:
         SystemClock(),
         config.extra_lead_seconds,
         config.precision,
+    )
+
+
+@lazy
+def job_service() -> JobService:
+    """The API's: it seals inline header values of the jobs it creates."""
+    from shared.api.service import JobService  # noqa: PLC0415  # the worker never loads the service
+
+    config = settings()
+    return JobService(
+        store(),
+        dispatcher(),
+        SystemClock(),
+        config.allow_private_targets,
+        list_indexes=config.ready_indexes,
+        sealer=header_sealer(),
+    )
+
+
+@lazy
+def acting_service() -> JobService:
+    """The tick's, for the bulk operations it advances: it acts on jobs and never creates one."""
+    from shared.api.service import JobService  # noqa: PLC0415  # the worker never loads the service
+
+    config = settings()
+    return JobService(
+        store(), dispatcher(), SystemClock(), config.allow_private_targets, list_indexes=config.ready_indexes
     )

@@ -19,6 +19,9 @@ STAGE_NAME = "v1"
 # malformed bodies before an invocation is paid for, and unknown paths never reach the function.
 ROUTES: Mapping[str, tuple[str, ...]] = {
     "/jobs": ("GET", "POST"),
+    "/jobs/batch": ("POST",),
+    "/jobs/actions": ("POST",),
+    "/jobs/actions/{id}": ("GET",),
     "/jobs/{id}": ("GET", "PATCH", "DELETE"),
     "/jobs/{id}/pause": ("POST",),
     "/jobs/{id}/resume": ("POST",),
@@ -32,7 +35,15 @@ ROUTES: Mapping[str, tuple[str, ...]] = {
 }
 # Methods whose body must be a JSON object. Only its shape is checked here: the function validates
 # the fields and says which one is at fault, so the two can never disagree about a field.
-JSON_BODY_METHODS = frozenset({("/jobs", "POST"), ("/jobs/{id}", "PATCH"), ("/schedules/preview", "POST")})
+JSON_BODY_METHODS = frozenset(
+    {
+        ("/jobs", "POST"),
+        ("/jobs/batch", "POST"),
+        ("/jobs/actions", "POST"),
+        ("/jobs/{id}", "PATCH"),
+        ("/schedules/preview", "POST"),
+    }
+)
 
 
 class JobsApi(Construct):

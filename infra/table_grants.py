@@ -38,8 +38,12 @@ TABLE_ACCESS: Mapping[str, TableAccess] = {
         (c.LIST_INDEX_NAME, *c.FILTER_INDEXES, c.DUE_INDEX_NAME),
     ),
     # Claims and reclaims what the due index holds; sends owed alerts and clears them; reads its
-    # sent marks, one item per shard, in one query of their partition.
-    "Scheduler": TableAccess((*_WRITES, "dynamodb:DeleteItem", "dynamodb:Query"), (c.DUE_INDEX_NAME,)),
+    # sent marks, one item per shard, in one query of their partition. Advances bulk operations: lists
+    # their jobs as GET /jobs does, acts on each, and deletes an operation's pointer once it is done.
+    "Scheduler": TableAccess(
+        (*_WRITES, "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:BatchGetItem"),
+        (c.DUE_INDEX_NAME, c.LIST_INDEX_NAME, *c.FILTER_INDEXES),
+    ),
     # Fences, heartbeats and settles one job by its key; clears the alert it sent.
     "Worker": TableAccess((*_WRITES, "dynamodb:DeleteItem")),
 }

@@ -123,6 +123,8 @@ class Job(BaseModel):
     resent: int = 0  # how often the current queued message was sent again after its lease ran out
     health: Health = Health.OK
     consecutive_failures: int = 0  # occurrences in a row that died; a success resets it
+    # the bulk operation whose action last changed it: a slice repeated after a crash knows it acted
+    operation: str | None = None
 
     @property
     def is_recurring(self) -> bool:
@@ -137,3 +139,49 @@ class Run(RunSummary):
     @classmethod
     def of(cls, job_id: str, summary: RunSummary) -> Run:
         return cls(job_id=job_id, **summary.model_dump())
+
+
+class BulkAction(StrEnum):
+    PAUSE = "pause"
+    RESUME = "resume"
+    CANCEL = "cancel"
+    RETRY = "retry"
+    TRIGGER = "trigger"
+
+
+class OperationState(StrEnum):
+    RUNNING = "running"
+    DONE = "done"
+
+
+class Refusal(BaseModel):
+    job_id: str
+    message: str
+
+
+class Operation(BaseModel):
+    """A bulk action over the jobs a filter matches, or over a list of ids, run a slice at a time.
+
+    `slice` holds the ids being acted on: written before the first of them is acted on, so a runner
+    that crashes mid-slice leaves them for the next, which acts again only on those not yet marked
+    with this operation (Job.operation). `cursor` is where the next slice starts: the listing's
+    next_token, or the offset into `ids`."""
+
+    id: str
+    action: BulkAction
+    filter: dict[str, str] | None = None
+    ids: list[str] | None = None
+    who: str | None = None  # the caller's IAM principal, when the stage has one
+    state: OperationState = OperationState.RUNNING
+    cursor: str | None = None
+    exhausted: bool = False  # every slice has been listed
+    slice: list[str] = Field(default_factory=list)
+    matched: int | None = None  # as the first slice's listing counted them
+    matched_is_estimate: bool = False
+    done: int = 0
+    refused: int = 0
+    refusals: list[Refusal] = Field(default_factory=list)  # the first ones, up to a bound
+    created_at: int
+    updated_at: int
+    finished_at: int | None = None
+    version: int = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from typing import Any
 
 from shared.errors import InvalidInput
 
@@ -73,3 +74,25 @@ def _is_payload(member: str) -> bool:
         return member.startswith('"') and json.loads(member) == PAYLOAD_FIELD  # an escaped spelling
     except ValueError:
         return False
+
+
+# Where Powertools reports a request error; the field is what follows it.
+_SOURCES = ("body", "query", "header", "path", "cookie")
+
+
+def field_name(loc: tuple[Any, ...], body: Any) -> str | None:
+    """("body", "target", "http", "url") → "target.url": a union's tag is not a field the client sent."""
+    parts: list[str] = []
+    node = body
+    for step in loc[1:] if loc[:1] in {(s,) for s in _SOURCES} else loc:
+        if isinstance(node, dict) and step not in node and node.get("type") == step:
+            continue  # the discriminator's value, which pydantic adds to the location
+        parts.append(f"[{step}]" if isinstance(step, int) else f".{step}")
+        node = node.get(step) if isinstance(node, dict) else _item(node, step)
+    return "".join(parts).lstrip(".") or None
+
+
+def _item(node: Any, step: Any) -> Any:
+    if isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+        return node[step]
+    return None

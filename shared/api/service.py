@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import re
@@ -71,14 +72,25 @@ class JobService:
     ) -> None:
         """Without `sealer`, inline header values are stored as sent: for in-process tests of the
         state machine only; the API function always has one (functions/api.py)."""
-        if sealer is None:
-            logger.warning("no header key: inline header values are stored unsealed")
         self._sealer = sealer
         self._list_indexes = list_indexes
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
         self._allow_private = allow_private_targets
+        self._operation: str | None = None
+
+    def for_operation(self, operation_id: str) -> JobService:
+        """This service acting for a bulk operation: a job its action already changed is answered as
+        it is, unchanged (a slice repeated after a crash acts once on each job)."""
+        acting = copy.copy(self)
+        acting._store = self._store.for_operation(operation_id)
+        acting._operation = operation_id
+        return acting
+
+    @property
+    def list_indexes(self) -> frozenset[str] | None:
+        return self._list_indexes
 
     # --- create and read ------------------------------------------------------------------------
 
@@ -87,6 +99,8 @@ class JobService:
 
         Returns (job, created). Raises InvalidInput, PayloadTooLarge, or Conflict (a reused
         Idempotency-Key with a different body)."""
+        if self._sealer is None:
+            logger.warning("no header key: inline header values are stored unsealed")
         now_ms = self._clock.now_ms()
         encoded = payload_json(spec.payload)
         job = self._new_job(spec, now_ms, len(encoded.encode()))
@@ -237,6 +251,8 @@ class JobService:
         says what the call did to what was waiting (effects_of)."""
         job = self._job(job_id)
         for _ in range(ACTION_ROUNDS):
+            if self._operation is not None and job.operation == self._operation:
+                return self._view(job)
             try:
                 written, _ = decide(job)
             except StaleDelivery as exc:

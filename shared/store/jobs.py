@@ -8,6 +8,7 @@ decide again; the API turns what it cannot resolve into Conflict or JobNotFound.
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ from shared.lifecycle import TRANSITIONS, Event, Placement
 from shared.models import Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
 from shared.store import items
+from shared.store.operations import OperationStore
 from shared.store.reads import DueRow
-from shared.store.writes import Item, StoreWrites, is_condition_failure
+from shared.store.writes import Item, is_condition_failure
 
 SECOND_MS = 1000
 # An owed alert waits this long for the writer that owes it before the tick sends it instead.
@@ -49,8 +51,18 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-class JobStore(StoreWrites):
-    """Reads (StoreReads) and every conditional write on jobs, their history and their alerts."""
+class JobStore(OperationStore):
+    """Reads (StoreReads) and every conditional write on jobs, their history, their alerts and the
+    bulk operations that act on them."""
+
+    _operation: str | None = None
+
+    def for_operation(self, operation_id: str) -> JobStore:
+        """This store with every user action it writes marked as `operation_id`'s, in the action's
+        own write: a bulk operation repeating a slice after a crash knows the jobs it acted on."""
+        marked = copy.copy(self)
+        marked._operation = operation_id
+        return marked
 
     # --- the tick ---------------------------------------------------------------------------------
 
@@ -288,6 +300,8 @@ class JobStore(StoreWrites):
     ) -> Job:
         change = x.Change() if placement is None else self._placement_change(job, placement, next_token)
         change.set(updated_at=self._now(), **fields).increment("revision")
+        if self._operation is not None:
+            change.set(operation=self._operation)
         change.condition_values[":version"] = job.version
         return self._transition(event, job.id, change, put=put)
 

@@ -12,6 +12,7 @@ Importable without the local stack or its emulator: it needs pydantic, botocore 
 
 from __future__ import annotations
 
+from shared.api.bulk_models import BatchAnswer, BatchItem, OperationView
 from shared.api.models import (
     JobCreate,
     JobList,
@@ -41,6 +42,8 @@ __all__ = [
     "LOCAL_API_URL",
     "Answer",
     "ApiError",
+    "BatchAnswer",
+    "BatchItem",
     "Conflict",
     "Health",
     "InvalidInput",
@@ -49,6 +52,7 @@ __all__ = [
     "JobUpdate",
     "JobView",
     "NotFound",
+    "OperationView",
     "PreviewRequest",
     "PreviewResponse",
     "RetryPolicy",

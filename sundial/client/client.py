@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlsplit
 
 from botocore.credentials import Credentials
 from pydantic import BaseModel, ValidationError
 
+from shared.api.bulk_models import IDEMPOTENCY_KEY_MEMBER, BatchAnswer, OperationView
 from shared.api.models import (
     JobCreate,
     JobList,
@@ -95,6 +96,53 @@ class SundialClient:
         spec = validated(JobCreate, job)
         key = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         return self._call("POST", "/jobs", JobView, body=spec, headers=key, safe=True)
+
+    def create_jobs(self, jobs: Sequence[JobCreate | Mapping[str, Any]]) -> BatchAnswer:
+        """POST /jobs/batch: up to 100 jobs, each answered on its own, in order. An item may hold its
+        own `idempotency_key`; one is generated for every item without, so that retries of the
+        request answer the jobs it made instead of making them twice. A mapping is sent as it is:
+        the API refuses a bad item alone, naming `jobs[index].field`."""
+        body = [_batch_item(job) for job in jobs]
+        return self._call_json("POST", "/jobs/batch", BatchAnswer, {"jobs": body}, safe=True)
+
+    def start_action(
+        self,
+        action: str,
+        *,
+        ids: Sequence[str] | None = None,
+        filter: Mapping[str, str] | None = None,  # the API's own name for it
+    ) -> OperationView:
+        """POST /jobs/actions: one action on the jobs listed or matching `filter` (status, priority,
+        health, name_prefix). Not repeated after a lost answer: that would start a second operation
+        (harmless to jobs already acted on, but counted twice)."""
+        body: dict[str, Any] = {"action": action}
+        if ids is not None:
+            body["ids"] = list(ids)
+        if filter is not None:
+            body["filter"] = dict(filter)
+        return self._call_json("POST", "/jobs/actions", OperationView, body, safe=False)
+
+    def get_action(self, operation_id: str) -> OperationView:
+        return self._call("GET", "/jobs/actions/" + quote(operation_id, safe=""), OperationView)
+
+    def wait_action(
+        self,
+        operation_id: str,
+        *,
+        every: float = 1.0,
+        timeout: float | None = None,
+        seen: Callable[[OperationView], None] = lambda _: None,
+    ) -> OperationView:
+        """Polls an operation until it is done (`seen` gets each answer); raises TimeoutError."""
+        started = time.monotonic()
+        while True:
+            operation = self.get_action(operation_id)
+            seen(operation)
+            if operation.state == "done":
+                return operation
+            if timeout is not None and time.monotonic() - started > timeout:
+                raise TimeoutError(f"operation {operation_id} is still running after {timeout} s")
+            self._sleep(every)
 
     def get_job(self, job_id: str) -> JobView:
         return self._call("GET", _job_path(job_id), JobView)
@@ -195,6 +243,10 @@ class SundialClient:
 
     # --- the wire ---------------------------------------------------------------------------------
 
+    def _call_json(self, method: str, path: str, answer_type: type[M], data: Any, *, safe: bool) -> M:
+        answer = self.send(method, path, data, safe=safe)
+        return self._answered(method, path, answer_type, answer)
+
     def _call(
         self,
         method: str,
@@ -210,6 +262,10 @@ class SundialClient:
         served is sent again after a 5xx or a lost answer."""
         data = body.model_dump(mode="json", exclude_unset=True) if body is not None else None
         answer = self.send(method, path, data, query=query, headers=headers, safe=safe)
+        return self._answered(method, path, answer_type, answer)
+
+    @staticmethod
+    def _answered(method: str, path: str, answer_type: type[M], answer: Answer) -> M:
         if answer.status >= 400:
             raise error_for(answer.status, answer.body, answer.reason)
         try:
@@ -259,6 +315,15 @@ class SundialClient:
         # Signed again on every attempt: the signature covers its instant.
         signed = self.signer.sign(method, url, headers, data) if self.signer else headers
         return {**signed, "User-Agent": USER_AGENT}
+
+
+def _batch_item(job: JobCreate | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(job, JobCreate):
+        item: dict[str, Any] = job.model_dump(mode="json", exclude_unset=True)
+    else:
+        item = dict(job)
+    item.setdefault(IDEMPOTENCY_KEY_MEMBER, str(uuid.uuid4()))
+    return item
 
 
 def _worth_again(status: int, retry_served: bool) -> bool:

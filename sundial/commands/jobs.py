@@ -12,9 +12,9 @@ from shared.api.models import JobCreate, JobList, JobUpdate, JobView, RunList
 from shared.constants import Priority
 from shared.models import Health, JobStatus, OverlapPolicy, RunStatus
 from shared.schedules import MisfirePolicy
-from sundial.client import LOCAL_API_URL, SundialClient
+from sundial.client import LOCAL_API_URL
 from sundial.client.bodies import validated
-from sundial.commands import spec
+from sundial.commands import bulk, spec
 from sundial.commands.completion import complete_zone, job_id_argument
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import (
@@ -258,21 +258,5 @@ def _is_final(job: JobView) -> bool:
     return job.status in FINAL_STATUSES
 
 
-def _action(name: str, call: Callable[[SundialClient, str], JobView], summary: str) -> None:
-    @jobs.command(name=name, help=summary)
-    @click.argument("job_id")
-    @output_option
-    @connection_options
-    def command(connection: Connection, output: str, job_id: str) -> None:
-        print_one(call(connection.client(), job_id), output, job_details)
-
-
-_action(
-    "cancel", SundialClient.cancel_job, "Cancel a job: no further attempt starts (a running one finishes)."
-)
-_action("pause", SundialClient.pause_job, "Pause a recurring job: no new occurrence starts while paused.")
-_action(
-    "resume", SundialClient.resume_job, "Resume a paused job; missed occurrences follow its misfire policy."
-)
-_action("trigger", SundialClient.trigger_job, "Run one extra occurrence now.")
-_action("retry", SundialClient.retry_job, "Revive a dead job: it runs now, its retries counted afresh.")
+for _command in bulk.COMMANDS:
+    jobs.add_command(_command)

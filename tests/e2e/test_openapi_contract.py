@@ -221,6 +221,8 @@ def tally() -> Iterator[None]:
 def _loopback_only(body: Any) -> None:
     """A generated http target would be called by the stack's workers: point it at a closed loopback
     port, so that no test reaches beyond this machine."""
-    target = body.get("target") if isinstance(body, dict) else None
-    if isinstance(target, dict) and target.get("type") == "http" and isinstance(target.get("url"), str):
-        target["url"] = "http://127.0.0.1:9/generated"
+    jobs = body.get("jobs") if isinstance(body, dict) else None
+    for job in [body, *(jobs if isinstance(jobs, list) else [])]:  # a job, or POST /jobs/batch's
+        target = job.get("target") if isinstance(job, dict) else None
+        if isinstance(target, dict) and target.get("type") == "http" and isinstance(target.get("url"), str):
+            target["url"] = "http://127.0.0.1:9/generated"

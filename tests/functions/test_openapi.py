@@ -12,6 +12,7 @@ from tests.functions.conftest import Api
 
 JOB = "#/components/schemas/JobView"
 ERROR = "#/components/schemas/ErrorBody"
+OPERATION = "#/components/schemas/OperationView"
 
 # (method, path): operationId, tag, {success status: schema}, error statuses
 OPERATIONS: dict[tuple[str, str], tuple[str, str, dict[str, str], set[str]]] = {
@@ -37,6 +38,14 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str, dict[str, str], set[str]]] = {
         {"400", "415"},
     ),
     ("get", "/health"): ("get_health", "service", {"200": "#/components/schemas/HealthView"}, set()),
+    ("post", "/jobs/batch"): (
+        "create_jobs",
+        "jobs",
+        {"200": "#/components/schemas/BatchAnswer"},
+        {"400", "415"},
+    ),
+    ("post", "/jobs/actions"): ("start_action", "jobs", {"202": OPERATION}, {"400", "415"}),
+    ("get", "/jobs/actions/{operation_id}"): ("get_action", "jobs", {"200": OPERATION}, {"400", "404"}),
 }
 
 

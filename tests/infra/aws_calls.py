@@ -58,10 +58,34 @@ NAMING = (
     "Name",
 )
 
+# The bulk operations' runner runs in the API (its first slice) and in the tick (the rest), and acts
+# through the API's service: its calls are the function's that runs it. On the runner's own thread
+# that is the entry point outside it on the stack; its threads carry that function in their names.
+RUNNER = "shared/api/operations.py"
+RUNNER_THREADS = (("bulk-api", "api"), ("bulk-tick", "scheduler"))
+
 _lock = threading.Lock()
 
 
 def owner(frame: FrameType | None) -> str | None:
+    thread = threading.current_thread().name
+    by_thread = next((name for start, name in RUNNER_THREADS if thread.startswith(start)), None)
+    if by_thread is not None:
+        return by_thread
+    prefix = str(ROOT) + os.sep
+    frames: list[tuple[FrameType, str]] = []
+    while frame is not None:
+        path = frame.f_code.co_filename
+        frames.append((frame, path[len(prefix) :].replace(os.sep, "/") if path.startswith(prefix) else ""))
+        frame = frame.f_back
+    runner = [i for i, (_, relative) in enumerate(frames) if relative == RUNNER]
+    if runner:
+        outside = frames[runner[-1] + 1 :]
+        return next((name for _, rel in outside for start, name in OWNERS if rel.startswith(start)), None)
+    return _innermost(frames[0][0] if frames else None)
+
+
+def _innermost(frame: FrameType | None) -> str | None:
     fallback = None
     prefix = str(ROOT) + os.sep
     while frame is not None:

@@ -205,12 +205,13 @@ def test_the_api_reads_the_depths_of_the_three_priority_queues_only(synthesised:
 TABLE_ACTIONS = {
     # Scan: GET /stats's census, kept for a bounded age (shared/api/stats.py).
     "api": {"GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem", "Scan"},
-    "scheduler": {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"},  # Query: its sent marks
+    # Query: its sent marks and a bulk operation's listing, whose jobs BatchGetItem fetches.
+    "scheduler": {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchGetItem"},
     "worker": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"},
 }
 INDEXES = {
     "api": [c.LIST_INDEX_NAME, *c.FILTER_INDEXES, c.DUE_INDEX_NAME],
-    "scheduler": [c.DUE_INDEX_NAME],
+    "scheduler": [c.DUE_INDEX_NAME, c.LIST_INDEX_NAME, *c.FILTER_INDEXES],
     "worker": [],
 }
 

@@ -1,0 +1,75 @@
+"""POST /jobs/batch: up to 100 creates, each the same create as POST /jobs, each answered on its own.
+
+Each item goes through JobService.create: the same validation, and the same conditional writes (the
+Idempotency-Key's reservation, then the job's put if absent). BatchWriteItem takes no conditions,
+and a transaction per item would pay double for what the reservation already makes safe to repeat;
+the items are independent, so they are written side by side.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pydantic import ValidationError
+
+from shared.api.bodies import field_name
+from shared.api.bulk_models import IDEMPOTENCY_KEY_MEMBER, BatchAnswer, BatchItem
+from shared.api.models import ErrorBody, JobCreate
+from shared.api.service import JobService
+from shared.errors import Conflict, InvalidInput, PayloadTooLarge, SundialError
+
+# Creates in flight at once: each waits on a few DynamoDB round trips.
+WRITERS = 8
+KEY_LIMIT = 128
+
+
+def create_batch(service: JobService, jobs: list[Any]) -> BatchAnswer:
+    with ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs)), thread_name_prefix="batch") as pool:
+        results = list(pool.map(lambda pair: _create_one(service, *pair), enumerate(jobs)))
+    counted = [result.status for result in results]
+    return BatchAnswer(
+        results=results,
+        created=counted.count(201),
+        existing=counted.count(200),
+        refused=sum(status >= 400 for status in counted),
+    )
+
+
+def _create_one(service: JobService, index: int, body: Any) -> BatchItem:
+    where = f"jobs[{index}]"
+    if not isinstance(body, dict):
+        return _refused(index, 400, f"{where} must be a JSON object: a job as POST /jobs takes it", where)
+    fields = dict(body)
+    key = fields.pop(IDEMPOTENCY_KEY_MEMBER, None)
+    if key is not None and not (isinstance(key, str) and 1 <= len(key) <= KEY_LIMIT):
+        field = f"{where}.{IDEMPOTENCY_KEY_MEMBER}"
+        return _refused(index, 400, f"{field} must be a string of 1-{KEY_LIMIT} characters", field)
+    try:
+        spec = JobCreate.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        inner = field_name(tuple(first.get("loc", ())), fields)
+        field = f"{where}.{inner}" if inner else where
+        return _refused(index, 400, f"{field}: {first.get('msg', 'is not valid')}", field)
+    try:
+        view, created = service.create(spec, key)
+    except SundialError as exc:
+        inner = IDEMPOTENCY_KEY_MEMBER if exc.field == "Idempotency-Key" else exc.field
+        field = f"{where}.{inner}" if inner else where
+        return _refused(index, _status(exc), exc.message, field)
+    return BatchItem(index=index, status=201 if created else 200, job=view)
+
+
+def _status(exc: SundialError) -> int:
+    if isinstance(exc, PayloadTooLarge):
+        return 413
+    if isinstance(exc, InvalidInput):
+        return 400
+    if isinstance(exc, Conflict):
+        return 409
+    raise exc  # anything else is no refusal of this item's: the whole request fails as a 500
+
+
+def _refused(index: int, status: int, message: str, field: str) -> BatchItem:
+    return BatchItem(index=index, status=status, error=ErrorBody(message=message, field=field))

@@ -1,0 +1,163 @@
+"""`sundial jobs import` and the actions (`cancel`, `pause`, `resume`, `retry`, `trigger`) on one
+job, several, or every job a filter matches (POST /jobs/batch, POST /jobs/actions)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from shared.api.bulk_models import BATCH_LIMIT, IDEMPOTENCY_KEY_MEMBER, OperationView
+from shared.api.models import JobView
+from sundial.client import SundialClient
+from sundial.commands.connection import Connection, connection_options
+from sundial.commands.exits import CONFLICT, OK
+from sundial.commands.output import job_details, output_option, print_one
+
+FILTER_KEYS = ("status", "priority", "health", "name_prefix")
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@connection_options
+def import_jobs(connection: Connection, file: Path) -> int:
+    """Create the jobs of a JSON Lines file, one job body a line, 100 a request.
+
+    A line's `idempotency_key` is its key; a line without one gets a key made of the file's path, the
+    line's number and its text. Importing the file again (after a crash, say) within 24 hours answers
+    the jobs made already instead of making them twice."""
+    client = connection.client()
+    lines = [(number, text) for number, text in enumerate(file.read_text().splitlines(), 1) if text.strip()]
+    counts = {"created": 0, "already there": 0, "refused": 0}
+    refusals: list[str] = []
+    with click.progressbar(length=len(lines), label="importing", file=sys.stderr) as bar:
+        for chunk in _chunks(lines, BATCH_LIMIT):
+            bodies: list[tuple[int, dict[str, Any]]] = []
+            for number, text in chunk:
+                body = _parsed(text)
+                if isinstance(body, str):
+                    counts["refused"] += 1
+                    refusals.append(f"line {number}: {body}")
+                    continue
+                body.setdefault(IDEMPOTENCY_KEY_MEMBER, _derived_key(file, number, text))
+                bodies.append((number, body))
+            if bodies:
+                answer = client.create_jobs([body for _, body in bodies])
+                for result in answer.results:
+                    number = bodies[result.index][0]
+                    if result.error is not None:
+                        counts["refused"] += 1
+                        where = result.error.field or ""
+                        field = where.split(".", 1)[1] if "." in where else ""
+                        refusals.append(
+                            f"line {number}: {result.error.message}" + (f" ({field})" if field else "")
+                        )
+                    else:
+                        counts["created" if result.status == 201 else "already there"] += 1
+            bar.update(len(chunk))
+    for refusal in refusals:
+        click.echo(refusal, err=True)
+    click.echo(", ".join(f"{name} {count}" for name, count in counts.items()))
+    return CONFLICT if counts["refused"] else OK
+
+
+def _chunks(lines: list[tuple[int, str]], size: int) -> Iterator[list[tuple[int, str]]]:
+    for start in range(0, len(lines), size):
+        yield lines[start : start + size]
+
+
+def _parsed(text: str) -> dict[str, Any] | str:
+    """The line's job body, or why it is none."""
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        return f"not JSON: {exc}"
+    return body if isinstance(body, dict) else "not a JSON object"
+
+
+def _derived_key(file: Path, number: int, text: str) -> str:
+    digest = hashlib.sha256(f"{file.resolve()}\n{number}\n{text.strip()}".encode()).hexdigest()
+    return f"import-{digest[:48]}"
+
+
+def _filters(pairs: tuple[str, ...]) -> dict[str, str]:
+    chosen: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in FILTER_KEYS:
+            raise click.BadParameter(f"'{pair}': give KEY=VALUE, KEY one of {', '.join(FILTER_KEYS)}")
+        chosen[key] = value
+    return chosen
+
+
+def _action(name: str, single: Callable[[SundialClient, str], JobView], summary: str) -> click.Command:
+    @click.command(name=name, help=summary)
+    @click.argument("job_ids", nargs=-1, metavar="[JOB_ID]...")
+    @click.option("--filter", "pairs", multiple=True, metavar="KEY=VALUE", help=f"{', '.join(FILTER_KEYS)}")
+    @click.option("--yes", is_flag=True, help="act on every job the filter matches without asking")
+    @output_option
+    @connection_options
+    def command(
+        connection: Connection, output: str, job_ids: tuple[str, ...], pairs: tuple[str, ...], yes: bool
+    ) -> int:
+        if bool(job_ids) == bool(pairs):
+            raise click.UsageError("give job ids or --filter, not both nor neither")
+        client = connection.client()
+        if len(job_ids) == 1:
+            print_one(single(client, job_ids[0]), output, job_details)
+            return OK
+        chosen = _filters(pairs)
+        if pairs and not yes:
+            click.confirm(f"{name} every job matching {chosen or 'anything'}?", abort=True, err=True)
+        started = client.start_action(name, ids=list(job_ids) or None, filter=chosen if pairs else None)
+        done = _wait(client, started)
+        print_one(done, output, _operation_summary)
+        return CONFLICT if done.refused else OK
+
+    return command
+
+
+def _wait(client: SundialClient, started: OperationView) -> OperationView:
+    """Polls until done, with a bar of the jobs reached over those matched (while known)."""
+    total = started.done + started.refused + (started.left or 0)
+    with click.progressbar(length=max(total, 1), label=started.action.value, file=sys.stderr) as bar:
+        reached = 0
+
+        def seen(operation: OperationView) -> None:
+            nonlocal reached
+            now = operation.done + operation.refused
+            bar.length = max(bar.length or 1, now + (operation.left or 0), 1)
+            bar.update(now - reached)
+            reached = now
+
+        return client.wait_action(started.id, seen=seen)
+
+
+def _operation_summary(operation: OperationView) -> str:
+    lines = [
+        f"operation {operation.id}: {operation.action.value} {operation.state.value}: "
+        f"done {operation.done}, refused {operation.refused}, left {operation.left}"
+    ]
+    lines += [f"  refused {refusal.job_id}: {refusal.message}" for refusal in operation.refusals]
+    return "\n".join(lines)
+
+
+COMMANDS = (
+    import_jobs,
+    _action(
+        "cancel", SundialClient.cancel_job, "Cancel jobs: no further attempt starts (a running one finishes)."
+    ),
+    _action("pause", SundialClient.pause_job, "Pause recurring jobs: no new occurrence starts while paused."),
+    _action(
+        "resume",
+        SundialClient.resume_job,
+        "Resume paused jobs; missed occurrences follow their misfire policy.",
+    ),
+    _action("trigger", SundialClient.trigger_job, "Run one extra occurrence of each job now."),
+    _action("retry", SundialClient.retry_job, "Revive dead jobs: each runs now, its retries counted afresh."),
+)
