@@ -85,7 +85,12 @@ def test_actions_fit_the_jobs_state_and_a_refusal_reads_as_a_sentence(
     browser.wait(lambda: status.text.startswith("Pause refused"), 10, lambda: f"announced {status.text!r}")
     assert status.text == f"Pause refused: {recurring} is cancelled"
     assert job["id"] not in status.text
-    assert _disabled_because(browser, "Edit") == "It is cancelled: create a new job instead."
+    # The page reads the job again after the refusal, and offers what a cancelled job allows.
+    browser.wait(
+        lambda: _disabled_because(browser, "Edit") == "It is cancelled: create a new job instead.",
+        10,
+        "Edit is still offered on the cancelled job",
+    )
     assert _disabled_because(browser, "Cancel") == "It is cancelled already."
 
 
