@@ -53,6 +53,12 @@ export function relative(text, now = Date.now()) {
   return seconds > 0 ? `in ${count} ${unit}` : `${count} ${unit} ago`;
 }
 
+// Which minute it is: a page whose data has not changed is still drawn again once a minute, so
+// that "in 5 min" does not go on saying so.
+export function minuteNow() {
+  return Math.floor(Date.now() / 60000);
+}
+
 // "UTC+1", "UTC-4:30" or "UTC" for an instant in a zone.
 export function offsetAt(instant, zone) {
   const parts = new Intl.DateTimeFormat("en-US", { timeZone: zone, timeZoneName: "shortOffset" }).formatToParts(new Date(instant));

@@ -3,6 +3,7 @@ import { act, get, post } from "../api.js";
 import { confirmAction } from "../dialog.js";
 import { announce, h, masked, replace, scroller, statusBadge, table, when } from "../dom.js";
 import { ACTIONS, isRecurring, readable, refusal } from "../lifecycle.js";
+import { minuteNow } from "../times.js";
 import { editForm } from "./edit.js";
 import { previewTable } from "./preview.js";
 
@@ -23,7 +24,7 @@ export async function render(root, params) {
 
   async function refresh() {
     const [read, history] = await Promise.all([get(`/jobs/${encodeURIComponent(id)}`), get(`/jobs/${encodeURIComponent(id)}/runs?limit=50`)]);
-    const text = JSON.stringify([read, history]);
+    const text = JSON.stringify([read, history, minuteNow()]);
     if (text === shown) return;
     shown = text;
     job = read;
@@ -31,7 +32,7 @@ export async function render(root, params) {
     drawActions();
     drawFields(fields, job);
     drawRuns(runs, history.runs, job.timezone);
-    const key = JSON.stringify([job.schedule, job.timezone, job.next_run_at, job.status, job.paused, job.triggers_waiting]);
+    const key = JSON.stringify([job.schedule, job.timezone, job.next_run_at, job.status, job.paused, job.triggers_waiting, minuteNow()]);
     if (key !== previewed) {
       previewed = key;
       await drawUpcoming(upcoming, job);

@@ -3,6 +3,7 @@ import { act, get, query } from "../api.js";
 import { confirmAction } from "../dialog.js";
 import { announce, h, replace, scroller, statusBadge, when } from "../dom.js";
 import { ACTIONS, labelOf, readable, refusal } from "../lifecycle.js";
+import { minuteNow } from "../times.js";
 import { pageTokens, walkTo } from "./paging.js";
 
 const PAGE_SIZE = 50;
@@ -46,7 +47,7 @@ export async function render(root, params) {
     state.total = page.answer.total;
     state.estimate = page.answer.total_is_estimate;
     list.removeAttribute("aria-busy");
-    const shown = JSON.stringify(page.answer);
+    const shown = JSON.stringify([page.answer, minuteNow()]);
     if (shown !== state.shown) {
       state.shown = shown;
       draw();

@@ -3,6 +3,7 @@ import { act, get } from "../api.js";
 import { announce, h, replace, statusBadge, table, when } from "../dom.js";
 import { duration, latenessChart, startsChart } from "../charts.js";
 import { labelOf, readable } from "../lifecycle.js";
+import { minuteNow } from "../times.js";
 
 const PRIORITIES = ["high", "medium", "low"];
 const STATUSES = ["pending", "queued", "running", "succeeded", "failed", "dead", "cancelled"];
@@ -11,7 +12,7 @@ export async function render(root) {
   let last = "";
   async function refresh() {
     const stats = await get("/stats");
-    const text = JSON.stringify(stats, (k, v) => (k === "generated_at" ? undefined : v));
+    const text = JSON.stringify([stats, minuteNow()], (k, v) => (k === "generated_at" ? undefined : v));
     if (text !== last) {
       last = text;
       draw(root, stats);
