@@ -35,7 +35,8 @@ _CANDIDATES = {
     "columnheader": "th",
     "rowheader": "th",
     "cell": "td",
-    "group": "[role=group]",
+    "group": "[role=group], fieldset",
+    "dialog": "dialog, [role=dialog]",
     "form": "form",
     "search": "[role=search], search",
     "navigation": "nav",
@@ -71,6 +72,13 @@ class Browser:
 
     def open(self, url: str) -> None:
         self.driver.get(url)
+
+    def script(self, source: str, *args: object) -> object:
+        return self.driver.execute_script(source, *args)
+
+    def cdp(self, command: str, **params: object) -> object:
+        """A DevTools command: the emulations a user's device or settings stand for."""
+        return self.driver.execute_cdp_cmd(command, dict(params))
 
     def screenshot(self, name: str) -> Path:
         """The whole page, not only the window: the window grows to the page's height for the shot."""

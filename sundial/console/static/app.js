@@ -1,5 +1,6 @@
 // The console: a hash router over four pages, each refreshed in place every few seconds.
 import { announce, replace, h } from "./dom.js";
+import { mode, modes, setMode } from "./times.js";
 import * as overview from "./pages/overview.js";
 import * as jobs from "./pages/jobs.js";
 import * as job from "./pages/job.js";
@@ -7,16 +8,29 @@ import * as create from "./pages/new.js";
 
 const REFRESH_MS = 5000;
 const main = document.getElementById("main");
+const times = document.getElementById("times");
 let current = null;
 let timer = null;
+let shown = 0;
+
+const notFound = {
+  async render(root) {
+    replace(root, h("h1", {}, "Page not found"),
+      h("p", {}, `The console has no page at ${location.hash}.`),
+      h("p", {}, h("a", { href: "#/" }, "Go to the overview")));
+    return {};
+  },
+};
 
 function route() {
   const path = location.hash.replace(/^#/, "") || "/";
-  const match = path.match(/^\/jobs\/([^/?]+)$/);
+  const [where, search] = path.split("?");
+  const match = where.match(/^\/jobs\/([^/]+)$/);
   if (match) return { page: job, params: { id: decodeURIComponent(match[1]) }, nav: "#/jobs" };
-  if (path.startsWith("/jobs")) return { page: jobs, params: Object.fromEntries(new URLSearchParams(path.split("?")[1] || "")), nav: "#/jobs" };
-  if (path === "/new") return { page: create, params: {}, nav: "#/new" };
-  return { page: overview, params: {}, nav: "#/" };
+  if (where === "/jobs") return { page: jobs, params: Object.fromEntries(new URLSearchParams(search || "")), nav: "#/jobs" };
+  if (where === "/new") return { page: create, params: {}, nav: "#/new" };
+  if (where === "/") return { page: overview, params: {}, nav: "#/" };
+  return { page: notFound, params: {}, nav: null };
 }
 
 async function show() {
@@ -28,8 +42,16 @@ async function show() {
     else link.removeAttribute("aria-current");
   }
   announce("");
-  replace(main, h("p", {}, "Loading…"));
-  current = await page.render(main, params);
+  replace(times, modes().map(([value, label]) => h("option", { value, selected: value === mode() }, label)));
+  // Each page draws into a container of its own: one left behind by a quicker navigation draws
+  // into a container no longer on the page, never over the page that replaced it.
+  const mine = ++shown;
+  const root = h("div", {}, h("p", { role: "status" }, "Loading…"));
+  replace(main, root);
+  current = null;
+  const drawn = await page.render(root, params);
+  if (mine !== shown) return;
+  current = drawn;
   stamp();
   if (current && current.refresh) timer = setInterval(refresh, REFRESH_MS);
 }
@@ -47,6 +69,12 @@ async function refresh() {
 function stamp() {
   document.getElementById("refreshed").textContent = `updated ${new Date().toISOString().slice(11, 19)}Z`;
 }
+
+// Times in UTC, the job's zone or the browser's: a change redraws the page in the new zone.
+times.addEventListener("change", () => {
+  setMode(times.value);
+  show();
+});
 
 window.addEventListener("hashchange", show);
 show();

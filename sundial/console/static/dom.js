@@ -1,4 +1,5 @@
 // Building DOM nodes from data without innerHTML: job names, errors and payloads are user text.
+import { absolute, relative } from "./times.js";
 
 export function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -27,14 +28,15 @@ export function replace(node, ...children) {
 
 // A table with a caption and column headers; `rows` are arrays of cells (a node, text, or {num}).
 export function table(caption, headers, rows, attrs = {}) {
-  return h("table", attrs,
+  return scroller(h("table", attrs,
     h("caption", {}, caption),
     h("thead", {}, h("tr", {}, headers.map((head) => h("th", { scope: "col", class: head.num ? "num" : null }, head.text ?? head)))),
-    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => cellOf(cell))))));
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => cellOf(cell)))))));
 }
 
 function cellOf(cell) {
   if (cell && typeof cell === "object" && "num" in cell) return h("td", { class: "num" }, cell.num ?? "–");
+  if (cell && typeof cell === "object" && "dst" in cell) return h("td", {}, h("span", { class: "dst" }, cell.dst));
   return h("td", {}, cell ?? "–");
 }
 
@@ -42,10 +44,16 @@ export function statusBadge(status) {
   return h("span", { class: `status status-${status}` }, status);
 }
 
-// "2026-12-01T09:00:00.123Z" -> "2026-12-01 09:00:00.123Z": milliseconds kept, starts are that precise.
-export function when(text) {
+// An instant in the zone the reader chose (times.js), with how far it is from now:
+// "2026-12-01 09:00:00.123Z (in 5 min)".
+export function when(text, jobZone) {
   if (!text) return "–";
-  return text.replace("T", " ");
+  return `${absolute(text, jobZone)} (${relative(text)})`;
+}
+
+// A table wrapped so that a wide one scrolls by itself, never the page (a 390 px screen).
+export function scroller(...children) {
+  return h("div", { class: "scroll" }, children);
 }
 
 export function announce(message, bad = false) {

@@ -1,64 +1,82 @@
 // Job: every field, the next runs with DST changes marked, the run history, actions and edit.
-import { act, call, get, post } from "../api.js";
-import { announce, h, masked, replace, statusBadge, table, when } from "../dom.js";
-import { fieldErrors, offsetAt } from "./form.js";
+import { act, get, post } from "../api.js";
+import { confirmAction } from "../dialog.js";
+import { announce, h, masked, replace, scroller, statusBadge, table, when } from "../dom.js";
+import { ACTIONS, isRecurring, readable, refusal } from "../lifecycle.js";
+import { minuteNow } from "../times.js";
+import { editForm } from "./edit.js";
+import { previewTable } from "./preview.js";
 
-const ACTIONS = [["pause", "Pause"], ["resume", "Resume"], ["trigger", "Run now"], ["cancel", "Cancel"], ["retry", "Retry"]];
 const FIELDS = ["id", "name", "status", "paused", "priority", "schedule", "timezone", "run_at", "next_run_at", "start_at", "end_at",
-  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "created_at", "updated_at"];
+  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "triggers_waiting", "created_at", "updated_at"];
 
 export async function render(root, params) {
   const id = params.id;
   const heading = h("h1", {}, "Job");
+  const toolbar = h("div", { class: "toolbar", role: "group", "aria-label": "Job actions" });
   const fields = h("div");
   const upcoming = h("div");
   const runs = h("div");
   const editor = h("div");
+  let job = null;
   let shown = "";
   let previewed = "";
 
   async function refresh() {
-    const [job, history] = await Promise.all([get(`/jobs/${encodeURIComponent(id)}`), get(`/jobs/${encodeURIComponent(id)}/runs?limit=50`)]);
-    const text = JSON.stringify([job, history]);
+    const [read, history] = await Promise.all([get(`/jobs/${encodeURIComponent(id)}`), get(`/jobs/${encodeURIComponent(id)}/runs?limit=50`)]);
+    const text = JSON.stringify([read, history, minuteNow()]);
     if (text === shown) return;
     shown = text;
+    job = read;
     heading.textContent = `Job ${job.name || job.id}`;
+    drawActions();
     drawFields(fields, job);
-    drawRuns(runs, history.runs);
-    const key = `${job.schedule}|${job.timezone}|${job.run_at}|${job.next_run_at}`;
+    drawRuns(runs, history.runs, job.timezone);
+    const key = JSON.stringify([job.schedule, job.timezone, job.next_run_at, job.status, job.paused, job.triggers_waiting, minuteNow()]);
     if (key !== previewed) {
       previewed = key;
       await drawUpcoming(upcoming, job);
     }
   }
 
+  // Each action offered as the job's state allows; one that does not fit is disabled and says why.
+  function drawActions() {
+    const editing = editor.childElementCount > 0;
+    replace(toolbar, Object.entries(ACTIONS).map(([action, [label]]) => {
+      const why = refusal(job, action);
+      const button = h("button", { type: "button", class: action === "cancel" ? "danger" : null, disabled: Boolean(why), title: why,
+        onclick: () => (action === "edit" ? openEditor(button) : run(action, label)) }, label);
+      if (action === "edit") button.setAttribute("aria-expanded", String(editing));
+      return button;
+    }));
+  }
+
   async function run(action, label) {
+    const name = job.name || job.id;
+    if (action === "cancel") {
+      const sure = await confirmAction({ question: `Cancel ${name}?`, detail: "No further attempt or occurrence starts. This cannot be undone.", yes: "Yes, cancel it", no: "No, keep it" });
+      if (!sure) return;
+    }
     try {
       await act(id, action);
       announce(`${label}: done.`);
     } catch (error) {
-      announce(`${label} refused: ${error.message}`, true);
+      announce(`${label} refused: ${readable(error.message, job, name)}`, true);
     }
+    shown = "";
     await refresh();
   }
 
-  const actions = ACTIONS.map(([action, label]) => h("button", { type: "button", class: action === "cancel" ? "danger" : null, onclick: () => run(action, label) }, label));
-  const edit = h("button", { type: "button", "aria-expanded": "false", onclick: () => openEditor() }, "Edit");
-
-  function openEditor() {
-    const job = JSON.parse(shown)[0];
-    edit.setAttribute("aria-expanded", "true");
-    replace(editor, editForm(job, async () => {
+  function openEditor(button) {
+    button.setAttribute("aria-expanded", "true");
+    replace(editor, editForm(job, job.name || job.id, async () => {
       replace(editor);
-      edit.setAttribute("aria-expanded", "false");
       shown = "";
       await refresh();
     }));
   }
 
-  replace(root, heading,
-    h("div", { class: "toolbar", role: "group", "aria-label": "Job actions" }, actions, edit),
-    editor,
+  replace(root, heading, toolbar, editor,
     h("div", { class: "columns" },
       h("section", { class: "card", "aria-labelledby": "h-fields" }, h("h2", { id: "h-fields" }, "Fields"), fields),
       h("section", { class: "card", "aria-labelledby": "h-next" }, h("h2", { id: "h-next" }, "Next runs"), upcoming)),
@@ -66,7 +84,11 @@ export async function render(root, params) {
   try {
     await refresh();
   } catch (error) {
-    replace(fields, h("p", { role: "alert" }, `The job could not be read: ${error.message}`));
+    const missing = error.status === 404 || error.status === 400;
+    heading.textContent = missing ? "No such job" : "Job";
+    replace(fields, h("p", { role: "alert" }, missing ? `No job has the id ${id}.` : `The job could not be read: ${error.message}`),
+      h("p", {}, h("a", { href: "#/jobs" }, "Back to the jobs")));
+    if (missing) return {};
   }
   return { refresh };
 }
@@ -75,89 +97,42 @@ function drawFields(node, job) {
   const value = (name) => {
     const v = job[name];
     if (name === "status") return statusBadge(v);
-    if (name.endsWith("_at")) return when(v);
+    if (name.endsWith("_at")) return when(v, job.timezone);
     if (Array.isArray(v)) return v.join(", ");
     return v === null || v === undefined ? "–" : String(v);
   };
   const rows = FIELDS.map((name) => h("tr", {}, h("th", { scope: "row" }, name), h("td", {}, value(name))));
   const last = job.last_run;
   rows.push(h("tr", {}, h("th", { scope: "row" }, "last_run"),
-    h("td", {}, last ? `${last.status}, started ${when(last.started_at)} (scheduled ${when(last.scheduled_at)})${last.error ? ": " + last.error : ""}` : "–")));
+    h("td", {}, last ? `${last.status}, started ${when(last.started_at, job.timezone)} (scheduled ${when(last.scheduled_at, job.timezone)})${last.error ? ": " + last.error : ""}` : "–")));
   rows.push(h("tr", {}, h("th", { scope: "row" }, "target"), h("td", {}, h("pre", {}, JSON.stringify(masked(job.target), null, 2)))));
   rows.push(h("tr", {}, h("th", { scope: "row" }, "payload"), h("td", {}, h("pre", {}, JSON.stringify(job.payload, null, 2)))));
-  replace(node, h("table", {}, h("caption", {}, "Every field of the job"), h("tbody", {}, rows)));
+  replace(node, scroller(h("table", {}, h("caption", {}, "Every field of the job"), h("tbody", {}, rows))));
 }
 
-function drawRuns(node, runs) {
+function drawRuns(node, runs, zone) {
   if (!runs.length) return replace(node, h("p", { class: "muted" }, "No attempt has run yet."));
   replace(node, table("Attempts, newest first", ["Scheduled", { text: "Attempt", num: true }, "Status", "Started", "Finished", "Error", "Worker"],
-    runs.map((r) => [when(r.scheduled_at), { num: r.attempt }, statusBadge(r.status), when(r.started_at), when(r.finished_at), r.error || "–", r.worker || "–"])));
+    runs.map((r) => [when(r.scheduled_at, zone), { num: r.attempt }, statusBadge(r.status), when(r.started_at, zone), when(r.finished_at, zone), r.error || "–", r.worker || "–"])));
 }
 
+// The next runs are the API's next_run_at, then the schedule after it: the same phase the scheduler
+// keeps. Where the API gives no next run, or a triggered run comes first (after which the schedule
+// resumes where it was, an instant the API does not answer), the page says so rather than guess.
 async function drawUpcoming(node, job) {
-  if (!job.schedule) {
-    return replace(node, h("p", {}, job.run_at ? `A one-off at ${when(job.run_at)}.` : "A one-off."));
-  }
+  const next = job.next_run_at;
+  const note = (text) => replace(node, h("p", {}, text));
+  if (job.status === "cancelled") return note("None: the job is cancelled.");
+  if (job.status === "succeeded") return note("None: the job has finished.");
+  if (!isRecurring(job)) return note(next ? `A one-off, due at ${when(next, job.timezone)}.` : "A one-off: nothing waits to run.");
+  if (job.paused) return note("None while paused: resume it to put it back on its schedule.");
+  if (job.triggers_waiting > 0) return note(`A triggered run comes first${next ? `, due at ${when(next, job.timezone)}` : ""}; the schedule resumes where it was after it, and its runs are listed then.`);
+  if (job.status === "failed" && next) return note(`A retry is due at ${when(next, job.timezone)}; the schedule goes on after this occurrence, and its runs are listed once it has ended.`);
+  if (!next) return note("An attempt is running: the next runs are listed once it has ended.");
   try {
-    // From the job's own next run, so that a rate() schedule keeps its phase.
-    const next = job.next_run_at;
-    const request = { schedule: job.schedule, timezone: job.timezone, count: next ? 9 : 10, ...(next ? { after: next } : {}) };
-    const answer = await post("/schedules/preview", request);
-    replace(node, previewTable(next ? [next, ...answer.next_runs] : answer.next_runs, job.timezone));
+    const answer = await post("/schedules/preview", { schedule: job.schedule, timezone: job.timezone, count: 9, after: next });
+    replace(node, previewTable([next, ...answer.next_runs], job.timezone));
   } catch (error) {
     replace(node, h("p", { role: "alert" }, error.message));
   }
-}
-
-// The next runs in UTC and in the job's zone; a run whose UTC offset differs from the one before it
-// comes after a DST transition, and says so.
-export function previewTable(runs, zone) {
-  let before = null;
-  const rows = runs.map((run) => {
-    const offset = offsetAt(run, zone);
-    const change = before !== null && offset !== before ? h("span", { class: "dst" }, `DST change: ${before} → ${offset}`) : "";
-    before = offset;
-    return [when(run), `${localTime(run, zone)} (${offset})`, change];
-  });
-  return table(`Next ${runs.length} runs in ${zone}`, ["UTC", "Local time", "DST"], rows);
-}
-
-function localTime(run, zone) {
-  return new Intl.DateTimeFormat("en-CA", { timeZone: zone, dateStyle: "short", timeStyle: "medium", hourCycle: "h23" }).format(new Date(run));
-}
-
-function editForm(job, done) {
-  const inputs = {};
-  const field = (name, label, value, type = "text") => {
-    const input = h("input", { id: `e-${name}`, name, type, value: value ?? "", "data-field": name, "aria-describedby": `e-${name}-error` });
-    inputs[name] = input;
-    return h("div", { class: "field" }, h("label", { for: input.id }, label), input, h("p", { class: "error", id: `e-${name}-error` }));
-  };
-  const formError = h("p", { class: "error", role: "alert" });
-  const form = h("form", { class: "card", "aria-label": "Edit job", onsubmit: async (event) => {
-    event.preventDefault();
-    const patch = {};
-    for (const [name, input] of Object.entries(inputs)) {
-      const original = job[name] === null || job[name] === undefined ? "" : String(job[name]);
-      if (input.value === original) continue;
-      patch[name] = input.type === "number" ? Number(input.value) : input.value || null;
-    }
-    fieldErrors(form, formError, null);
-    try {
-      await call("PATCH", `/jobs/${encodeURIComponent(job.id)}`, patch);
-      announce("Saved.");
-      await done();
-    } catch (error) {
-      fieldErrors(form, formError, error);
-    }
-  } },
-  h("h2", {}, "Edit job"),
-  field("name", "Name", job.name),
-  job.schedule ? field("schedule", "Schedule", job.schedule) : field("run_at", "Run at (RFC 3339)", job.run_at),
-  field("timezone", "Time zone", job.timezone),
-  field("max_retries", "Max retries", job.max_retries, "number"),
-  field("timeout_seconds", "Timeout (seconds)", job.timeout_seconds, "number"),
-  formError,
-  h("div", { class: "toolbar" }, h("button", { type: "submit", class: "primary" }, "Save changes"), h("button", { type: "button", onclick: done }, "Close editor")));
-  return form;
 }

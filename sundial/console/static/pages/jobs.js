@@ -1,30 +1,53 @@
-// Jobs: filters, newest first, paging, and actions on the selected rows.
+// Jobs: filters, newest first, paged with the page in the address, and actions on the selected rows.
 import { act, get, query } from "../api.js";
-import { announce, h, replace, statusBadge, when } from "../dom.js";
+import { confirmAction } from "../dialog.js";
+import { announce, h, replace, scroller, statusBadge, when } from "../dom.js";
+import { ACTIONS, labelOf, readable, refusal } from "../lifecycle.js";
+import { minuteNow } from "../times.js";
+import { pageTokens, walkTo } from "./paging.js";
 
 const PAGE_SIZE = 50;
 const STATUSES = ["pending", "queued", "running", "succeeded", "failed", "dead", "cancelled"];
 const PRIORITIES = ["high", "medium", "low"];
 const HEALTHS = ["failing", "dead"];
-const ACTIONS = [["pause", "Pause selected"], ["resume", "Resume selected"], ["cancel", "Cancel selected"], ["retry", "Retry selected"]];
+const BULK = ["pause", "resume", "cancel", "retry"];
+const COLUMNS = 7;
+// A job id as the API issues it (a ULID), in either case: Crockford base 32 ignores it.
+const JOB_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 
 export async function render(root, params) {
+  // What the list shows, and what the filter form holds until it is applied.
   const filters = { status: params.status || "", priority: params.priority || "", health: params.health || "", name: params.name || "" };
-  const state = { tokens: [null], page: 0, jobs: [], next: null, selected: new Set(), shown: "" };
+  const draft = { ...filters };
+  const tokens = pageTokens(filters);
+  const state = { page: Math.max(0, (parseInt(params.page, 10) || 1) - 1), jobs: [], next: null, selected: new Map(), refused: new Map(), shown: "", asked: 0 };
   const body = h("tbody");
-  const pageLabel = h("span", { class: "muted" });
-  const previous = h("button", { type: "button", onclick: () => go(state.page - 1) }, "Previous page");
-  const next = h("button", { type: "button", onclick: () => go(state.page + 1) }, "Next page");
+  const list = h("table", {}, h("caption", {}, "Jobs, newest first"));
+  const pageLabel = h("p", { class: "muted", role: "status", "aria-label": "Paging" });
+  const previous = h("button", { type: "button", disabled: true, onclick: () => go(state.page - 1) }, "Previous page");
+  const next = h("button", { type: "button", disabled: true, onclick: () => go(state.page + 1) }, "Next page");
   const all = h("input", { type: "checkbox", "aria-label": "Select all jobs on this page", onchange: () => selectAll(all.checked) });
-  const buttons = ACTIONS.map(([action, label]) => h("button", { type: "button", disabled: true, onclick: () => bulk(action, label) }, label));
+  const buttons = BULK.map((action) => h("button", { type: "button", disabled: true, class: action === "cancel" ? "danger" : null, onclick: () => bulk(action) }, `${ACTIONS[action][0]} selected`));
+
+  // Loading is shown as loading, never as an empty page, and paging waits for it.
+  function loading() {
+    list.setAttribute("aria-busy", "true");
+    previous.disabled = next.disabled = true;
+    pageLabel.textContent = "Loading jobs…";
+    replace(body, h("tr", {}, h("td", { colspan: COLUMNS }, "Loading jobs…")));
+  }
 
   async function load() {
-    const answer = await get("/jobs" + query({ ...filters, limit: PAGE_SIZE, next_token: state.tokens[state.page] }));
-    state.jobs = answer.jobs;
-    state.next = answer.next_token;
-    state.total = answer.total;
-    state.estimate = answer.total_is_estimate;
-    const shown = JSON.stringify(answer);
+    const mine = ++state.asked;
+    const page = await walkTo(tokens, state.page, (token) => get("/jobs" + query({ ...filters, limit: PAGE_SIZE, next_token: token })));
+    if (mine !== state.asked) return;
+    state.page = page.index;
+    state.jobs = page.answer.jobs;
+    state.next = page.answer.next_token;
+    state.total = page.answer.total;
+    state.estimate = page.answer.total_is_estimate;
+    list.removeAttribute("aria-busy");
+    const shown = JSON.stringify([page.answer, minuteNow()]);
     if (shown !== state.shown) {
       state.shown = shown;
       draw();
@@ -32,27 +55,27 @@ export async function render(root, params) {
   }
 
   function draw() {
+    for (const job of state.jobs) if (state.selected.has(job.id)) state.selected.set(job.id, job);
     const rows = state.jobs.map((job) => {
-      const label = job.name || job.id;
+      const label = labelOf(job, state.jobs);
       const box = h("input", { type: "checkbox", "aria-label": `Select ${label}`, checked: state.selected.has(job.id), onchange: () => {
-        if (box.checked) state.selected.add(job.id); else state.selected.delete(job.id);
+        if (box.checked) state.selected.set(job.id, job); else state.selected.delete(job.id);
         sync();
       } });
-      return h("tr", {},
-        h("td", {}, box),
+      const refused = state.refused.get(job.id);
+      return h("tr", { class: refused ? "refused" : null },
+        h("td", { class: "select" }, box),
         h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}` }, label)),
-        h("td", {}, statusBadge(job.status), job.paused ? " (paused)" : "", health(job)),
+        h("td", {}, statusBadge(job.status), job.paused ? " (paused)" : "", health(job), refused ? h("p", { class: "error" }, refused) : null),
         h("td", {}, job.priority),
-        h("td", {}, job.schedule || `once at ${when(job.run_at)}`),
-        h("td", {}, when(job.next_run_at)),
-        h("td", {}, when(job.created_at)));
+        h("td", {}, job.schedule || `once at ${when(job.run_at, job.timezone)}`),
+        h("td", {}, when(job.next_run_at, job.timezone)),
+        h("td", {}, when(job.created_at, job.timezone)));
     });
-    replace(body, rows.length ? rows : h("tr", {}, h("td", { colspan: 7 }, "No jobs match.")));
+    replace(body, rows.length ? rows : h("tr", {}, h("td", { colspan: COLUMNS }, "No jobs match.")));
     previous.disabled = state.page === 0;
     next.disabled = !state.next;
-    const pages = Math.max(1, Math.ceil(state.total / PAGE_SIZE));
-    const about = state.estimate ? "about " : "";
-    pageLabel.textContent = `Page ${state.page + 1} of ${about}${pages}, ${state.jobs.length} of ${about}${state.total} jobs`;
+    pageLabel.textContent = pageText(state);
     sync();
     // When the first screen of jobs is on the page, for anyone measuring it (bench/console_page.py).
     if (!performance.getEntriesByName("sundial:jobs-shown").length) performance.mark("sundial:jobs-shown");
@@ -61,63 +84,100 @@ export async function render(root, params) {
   function sync() {
     const onPage = state.jobs.filter((job) => state.selected.has(job.id)).length;
     all.checked = onPage > 0 && onPage === state.jobs.length;
-    for (const button of buttons) button.disabled = state.selected.size === 0;
+    const chosen = [...state.selected.values()];
+    BULK.forEach((action, i) => {
+      const fits = chosen.some((job) => !refusal(job, action));
+      buttons[i].disabled = !fits;
+      buttons[i].title = chosen.length && !fits ? `None of the selected jobs can be ${ACTIONS[action][2]}: ${refusal(chosen[0], action)}` : "";
+    });
   }
 
   function selectAll(on) {
-    for (const job of state.jobs) if (on) state.selected.add(job.id); else state.selected.delete(job.id);
+    for (const job of state.jobs) if (on) state.selected.set(job.id, job); else state.selected.delete(job.id);
     draw();
   }
 
   async function go(page) {
-    if (page > state.page) state.tokens[page] = state.next;
     state.page = page;
+    history.pushState(null, "", "#/jobs" + query({ ...filters, page: page > 0 ? page + 1 : "" }));
+    loading();
     state.shown = "";
     await load();
   }
 
-  async function bulk(action, label) {
-    const ids = [...state.selected];
+  async function bulk(action) {
+    const [label] = ACTIONS[action];
+    const chosen = [...state.selected.values()];
+    const fits = chosen.filter((job) => !refusal(job, action));
+    const left = chosen.filter((job) => refusal(job, action));
+    const sure = await confirmAction(question(action, fits.length, left.length));
+    if (!sure) return;
     for (const button of buttons) button.disabled = true;
-    const results = await Promise.allSettled(ids.map((id) => act(id, action)));
-    const refused = results.map((r, i) => [r, ids[i]]).filter(([r]) => r.status === "rejected");
-    state.selected = new Set(refused.map(([, id]) => id));
-    const done = ids.length - refused.length;
-    const verb = label.replace(" selected", "").toLowerCase();
-    const why = refused.length ? `; ${refused.length} refused: ${refused[0][0].reason.message}` : "";
-    announce(`${verb}: ${done} of ${ids.length} jobs done${why}`, refused.length > 0);
+    state.refused = new Map(left.map((job) => [job.id, `${label} refused: ${refusal(job, action)}`]));
+    const results = await Promise.allSettled(fits.map((job) => act(job.id, action)));
+    results.forEach((result, i) => {
+      const job = fits[i];
+      if (result.status === "rejected") state.refused.set(job.id, `${label} refused: ${readable(result.reason.message, job, labelOf(job, state.jobs))}`);
+    });
+    state.selected = new Map(chosen.filter((job) => state.refused.has(job.id)).map((job) => [job.id, job]));
+    const done = fits.length - (state.refused.size - left.length);
+    const why = state.refused.size ? `; ${state.refused.size} refused, each marked in the list with why` : "";
+    announce(`${label}: ${done} of ${chosen.length} selected jobs done${why}.`, state.refused.size > 0);
     state.shown = "";
     await load();
   }
 
   function applyFilters(event) {
     event.preventDefault();
-    location.hash = "#/jobs" + query(filters);
+    const typed = draft.name.trim();
+    if (JOB_ID.test(typed)) {
+      location.hash = `#/jobs/${typed.toUpperCase()}`;
+      return;
+    }
+    location.hash = "#/jobs" + query(draft);
   }
 
   const filterForm = h("form", { class: "toolbar", role: "search", "aria-label": "Filter jobs", onsubmit: applyFilters },
-    choice("Status", "status", STATUSES, filters),
-    choice("Priority", "priority", PRIORITIES, filters),
-    choice("Health", "health", HEALTHS, filters),
-    h("div", {}, h("label", { for: "f-name" }, "Name"),
-      h("input", { id: "f-name", type: "search", value: filters.name, oninput: (e) => { filters.name = e.target.value; } })),
+    choice("Status", "status", STATUSES, draft),
+    choice("Priority", "priority", PRIORITIES, draft),
+    choice("Health", "health", HEALTHS, draft),
+    h("div", {}, h("label", { for: "f-name" }, "Name or job id"),
+      h("input", { id: "f-name", type: "search", value: draft.name, oninput: (e) => { draft.name = e.target.value; } })),
     h("button", { type: "submit", class: "primary" }, "Apply filters"));
 
-  replace(root,
-    h("h1", {}, "Jobs"),
-    filterForm,
+  list.append(h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "select" }, all),
+    ["Name", "Status", "Priority", "Schedule", "Next run", "Created"].map((t) => h("th", { scope: "col" }, t)))), body);
+  replace(root, h("h1", {}, "Jobs"), filterForm,
     h("div", { class: "toolbar", role: "group", "aria-label": "Actions on selected jobs" }, buttons),
-    h("table", {},
-      h("caption", {}, "Jobs, newest first"),
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, all), ["Name", "Status", "Priority", "Schedule", "Next run", "Created"].map((t) => h("th", { scope: "col" }, t)))),
-      body),
-    h("div", { class: "pager" }, previous, next, pageLabel));
+    scroller(list), h("div", { class: "pager" }, previous, next, pageLabel));
+  loading();
   try {
     await load();
   } catch (error) {
-    replace(body, h("tr", {}, h("td", { colspan: 7, role: "alert" }, `The jobs could not be listed: ${error.message}`)));
+    list.removeAttribute("aria-busy");
+    pageLabel.textContent = "";
+    replace(body, h("tr", {}, h("td", { colspan: COLUMNS, role: "alert" }, `The jobs could not be listed: ${error.message}`)));
   }
   return { refresh: load };
+}
+
+// "Page 3 of 120, 50 of 6,000 jobs", with "about" where the API's total is an estimate.
+function pageText(state) {
+  const about = state.estimate ? "about " : "";
+  const total = state.total ?? 0;
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE), state.page + 1);
+  return `Page ${state.page + 1} of ${about}${pages.toLocaleString("en")}, ${state.jobs.length} of ${about}${total.toLocaleString("en")} jobs`;
+}
+
+// "Cancel 3 jobs?", with what cannot be undone and what is left out of the selection.
+function question(action, count, left) {
+  const [label, verb, past] = ACTIONS[action];
+  const jobs = (n) => `${n} job${n === 1 ? "" : "s"}`;
+  const detail = [
+    action === "cancel" ? "This cannot be undone." : `Each is ${past} now.`,
+    left ? `${jobs(left)} of the selection cannot be ${past} and ${left === 1 ? "is" : "are"} left out.` : "",
+  ];
+  return { question: `${label} ${jobs(count)}?`, detail: detail.join(" ").trim(), yes: `Yes, ${verb} ${jobs(count)}`, no: "Go back" };
 }
 
 // A recurring job's status is its next occurrence's; its health says how the last ones ended.

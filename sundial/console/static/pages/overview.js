@@ -1,7 +1,9 @@
 // Overview: jobs per status and priority, dead jobs to retry, queues, and the last hour's starts.
 import { act, get } from "../api.js";
 import { announce, h, replace, statusBadge, table, when } from "../dom.js";
-import { latenessChart, startsChart } from "../charts.js";
+import { duration, latenessChart, startsChart } from "../charts.js";
+import { labelOf, readable } from "../lifecycle.js";
+import { minuteNow } from "../times.js";
 
 const PRIORITIES = ["high", "medium", "low"];
 const STATUSES = ["pending", "queued", "running", "succeeded", "failed", "dead", "cancelled"];
@@ -10,7 +12,7 @@ export async function render(root) {
   let last = "";
   async function refresh() {
     const stats = await get("/stats");
-    const text = JSON.stringify(stats, (k, v) => (k === "generated_at" ? undefined : v));
+    const text = JSON.stringify([stats, minuteNow()], (k, v) => (k === "generated_at" ? undefined : v));
     if (text !== last) {
       last = text;
       draw(root, stats);
@@ -54,21 +56,19 @@ function draw(root, stats) {
         h("h2", { id: "h-starts" }, `Executions per minute (${stats.executions.starts} in the last hour)`),
         startsChart(stats.executions.per_minute)),
       h("section", { class: "card", "aria-labelledby": "h-lateness" },
-        h("h2", { id: "h-lateness" }, `Start lateness: p50 ${ms(stats.executions.lateness_p50_ms)}, p99 ${ms(stats.executions.lateness_p99_ms)}`),
+        h("h2", { id: "h-lateness" }, `Start lateness: p50 ${duration(stats.executions.lateness_p50_ms)}, p99 ${duration(stats.executions.lateness_p99_ms)}`),
         latenessChart(stats.executions.per_minute, stats.executions.lateness_p50_ms, stats.executions.lateness_p99_ms))));
 }
 
 // Retried here since the census was counted: left out until the next census no longer lists them.
 const retried = new Set();
 
-const ms = (value) => (value === null ? "–" : `${value} ms`);
-
 function deadSection(stats) {
   const heading = h("h2", { id: "h-dead" }, `Dead jobs needing attention (${stats.dead_total})`);
   const dead = stats.dead.filter((job) => !retried.has(job.id));
   if (!dead.length) return h("section", { class: "card", "aria-labelledby": "h-dead" }, heading, h("p", { class: "muted" }, "No dead jobs."));
   const rows = dead.map((job) => {
-    const label = job.name || job.id;
+    const label = labelOf(job, dead);
     const retry = h("button", { type: "button", "aria-label": `Retry ${label}`, onclick: async (event) => {
       event.target.disabled = true;
       try {
@@ -77,7 +77,7 @@ function deadSection(stats) {
         announce(`Retried ${label}.`);
         event.target.closest("tr").remove();
       } catch (error) {
-        announce(`Retry of ${label} refused: ${error.message}`, true);
+        announce(`Retry of ${label} refused: ${readable(error.message, job, label)}`, true);
         event.target.disabled = false;
       }
     } }, "Retry");
