@@ -15,7 +15,7 @@ import base64
 
 from shared.targets.aws_delivery import envelope_json
 from shared.targets.models import AnyTarget, Delivery, EventBridgeTarget, SnsTarget
-from shared.targets.signing import SECRET_PREFIX, Signer
+from shared.targets.signing import MOST_KEYS, SECRET_PREFIX, Signer
 
 # Publish: the message, attributes included (we send none), at most 262,144 bytes. PutEvents: an
 # entry's Source, DetailType, Detail and its 14-byte Time together, at most 262,144.
@@ -23,7 +23,8 @@ CARRIER_BYTES = 256 * 1024
 EVENT_TIME_BYTES = 14
 
 # The longest values an envelope's fields take: a ULID, the last instant the API accepts, the
-# 21st attempt (20 retries), and two signatures (during a rotation) at a 10-digit timestamp.
+# 21st attempt (20 retries), and a signature by each key the signing secret may hold, at a 10-digit
+# timestamp.
 _LONGEST_JOB_ID = "7" * 26
 _LONGEST_INSTANT = "9999-12-30T23:59:59.999Z"
 _MOST_ATTEMPTS = 21
@@ -39,7 +40,7 @@ def envelope_overhead_bytes() -> int:
         idempotency_key=f"{_LONGEST_JOB_ID}:{_LONGEST_INSTANT}",
         payload=None,
     )
-    signer = Signer(lambda _service: _TwoVersions(), "sizing", wall_clock=lambda: _LONGEST_TIMESTAMP)
+    signer = Signer(lambda _service: _MostKeys(), "sizing", wall_clock=lambda: _LONGEST_TIMESTAMP)
     return len(envelope_json(delivery, signer).encode()) - len(b"null")
 
 
@@ -54,9 +55,10 @@ def payload_room(target: AnyTarget) -> int | None:
     return None
 
 
-class _TwoVersions:
-    """A signing secret in the middle of a rotation, as Secrets Manager answers it: only the number
-    of signatures matters to the size, never the key."""
+class _MostKeys:
+    """A signing secret holding as many keys as may sign at once, as Secrets Manager answers it:
+    only the number of signatures matters to the size, never the keys."""
 
-    def get_secret_value(self, SecretId: str, VersionStage: str) -> dict[str, str]:  # noqa: N803
-        return {"SecretString": SECRET_PREFIX + base64.b64encode(VersionStage.encode()).decode()}
+    def get_secret_value(self, SecretId: str) -> dict[str, str]:  # noqa: N803
+        keys = (SECRET_PREFIX + base64.b64encode(bytes([n]) * 32).decode() for n in range(MOST_KEYS))
+        return {"SecretString": " ".join(keys)}

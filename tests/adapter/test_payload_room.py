@@ -1,5 +1,5 @@
 """The payload limit of each target, held against what the emulator's SQS and SNS accept: the
-largest payload the API lets a job carry is delivered, signed twice (during a rotation) with the
+largest payload the API lets a job carry is delivered, signed by as many keys as may sign, with the
 envelope's fields at their longest, and one byte more is refused by the carrier."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from shared.constants import PAYLOAD_LIMIT_BYTES
 from shared.targets import Delivery, EventBridgeTarget, Signer, SnsTarget, SqsTarget, TargetError
 from shared.targets.aws_delivery import envelope_json, publish_sns, send_sqs
 from shared.targets.payload_room import CARRIER_BYTES, EVENT_TIME_BYTES, payload_room
+from shared.targets.signing import MOST_KEYS
 
 LONGEST = Delivery(
     job_id="7ZZZZZZZZZZZZZZZZZZZZZZZZZ",
@@ -28,14 +29,13 @@ LONGEST = Delivery(
 
 @pytest.fixture
 def rotating_signer(aws: dict[str, Any]) -> Signer:
-    """A signing secret with a current and a previous version, as in a rotation's overlap."""
+    """A signing secret holding as many keys as may sign at once, on the emulator."""
     manager = boto3.client("secretsmanager", **aws)
     name = f"signing-{uuid.uuid4().hex}"
-    versions = ["whsec_" + base64.b64encode(secrets.token_bytes(32)).decode() for _ in range(2)]
-    manager.create_secret(Name=name, SecretString=versions[0])
-    manager.put_secret_value(SecretId=name, SecretString=versions[1])
+    keys = ["whsec_" + base64.b64encode(secrets.token_bytes(32)).decode() for _ in range(MOST_KEYS)]
+    manager.create_secret(Name=name, SecretString=" ".join(keys))
     signer = Signer(lambda service: boto3.client(service, **aws), name, wall_clock=lambda: 9_999_999_999)
-    assert len(signer.secrets()) == 2
+    assert len(signer.secrets()) == MOST_KEYS
     return signer
 
 
