@@ -87,6 +87,7 @@ class DynamoModel:
         self.warm_wcu = warm_wcu
         self.warm_rcu = warm_rcu
         self._backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
+        self._backend.tables.pop(table_name, None)  # an earlier run's, in this process
         self.due = DueIndex()
         self.writes = Buckets()
         self.reads = Buckets()
@@ -136,7 +137,9 @@ class DynamoModel:
         self._after_write(key, before, now_s)
         return answer
 
-    def _transaction(self, body: dict[str, Any], request: Any, now_s: float) -> tuple[int, dict[str, str], bytes]:
+    def _transaction(
+        self, body: dict[str, Any], request: Any, now_s: float
+    ) -> tuple[int, dict[str, str], bytes]:
         keys = []
         for entry in body["TransactItems"]:
             kind, part = next(iter(entry.items()))

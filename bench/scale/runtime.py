@@ -489,7 +489,7 @@ _real_sleep = time.sleep
 @contextmanager
 def green(simulation: Sim) -> Iterator[Sim]:
     """Runs the engine's modules on `simulation`'s green threads and clock, then puts them back."""
-    global _sim
+    global _sim  # noqa: PLW0603 - the one simulation the green kinds run on
     from shared import dispatch
     from shared.engine import heartbeat, scheduler, tick_sends, worker
 
@@ -513,4 +513,3 @@ def green(simulation: Sim) -> Iterator[Sim]:
         for module, name, value in kept:
             setattr(module, name, value)
         _sim = None
-

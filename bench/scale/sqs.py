@@ -119,7 +119,9 @@ class SqsModel:
         if operation == "SendMessageBatch":
             return self._send_batch(queue, request, now_s)
         if operation == "SendMessage":
-            message = Message(secrets.token_hex(8), request["MessageBody"], now_s + request.get("DelaySeconds", 0))
+            message = Message(
+                secrets.token_hex(8), request["MessageBody"], now_s + request.get("DelaySeconds", 0)
+            )
             queue.put(message)
             return 200, {}, json.dumps({"MessageId": message.id, "MD5OfMessageBody": "0" * 32}).encode()
         if operation == "ChangeMessageVisibility":
@@ -128,7 +130,9 @@ class SqsModel:
             return 200, {}, b"{}"
         return _error("UnsupportedOperation", f"the model does not answer {operation}")
 
-    def _send_batch(self, queue: Queue, request: dict[str, Any], now_s: float) -> tuple[int, dict[str, str], bytes]:
+    def _send_batch(
+        self, queue: Queue, request: dict[str, Any], now_s: float
+    ) -> tuple[int, dict[str, str], bytes]:
         entries = request["Entries"]
         if len(entries) > limits.BATCH_ENTRIES.value:
             return _error("TooManyEntriesInBatchRequest", "Maximum number of entries per request are 10.")

@@ -23,7 +23,7 @@ from shared import constants as c
 from shared import lifecycle
 from shared.dispatch import Dispatcher, JobMessage, SharedSends
 from shared.engine.scheduler import Scheduler
-from shared.engine.worker import Worker
+from shared.engine.worker import Outcome, Worker
 from shared.models import Job
 from shared.store import DueShards, JobStore
 from shared.targets import Delivery
@@ -152,26 +152,27 @@ class World:
         self.ticks: list[TickRecord] = []
         self.running = 0  # concurrent executions in the account
         self.kill_tick_at: float | None = None
-        self.early_deferrals = 0
-        self.in_flight_cap_hits = 0
+        self.dropped_at_fence = 0  # copies (a killed tick's, a redelivery's) the fence refused
         self._warm: list[Environment] = []
         self.jobs: dict[str, tuple[c.Priority, int | None]] = {}  # priority, and a one-off's instant
+        self.allowed_calls: dict[str, int] = {}
 
     # --- the tick ---------------------------------------------------------------------------------
 
     def start_ticks(self, first_s: float, until_s: float, extra: list[float] | None = None) -> None:
         starts = [first_s + minute * c.TICK_SECONDS for minute in range(int((until_s - first_s) // 60) + 1)]
-        for at in sorted([*starts, *(extra or [])]):
-            self.sim.spawn(self._tick, env=None, at=at + limits.TICK_START_S.value)
+        for n, at in enumerate(sorted([*starts, *(extra or [])])):
+            # The second tick sends the run's first instant's messages: the one a kill hits.
+            self.sim.spawn(self._tick, n == 1, env=None, at=at + limits.TICK_START_S.value)
 
-    def _tick(self) -> None:
+    def _tick(self, killed: bool = False) -> None:
         env = Environment(self.settings.tick_memory_mb)
         started = self.sim.time()
         record = TickRecord(started)
         self.ticks.append(record)
         timeout = limits.TICK_TIMEOUT_S.value
         kill_at = self.kill_tick_at
-        if kill_at is not None and not any(t.killed for t in self.ticks):
+        if kill_at is not None and killed:
             timeout = min(timeout, kill_at)
             record.killed = True
         scheduler = Scheduler(
@@ -187,7 +188,11 @@ class World:
             report = scheduler.tick(deadline_ms)
             record.duration_s = self.sim.time() - started
             record.out_of_time = report.out_of_time
-            record.claimed, record.dispatched, record.errors = report.claimed, report.dispatched, report.errors
+            record.claimed, record.dispatched, record.errors = (
+                report.claimed,
+                report.dispatched,
+                report.errors,
+            )
 
         task = self.sim.spawn(run, env=env)
         self.running += 1
@@ -216,7 +221,9 @@ class World:
             self.sim.sleep(limits.COLD_START_S.value, charge=False)
         started = self.sim.time()
         deadline_ms = int((started + limits.WORKER_TIMEOUT_S.value) * 1000)
-        store = JobStore(self.store._client, c.TABLE_NAME, self.clock, DueShards(self.settings.due_shards, None))
+        store = JobStore(
+            self.store._client, c.TABLE_NAME, self.clock, DueShards(self.settings.due_shards, None)
+        )
         worker = Worker(
             store, SharedSends(*self.dispatch_args), self.clock, self.target, "sim", sleep=self.sim.sleep
         )
@@ -225,7 +232,8 @@ class World:
         def one(message: Any) -> None:
             job_message = JobMessage.model_validate_json(message.body)
             try:
-                worker.process(job_message, deadline_ms)
+                if worker.process(job_message, deadline_ms).outcome is Outcome.DROPPED:
+                    self.dropped_at_fence += 1
             except Exception:
                 failed.append(message)
                 self._return_soon(queue, message, job_message)
@@ -265,7 +273,9 @@ class EventSource:
         self.world, self.queue = world, queue
         settings = world.settings
         self.maximum = min(settings.max_concurrency[priority.value], int(limits.ESM_MAX.value))
-        ramp = limits.ESM_PROVISIONED_RAMP_PER_MIN if settings.provisioned_pollers else limits.ESM_RAMP_PER_MIN
+        ramp = (
+            limits.ESM_PROVISIONED_RAMP_PER_MIN if settings.provisioned_pollers else limits.ESM_RAMP_PER_MIN
+        )
         self.ramp_per_s = ramp.value / 60
         self.allowed = float(limits.ESM_START.value)
         self.busy = 0
