@@ -23,6 +23,9 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
     parser.add_argument("--mix", default="1:1:1", help="high:medium:low weights")
     parser.add_argument("--failing", type=float, default=0.0, help="fraction of jobs whose target fails")
     parser.add_argument("--kill-tick-at", type=float, help="the first tick is killed this many s in")
+    parser.add_argument(
+        "--kill-tick-after-sends", type=int, help="the first tick is killed inside the send of this message"
+    )
     parser.add_argument("--overlap-tick-at", type=float, help="an extra tick starts this many s after one")
     parser.add_argument("--through-api", action="store_true", help="create every job by a request")
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
@@ -42,6 +45,7 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
         mix=(high, medium, low),
         failing=args.failing,
         kill_tick_at=args.kill_tick_at,
+        kill_tick_after_sends=args.kill_tick_after_sends,
         overlap_tick_at=args.overlap_tick_at,
         through_api=args.through_api,
         settings=settings,

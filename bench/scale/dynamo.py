@@ -1,14 +1,15 @@
-"""DynamoDB as the model answers it: moto's own request handling, in this process, decides every
-item (conditions, update expressions, ALL_OLD answers, transactions), so each item the run touches
-is exactly as DynamoDB would leave it. Around it the model adds what moto leaves out:
+"""DynamoDB as the model answers it. A table (bench/scale/tables.py: moto's own request handling,
+the native table, or both compared) decides every item (conditions, update expressions, ALL_OLD
+answers, transactions), so each item the run touches is as DynamoDB would leave it. Around it the
+model adds what those leave out:
 
 - capacity: write and read units per virtual second, for the table (its warm throughput, raised
   only by a peak older than the doubling window) and per partition key value of the table and of
   each index (1,000 WCU/s, 3,000 RCU/s). A request over any of them is throttled, as AWS answers it
   (ProvisionedThroughputExceededException for a partition, ThrottlingException for the table), and
   changes nothing; a write charges each index its entries change (index back-pressure).
-- the due index: kept sorted beside moto's items, so that a tick's Query reads its rows in
-  O(log n) instead of moto's scan of the whole table.
+- the due index: kept sorted beside the table's items, so that a tick's Query reads its rows in
+  O(log n) instead of a scan of the whole table.
 """
 
 from __future__ import annotations
@@ -20,13 +21,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from moto.core import DEFAULT_ACCOUNT_ID
-from moto.core.request import normalize_request
-from moto.dynamodb.models import dynamodb_backends
-from moto.dynamodb.models.dynamo_type import DynamoType
-from moto.dynamodb.responses import DynamoHandler
-
-from bench.scale import limits
+from bench.scale import limits, tables
+from bench.scale.expressions import used_placeholders
+from bench.scale.tables import attr, key_of, size
 from shared import constants as c
 
 WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem"})
@@ -82,25 +79,30 @@ class DueIndex:
 
 
 class DynamoModel:
-    def __init__(self, table_name: str, warm_wcu: float, warm_rcu: float, region: str = "us-east-1") -> None:
+    def __init__(
+        self, table_name: str, warm_wcu: float, warm_rcu: float, region: str = "us-east-1", kind: str = "moto"
+    ) -> None:
         self.table_name = table_name
         self.warm_wcu = warm_wcu
         self.warm_rcu = warm_rcu
-        self._backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
-        self._backend.tables.pop(table_name, None)  # an earlier run's, in this process
+        self.table = tables.make(kind, table_name, region)
         self.due = DueIndex()
         self.writes = Buckets()
         self.reads = Buckets()
         self.throttles = Throttles()
         self.calls: defaultdict[str, int] = defaultdict(int)
         self.stored_bytes_extra = 0.0  # active jobs the run does not materialise
-        self.break_conditions = False  # for the honest-model test: a model that lies must be caught
+        # A model that lies, for the test that must catch it: every write applies whatever the item
+        # holds, as though DynamoDB ignored conditions.
+        self.break_conditions = False
 
     # --- answering ------------------------------------------------------------------------------
 
     def answer(self, operation: str, request: Any, now_s: float) -> tuple[int, dict[str, str], bytes]:
         self.calls[operation] += 1
         body = json.loads(request.body or b"{}")
+        if self.break_conditions:
+            _strip_conditions(body)
         if operation == "Query" and body.get("IndexName") == c.DUE_INDEX_NAME:
             return self._due_query(body, now_s)
         if operation in WRITES:
@@ -111,29 +113,21 @@ class DynamoModel:
             throttled = self._read_throttle(body, now_s)
             if throttled:
                 return throttled
-        return self._moto(request, body)
-
-    def _moto(self, request: Any, body: dict[str, Any] | None = None) -> tuple[int, dict[str, str], bytes]:
-        if body is not None and self.break_conditions:
-            body.pop("ConditionExpression", None)
-            request.body = json.dumps(body).encode()
-        normalized = normalize_request(request)
-        status, headers, answer = DynamoHandler.dispatch(normalized, normalized.raw_url, normalized.headers)
-        return status, dict(headers), answer.encode() if isinstance(answer, str) else answer
+        return self.table.answer(operation, body, request)
 
     # --- writes -----------------------------------------------------------------------------------
 
     def _write(
         self, operation: str, body: dict[str, Any], request: Any, now_s: float
     ) -> tuple[int, dict[str, str], bytes]:
-        key = _key(body["Item"] if operation == "PutItem" else body["Key"])
-        before = self._item(key)
-        put_size = _json_size(body["Item"]) if operation == "PutItem" else 0
-        units = _write_units(max(put_size, _size(before)))
+        key = key_of(body["Item"] if operation == "PutItem" else body["Key"])
+        before = self.table.item(key)
+        put_size = size(body["Item"]) if operation == "PutItem" else 0
+        units = _write_units(max(put_size, size(before)))
         throttled = self._write_throttle(key, before, units, now_s)
         if throttled:
             return throttled
-        answer = self._moto(request, body)
+        answer = self.table.answer(operation, body, request)
         self._after_write(key, before, now_s)
         return answer
 
@@ -143,14 +137,14 @@ class DynamoModel:
         keys = []
         for entry in body["TransactItems"]:
             kind, part = next(iter(entry.items()))
-            keys.append(_key(part["Item"] if kind == "Put" else part["Key"]))
-        befores = [self._item(key) for key in keys]
+            keys.append(key_of(part["Item"] if kind == "Put" else part["Key"]))
+        befores = [self.table.item(key) for key in keys]
         for key, before in zip(keys, befores, strict=True):
             # A transaction costs two units per item written (prepare and commit).
-            throttled = self._write_throttle(key, before, 2 * _write_units(_size(before)), now_s)
+            throttled = self._write_throttle(key, before, 2 * _write_units(size(before)), now_s)
             if throttled:
                 return throttled
-        answer = self._moto(request)
+        answer = self.table.answer("TransactWriteItems", body, request)
         for key, before in zip(keys, befores, strict=True):
             self._after_write(key, before, now_s)
         return answer
@@ -173,9 +167,9 @@ class DynamoModel:
         return None
 
     def _after_write(self, key: KEY, before: Any, now_s: float) -> None:
-        after = self._item(key)
+        after = self.table.item(key)
         second = int(now_s)
-        units = _write_units(max(_size(before), _size(after)))
+        units = _write_units(max(size(before), size(after)))
         self.writes.charge("table", second, units)
         self.writes.charge(("pk", key[0]), second, units)
         old_keys, new_keys = set(_index_keys(before)), set(_index_keys(after))
@@ -230,41 +224,33 @@ class DynamoModel:
 
     # --- items ------------------------------------------------------------------------------------
 
-    def table(self) -> Any:
-        return self._backend.get_table(self.table_name)
-
-    def _item(self, key: KEY) -> Any:
-        return self.table().items.get(DynamoType({"S": key[0]}), {}).get(DynamoType({"S": key[1]}))
-
     def seed(self, item: dict[str, Any]) -> None:
         """Stores an item as a write would have, without a request (jobs placed before the run)."""
-        self.table().put_item(item)
-        self.due.put(_key(item), _due_entry(self._item(_key(item))))
+        self.table.put(item)
+        self.due.put(key_of(item), _due_entry(item))
 
 
-def _key(item: dict[str, Any]) -> KEY:
-    return item[c.PARTITION_KEY]["S"], item[c.SORT_KEY]["S"]
-
-
-def _size(item: Any) -> int:
-    return 0 if item is None else int(item.size())
-
-
-def _json_size(item: dict[str, Any]) -> int:
-    return len(json.dumps(item)) // 2  # DynamoDB's size of names and values, about half the JSON
+def _strip_conditions(body: dict[str, Any]) -> None:
+    """Drops each write's condition, and the names and values only the condition used (DynamoDB,
+    and moto, refuse a request that provides one its expressions do not use)."""
+    for part in [body, *(next(iter(e.values())) for e in body.get("TransactItems", []))]:
+        if part.pop("ConditionExpression", None) is None:
+            continue
+        used = used_placeholders(part.get("UpdateExpression"))
+        for kind in ("ExpressionAttributeNames", "ExpressionAttributeValues"):
+            kept = {k: v for k, v in part.get(kind, {}).items() if k in used}
+            if kept:
+                part[kind] = kept
+            else:
+                part.pop(kind, None)
 
 
 def _write_units(size: int) -> float:
     return float(max(1, math.ceil(size / limits.WRITE_UNIT_BYTES.value)))
 
 
-def _attr(item: Any, name: str) -> str | None:
-    value = item.attrs.get(name) if item is not None else None
-    return None if value is None else str(value.value)
-
-
 def _due_entry(item: Any) -> tuple[str, str] | None:
-    shard, due_key = _attr(item, c.DUE_SHARD_ATTRIBUTE), _attr(item, c.DUE_KEY_ATTRIBUTE)
+    shard, due_key = attr(item, c.DUE_SHARD_ATTRIBUTE), attr(item, c.DUE_KEY_ATTRIBUTE)
     return None if shard is None or due_key is None else (shard, due_key)
 
 
@@ -273,7 +259,7 @@ def _index_keys(item: Any) -> list[tuple[str, str]]:
     if item is None:
         return []
     names = [c.DUE_SHARD_ATTRIBUTE, *c.LIST_INDEX_KEYS.values()]
-    return [(name, value) for name in names if (value := _attr(item, name)) is not None]
+    return [(name, value) for name in names if (value := attr(item, name)) is not None]
 
 
 def _error(code: str, message: str) -> tuple[int, dict[str, str], bytes]:

@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from bench.scale.scenario import Scenario, run
@@ -56,6 +57,18 @@ def _no_tick_past_deadline(report: dict[str, Any]) -> bool:
     return not any(t["ran_past_deadline"] or t["timed_out"] for t in report["ticks"])
 
 
+def _nothing_lost_copies_dropped(report: dict[str, Any]) -> bool:
+    killed = [t for t in report["ticks"] if t["killed"]]
+    return _exactly_once(report) and report["dropped_at_fence"] > 0 and bool(killed)
+
+
+def _killed_mid_send(report: dict[str, Any]) -> bool:
+    killed = [t for t in report["ticks"] if t["killed"]]
+    due = sum(p["occurrences"] for p in report["priorities"].values())
+    mid_send = bool(killed) and 0 < killed[0]["sent_while_running"] < due
+    return mid_send and _nothing_lost_copies_dropped(report)
+
+
 def goals() -> list[Goal]:
     recommended = _settings(RECOMMENDED)
     return [
@@ -75,7 +88,13 @@ def goals() -> list[Goal]:
             "100k-killed-tick",
             Scenario(due_at_once=100_000, kill_tick_at=40, overlap_tick_at=30, settings=recommended),
             "nothing lost; copies dropped at the fence",
-            _exactly_once,
+            _nothing_lost_copies_dropped,
+        ),
+        Goal(
+            "100k-killed-mid-send",
+            Scenario(due_at_once=100_000, kill_tick_after_sends=50_000, settings=recommended),
+            "the kill lands mid-send; nothing lost; copies dropped at the fence",
+            _killed_mid_send,
         ),
         Goal(
             "steady-100k-a-minute",
@@ -93,7 +112,7 @@ def goals() -> list[Goal]:
             "1M-at-09:00",
             Scenario(due_at_once=1_000_000, settings=recommended),
             "sent before its instant; exactly once; within 10 min wall",
-            _exactly_once,
+            lambda r: _exactly_once(r) and r["sent_after_instant"] == 0 and r["wall_seconds"] <= 600,
         ),
     ]
 
@@ -102,31 +121,50 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="make scale")
     parser.add_argument("--only", action="append")
     parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--out", type=Path, help="a directory for each scenario's JSON report")
     args = parser.parse_args()
     for goal in goals():
         if args.only and goal.name not in args.only:
             continue
         s = goal.scenario
         scenario = replace(
-            s, due_at_once=int(s.due_at_once * args.scale), per_minute=int(s.per_minute * args.scale)
+            s,
+            due_at_once=int(s.due_at_once * args.scale),
+            per_minute=int(s.per_minute * args.scale),
+            kill_tick_after_sends=None
+            if s.kill_tick_after_sends is None
+            else int(s.kill_tick_after_sends * args.scale),
         )
         started = time.monotonic()
         report = run(scenario)
-        wall = time.monotonic() - started
-        lateness = {p: v["lateness_ms"] for p, v in report["priorities"].items()}
-        counts = {
-            p: {k: v[k] for k in ("occurrences", "never_called", "called_twice", "called_early")}
-            for p, v in report["priorities"].items()
-        }
-        longest = max((t["duration_s"] or 0 for t in report["ticks"]), default=0)
-        print(f"== {goal.name}  (scale {args.scale:g}, {wall:.0f} s wall)")
-        print(f"   goal:     {goal.says}")
-        print(f"   measured: {json.dumps(counts)}")
-        print(
-            f"             lateness {json.dumps(lateness)}; throttles {report['throttles']}; "
-            f"longest tick {longest} s; out of time {sum(t['out_of_time'] for t in report['ticks'])}"
-        )
-        print(f"   holds:    {'yes' if goal.holds(report) else 'NO'}", flush=True)
+        report["wall_seconds"] = round(time.monotonic() - started, 1)
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / f"{goal.name.replace(':', '')}.json").write_text(json.dumps(report, indent=2))
+        _print(goal, report, args.scale)
+
+
+def _print(goal: Goal, report: dict[str, Any], scale: float) -> None:
+    lateness = {p: v["lateness_ms"] for p, v in report["priorities"].items()}
+    counts = {
+        p: {k: v[k] for k in ("occurrences", "never_called", "called_twice", "called_early")}
+        for p, v in report["priorities"].items()
+    }
+    ticks = report["ticks"]
+    longest = max((t["duration_s"] or 0 for t in ticks), default=0)
+    killed = [t["sent_while_running"] for t in ticks if t["killed"]]
+    print(f"== {goal.name}  (scale {scale:g}, {report['wall_seconds']:.0f} s wall)")
+    print(f"   goal:     {goal.says}")
+    print(f"   measured: {json.dumps(counts)}")
+    print(f"             start lateness ms {json.dumps(lateness)}")
+    print(
+        f"             throttles {report['throttles']}; longest tick {longest} s; "
+        f"out of time {sum(t['out_of_time'] for t in ticks)}; past deadline "
+        f"{sum(t['ran_past_deadline'] or t['timed_out'] for t in ticks)}; sent after instant "
+        f"{report['sent_after_instant']}; dropped at fence {report['dropped_at_fence']}"
+        + (f"; killed tick had sent {killed[0]}" if killed else "")
+    )
+    print(f"   holds:    {'yes' if goal.holds(report) else 'NO'}", flush=True)
 
 
 if __name__ == "__main__":

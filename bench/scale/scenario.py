@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.scale import limits
 from bench.scale.runtime import Sim, green
+from bench.scale.tables import CrossChecked
 from bench.scale.world import CallRecord, Settings, World, occurrences
 from shared import constants as c
 from shared.api.models import JobCreate
@@ -39,6 +40,7 @@ class Scenario:
     failing: float = 0.0
     recurring: int = 0
     kill_tick_at: float | None = None
+    kill_tick_after_sends: int | None = None  # the kill lands inside the send that takes this message
     overlap_tick_at: float | None = None
     through_api: bool = False
     break_conditions: bool = False  # a model that lies, for the test that must catch it
@@ -54,7 +56,6 @@ def _priorities(n: int, mix: tuple[int, int, int], rng: random.Random) -> list[c
 def _specs(scenario: Scenario, rng: random.Random) -> list[tuple[JobCreate, float]]:
     """Each job's create request and the virtual time it is created at."""
     out: list[tuple[JobCreate, float]] = []
-    target: Any = {"type": "http", "url": "https://jobs.example.com/hook"}
     due = [START_S] * scenario.due_at_once
     for minute in range(scenario.minutes if scenario.per_minute else 0):
         due += [START_S + minute * 60 + rng.random() * 60 for _ in range(scenario.per_minute)]
@@ -65,7 +66,7 @@ def _specs(scenario: Scenario, rng: random.Random) -> list[tuple[JobCreate, floa
             {
                 "name": name,
                 "run_at": format_rfc3339(int(at * 1000)),
-                "target": target,
+                "target": _target(name),
                 "priority": priorities[n],
                 "max_retries": 2,
                 "backoff": [5, 10],
@@ -79,7 +80,7 @@ def _specs(scenario: Scenario, rng: random.Random) -> list[tuple[JobCreate, floa
             {
                 "name": name,
                 "schedule": "rate(1 minute)",
-                "target": target,
+                "target": _target(name),
                 "priority": priorities[len(due) + n],
                 "max_retries": 1,
                 "backoff": [5],
@@ -90,16 +91,22 @@ def _specs(scenario: Scenario, rng: random.Random) -> list[tuple[JobCreate, floa
     return out
 
 
+def _target(name: str) -> dict[str, Any]:
+    """An endpoint that answers 500 for a failing job's name (world.fails), 200 otherwise."""
+    outcome = "fail" if name.startswith("fail") else "ok"
+    return {"type": "http", "url": f"https://jobs.example.com/{outcome}/{name}"}
+
+
 def build(scenario: Scenario, sim: Sim) -> tuple[World, JobService]:
     rng = random.Random(scenario.seed)
     specs = _specs(scenario, rng)
-    failing = {spec.name for spec, _ in specs if spec.name and spec.name.startswith("fail")}
-    world = World(sim, scenario.settings, failing)
+    world = World(sim, scenario.settings)
     service = JobService(
         world.store, Dispatcher(*world.dispatch_args), world.clock, allow_private_targets=False
     )
     world.aws.dynamodb.stored_bytes_extra = scenario.active * limits.ITEM_BYTES.value
     world.kill_tick_at = scenario.kill_tick_at
+    world.kill_tick_after_sends = scenario.kill_tick_after_sends
     world.aws.dynamodb.break_conditions = scenario.break_conditions
     for spec, at in specs:
         due_ms = None if spec.run_at is None else int(spec.run_at.timestamp() * 1000)
@@ -166,6 +173,8 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         "throttles": asdict(world.aws.dynamodb.throttles),
         "dropped_at_fence": world.dropped_at_fence,
         "in_flight_cap_hits": sum(q.cap_hits for q in world.queues.values()),
+        "sent_after_instant": sum(q.sent_late for q in world.queues.values()),
+        "copies_sent": sum(q.copies for q in world.queues.values()),
         "dead_letter_messages": sum(
             len(q.waiting) for q in world.aws.sqs.queues.values() if q.name == c.DEAD_LETTER_QUEUE_NAME
         ),
@@ -180,12 +189,28 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
                 "timed_out": t.timed_out,
                 "claimed": t.claimed,
                 "dispatched": t.dispatched,
+                "sent_while_running": t.sent_while_running,
             }
             for t in world.ticks
             if t.claimed or t.dispatched or t.killed or t.timed_out or (t.duration_s or 0) > 1
         ],
         "calls": dict(world.aws.dynamodb.calls) | {f"sqs.{k}": v for k, v in world.aws.sqs.calls.items()},
         "green_switches": sim.switches,
+        **_cross_check(world),
+    }
+
+
+def _cross_check(world: World) -> dict[str, Any]:
+    """With both tables, how many requests the native table answered as moto did, and where not."""
+    table = world.aws.dynamodb.table
+    if not isinstance(table, CrossChecked):
+        return {}
+    return {
+        "cross_check": {
+            "compared": table.compared,
+            "answers_differing": table.differences[:20],
+            "items_differing": table.item_differences()[:20],
+        }
     }
 
 

@@ -8,6 +8,7 @@ import heapq
 import itertools
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,11 +35,19 @@ class Queue:
     in_flight: dict[str, Message] = field(default_factory=dict)
     hidden: list[tuple[float, int, Message, str]] = field(default_factory=list)
     sent: int = 0
+    sent_late: int = 0  # messages sent after the instant they carry (a job's due_at)
+    copies: int = 0  # messages sent again for an occurrence's instant: all but one fence drops them
+    _instants: set[int] = field(default_factory=set)
     cap_hits: int = 0
 
     def put(self, message: Message) -> None:
         heapq.heappush(self.waiting, (message.visible_at, next(_seq), message))
         self.sent += 1
+        carried = json.loads(message.body)
+        instant = hash((carried.get("job_id"), carried.get("due_at")))
+        if instant in self._instants:
+            self.copies += 1
+        self._instants.add(instant)
 
     def next_visible(self) -> float | None:
         """When the next message can be received: a waiting one's time, or a hidden one's return."""
@@ -102,6 +111,7 @@ class SqsModel:
         self.queues: dict[str, Queue] = {}
         self._account, self._region = account, region
         self.calls: dict[str, int] = {}
+        self.on_put: Callable[[], None] = lambda: None  # after each message a job queue takes
 
     def create(self, name: str, dead_letter: Queue | None = None) -> Queue:
         url = f"https://sqs.{self._region}.amazonaws.com/{self._account}/{name}"
@@ -138,9 +148,12 @@ class SqsModel:
             return _error("TooManyEntriesInBatchRequest", "Maximum number of entries per request are 10.")
         successful = []
         for entry in entries:
+            if json.loads(entry["MessageBody"]).get("due_at", now_s * 1000) < now_s * 1000:
+                queue.sent_late += 1
             delay = min(entry.get("DelaySeconds", 0), limits.MAX_DELAY_S.value)
             message = Message(secrets.token_hex(8), entry["MessageBody"], now_s + delay)
             queue.put(message)
+            self.on_put()
             successful.append({"Id": entry["Id"], "MessageId": message.id, "MD5OfMessageBody": "0" * 32})
         return 200, {}, json.dumps({"Successful": successful, "Failed": []}).encode()
 

@@ -8,6 +8,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 import boto3
 from botocore.awsrequest import AWSResponse
@@ -16,7 +17,7 @@ from moto.core.botocore_stubber import MockRawResponse
 
 from bench.scale import limits
 from bench.scale.dynamo import DynamoModel
-from bench.scale.runtime import Environment, GreenThread, Sim
+from bench.scale.runtime import Environment, GreenEvent, GreenThread, Sim
 from bench.scale.sqs import Queue, SqsModel, _clock_now
 from local_stack.resources import table_definition
 from shared import constants as c
@@ -52,6 +53,8 @@ class Settings:
     worker_memory_mb: int = int(limits.WORKER_MEMORY_MB.value)
     scheduler_parallelism: int = 8
     scheduler_senders: int = 8
+    # Which table decides the items (bench/scale/tables.py): the native one, moto, or both compared.
+    table: str = "native"
 
     def set(self, key: str, value: str) -> None:
         if key.startswith("max_concurrency."):
@@ -74,6 +77,7 @@ class TickRecord:
     claimed: int = 0
     dispatched: int = 0
     errors: int = 0
+    sent_while_running: int = 0  # messages the job queues took from its start to its end or kill
 
 
 @dataclass
@@ -89,7 +93,9 @@ class Aws:
 
     def __init__(self, sim: Sim, settings: Settings) -> None:
         self.sim = sim
-        self.dynamodb = DynamoModel(c.TABLE_NAME, settings.warm_wcu, settings.warm_rcu, REGION)
+        self.dynamodb = DynamoModel(
+            c.TABLE_NAME, settings.warm_wcu, settings.warm_rcu, REGION, settings.table
+        )
         self.sqs = SqsModel()
 
     def client(self, service: str) -> Any:
@@ -117,24 +123,28 @@ class Aws:
 
 
 class Target:
-    """Every job's endpoint: records each call and answers after a while, failing for the jobs
-    named to fail."""
+    """Every job's endpoint: records each call and answers after a while; a URL whose path starts
+    with /fail answers 500, as the end-to-end tests' listener does."""
 
-    def __init__(self, sim: Sim, failing: set[str]) -> None:
+    def __init__(self, sim: Sim) -> None:
         self.sim = sim
-        self.failing = failing
         self.calls: list[CallRecord] = []
 
     def __call__(self, job: Job, delivery: Delivery, limit_seconds: float) -> None:
         scheduled = job.scheduled_at if job.scheduled_at is not None else job.due_at or 0
         self.calls.append(CallRecord(job.id, scheduled, job.attempt, self.sim.now_ms()))
         self.sim.sleep(limits.TARGET_S.value)
-        if job.name in self.failing:
+        if fails(job):
             raise RuntimeError("the target answered 500")
 
 
+def fails(job: Job) -> bool:
+    url = getattr(job.target, "url", "")
+    return urlparse(url).path.startswith("/fail")
+
+
 class World:
-    def __init__(self, sim: Sim, settings: Settings, failing: set[str]) -> None:
+    def __init__(self, sim: Sim, settings: Settings) -> None:
         self.sim, self.settings = sim, settings
         self.aws = Aws(sim, settings)
         self.clock = VirtualClock(sim)
@@ -148,10 +158,11 @@ class World:
         self.dispatch_args = (sqs, urls, dead.url, self.clock)
         self.store = JobStore(ddb, c.TABLE_NAME, self.clock, DueShards(settings.due_shards, None))
         self.sqs_client = sqs
-        self.target = Target(sim, failing)
+        self.target = Target(sim)
         self.ticks: list[TickRecord] = []
         self.running = 0  # concurrent executions in the account
         self.kill_tick_at: float | None = None
+        self.kill_tick_after_sends: int | None = None
         self.dropped_at_fence = 0  # copies (a killed tick's, a redelivery's) the fence refused
         self._warm: list[Environment] = []
         self.jobs: dict[str, tuple[c.Priority, int | None]] = {}  # priority, and a one-off's instant
@@ -165,16 +176,14 @@ class World:
             # The second tick sends the run's first instant's messages: the one a kill hits.
             self.sim.spawn(self._tick, n == 1, env=None, at=at + limits.TICK_START_S.value)
 
-    def _tick(self, killed: bool = False) -> None:
+    def _tick(self, may_kill: bool = False) -> None:
         env = Environment(self.settings.tick_memory_mb)
         started = self.sim.time()
         record = TickRecord(started)
         self.ticks.append(record)
         timeout = limits.TICK_TIMEOUT_S.value
-        kill_at = self.kill_tick_at
-        if kill_at is not None and killed:
-            timeout = min(timeout, kill_at)
-            record.killed = True
+        if may_kill and self.kill_tick_at is not None:
+            timeout = min(timeout, self.kill_tick_at)
         scheduler = Scheduler(
             self.store,
             Dispatcher(*self.dispatch_args),
@@ -183,9 +192,13 @@ class World:
             self.settings.scheduler_senders,
         )
         deadline_ms = int((started + limits.TICK_TIMEOUT_S.value - SAFETY_MARGIN_S) * 1000)
+        ended = GreenEvent()
 
         def run() -> None:
-            report = scheduler.tick(deadline_ms)
+            try:
+                report = scheduler.tick(deadline_ms)
+            finally:
+                ended.set()
             record.duration_s = self.sim.time() - started
             record.out_of_time = report.out_of_time
             record.claimed, record.dispatched, record.errors = (
@@ -196,14 +209,33 @@ class World:
 
         task = self.sim.spawn(run, env=env)
         self.running += 1
-        finished = self.sim.join(task, timeout)
+        sent_before = self._sent()
+        if may_kill and self.kill_tick_after_sends is not None:
+            self._kill_after_sends(env, ended, sent_before + self.kill_tick_after_sends)
+        finished = ended.wait(timeout) and not env.killed
+        record.sent_while_running = self._sent() - sent_before
         self.running -= 1
         if not finished:
             self.sim.kill(env)
-            record.timed_out = not record.killed
+            record.killed = may_kill
+            record.timed_out = not may_kill
             record.duration_s = self.sim.time() - started
         elif task.error is not None:
             raise task.error
+
+    def _kill_after_sends(self, env: Environment, ended: GreenEvent, total: int) -> None:
+        """Kills the tick the moment the queues have taken `total` messages: inside a send, whose
+        answer it never reads."""
+
+        def on_put() -> None:
+            if not env.killed and self._sent() >= total:
+                self.sim.kill(env)
+                ended.set()
+
+        self.aws.sqs.on_put = on_put
+
+    def _sent(self) -> int:
+        return sum(queue.sent for queue in self.queues.values())
 
     # --- the workers --------------------------------------------------------------------------------
 
