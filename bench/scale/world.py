@@ -46,7 +46,7 @@ class VirtualClock:
 class Settings:
     due_shards: int = c.DUE_SHARDS
     max_concurrency: dict[str, int] = field(default_factory=lambda: {"high": 50, "medium": 20, "low": 5})
-    provisioned_pollers: bool = False
+    provisioned_pollers: bool = False  # for the high queue, as the stack offers them
     warm_wcu: float = limits.TABLE_WARM_WCU.value
     warm_rcu: float = limits.TABLE_WARM_RCU.value
     tick_memory_mb: int = int(limits.TICK_MEMORY_MB.value)
@@ -305,9 +305,9 @@ class EventSource:
         self.world, self.queue = world, queue
         settings = world.settings
         self.maximum = min(settings.max_concurrency[priority.value], int(limits.ESM_MAX.value))
-        ramp = (
-            limits.ESM_PROVISIONED_RAMP_PER_MIN if settings.provisioned_pollers else limits.ESM_RAMP_PER_MIN
-        )
+        # The stack offers provisioned pollers to the high queue alone (sundial:provisionedPollersHigh).
+        provisioned = settings.provisioned_pollers and priority is c.Priority.HIGH
+        ramp = limits.ESM_PROVISIONED_RAMP_PER_MIN if provisioned else limits.ESM_RAMP_PER_MIN
         self.ramp_per_s = ramp.value / 60
         self.allowed = float(limits.ESM_START.value)
         self.busy = 0
