@@ -26,7 +26,11 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
     parser.add_argument(
         "--kill-tick-after-sends", type=int, help="the first tick is killed inside the send of this message"
     )
-    parser.add_argument("--overlap-tick-at", type=float, help="an extra tick starts this many s after one")
+    parser.add_argument(
+        "--overlap-tick-at",
+        type=float,
+        help="an extra tick starts this many s after 09:00 (-59: 1 s into the one sending it)",
+    )
     parser.add_argument("--through-api", action="store_true", help="create every job by a request")
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", type=Path)

@@ -58,8 +58,8 @@ def _no_tick_past_deadline(report: dict[str, Any]) -> bool:
 
 
 def _nothing_lost_copies_dropped(report: dict[str, Any]) -> bool:
-    killed = [t for t in report["ticks"] if t["killed"]]
-    return _exactly_once(report) and report["dropped_at_fence"] > 0 and bool(killed)
+    copies = report["copies_sent"]
+    return _exactly_once(report) and copies > 0 and report["dropped_at_fence"] >= copies
 
 
 def _killed_mid_send(report: dict[str, Any]) -> bool:
@@ -86,7 +86,9 @@ def goals() -> list[Goal]:
         ),
         Goal(
             "100k-killed-tick",
-            Scenario(due_at_once=100_000, kill_tick_at=40, overlap_tick_at=30, settings=recommended),
+            # The kill at 40 s into the tick that sends 09:00's messages; a second tick starts 1 s
+            # into it and reads the same marks.
+            Scenario(due_at_once=100_000, kill_tick_at=40, overlap_tick_at=-59, settings=recommended),
             "nothing lost; copies dropped at the fence",
             _nothing_lost_copies_dropped,
         ),
