@@ -1,6 +1,7 @@
 """The model's fast table: DynamoDB's item semantics for the requests Sundial's store sends (GetItem,
 PutItem, UpdateItem, DeleteItem, TransactWriteItems, Query of the base table, BatchGetItem), answered
-natively on items kept in DynamoDB's JSON form, about twenty times cheaper than moto's handler.
+natively on items kept in DynamoDB's JSON form. The test's small scenario (about 1,400 requests)
+costs 2 s of CPU on it, and 13 s with moto answering every request beside it.
 
 Conditions and updates are evaluated by bench/scale/expressions.py; a request outside what it
 answers raises Unsupported rather than being answered loosely. The cross-check (dynamo.py's "both")

@@ -1,6 +1,7 @@
 """Where the model keeps the table's items and decides each request on them: moto's own handler
-(exact, and slow: about a millisecond a request), the native table (bench/scale/native.py), or both
-at once, answered by moto and compared with the native table's answer, request by request."""
+(exact, and slow: several milliseconds of CPU a request here), the native table
+(bench/scale/native.py), or both at once, answered by moto and compared with the native table's
+answer, request by request."""
 
 from __future__ import annotations
 
