@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: local test unit lint typecheck chaos bench synth deploy diff smoke install browser clean mutants
+.PHONY: local test unit lint typecheck chaos bench scale synth deploy diff smoke install browser clean mutants
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -83,6 +83,11 @@ chaos: $(STAMP)
 # PART=<name> runs one part of it, its figures alone re-measured (`python -m bench --list` names them).
 bench: $(STAMP)
 	$(BIN)/python -m bench $(if $(PART),--part $(PART))
+
+# Sundial's own engine on a model of AWS on a virtual clock (bench/scale): the issue's goal
+# scenarios, each figure printed beside its goal. A benchmark, not a test; niced.
+scale: $(STAMP)
+	nice -n 10 $(BIN)/python -m bench.scale.goals $(SCALE_ARGS)
 
 synth: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python infra/app.py

@@ -1,0 +1,1 @@
+"""`python -m bench.scale`: Sundial's own engine on a model of AWS, on a virtual clock."""

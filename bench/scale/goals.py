@@ -1,0 +1,173 @@
+"""`make scale`: the goal scenarios on the model, each figure printed beside its goal.
+
+SCALE_ARGS="--only NAME" runs one; "--scale F" multiplies every job count by F (0.1 for a quick
+look; the goals are about F=1)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bench.scale.scenario import Scenario, run
+from bench.scale.world import Settings
+
+RECOMMENDED = {
+    "provisioned_pollers": "true",
+    "max_concurrency.high": "300",
+    "max_concurrency.medium": "300",
+    "max_concurrency.low": "200",
+    "warm_wcu": "40000",
+}
+
+
+def _settings(pairs: dict[str, str]) -> Settings:
+    settings = Settings()
+    for key, value in pairs.items():
+        settings.set(key, value)
+    return settings
+
+
+@dataclass(frozen=True)
+class Goal:
+    name: str
+    scenario: Scenario
+    says: str
+    holds: Callable[[dict[str, Any]], bool]
+
+
+def _exactly_once(report: dict[str, Any]) -> bool:
+    return all(
+        p["never_called"] == 0 and p["called_twice"] == 0 and p["called_early"] == 0
+        for p in report["priorities"].values()
+    )
+
+
+def _p99(report: dict[str, Any], most_ms: float, high_ms: float | None = None) -> bool:
+    ok = all((p["lateness_ms"]["p99"] or 0) <= most_ms for p in report["priorities"].values())
+    high = report["priorities"]["high"]["lateness_ms"]["p99"] or 0
+    return ok and (high_ms is None or high <= high_ms)
+
+
+def _no_tick_past_deadline(report: dict[str, Any]) -> bool:
+    return not any(t["ran_past_deadline"] or t["timed_out"] for t in report["ticks"])
+
+
+def _nothing_lost_copies_dropped(report: dict[str, Any]) -> bool:
+    copies = report["copies_sent"]
+    return _exactly_once(report) and copies > 0 and report["dropped_at_fence"] >= copies
+
+
+def _killed_mid_send(report: dict[str, Any]) -> bool:
+    killed = [t for t in report["ticks"] if t["killed"]]
+    due = sum(p["occurrences"] for p in report["priorities"].values())
+    mid_send = bool(killed) and 0 < killed[0]["sent_while_running"] < due
+    return mid_send and _nothing_lost_copies_dropped(report)
+
+
+def goals() -> list[Goal]:
+    recommended = _settings(RECOMMENDED)
+    return [
+        Goal(
+            "100k-at-once-recommended",
+            Scenario(due_at_once=100_000, settings=recommended),
+            "exactly once; p99 <= 10 s (high <= 5 s); no tick past its deadline",
+            lambda r: _exactly_once(r) and _p99(r, 10_000, 5_000) and _no_tick_past_deadline(r),
+        ),
+        Goal(
+            "100k-at-once-defaults",
+            Scenario(due_at_once=100_000),
+            "exactly once; figures reported",
+            _exactly_once,
+        ),
+        Goal(
+            "100k-killed-tick",
+            # The kill at 40 s into the tick that sends 09:00's messages; a second tick starts 1 s
+            # into it and reads the same marks.
+            Scenario(due_at_once=100_000, kill_tick_at=40, overlap_tick_at=-59, settings=recommended),
+            "nothing lost; copies dropped at the fence",
+            _nothing_lost_copies_dropped,
+        ),
+        Goal(
+            "100k-killed-mid-send",
+            Scenario(due_at_once=100_000, kill_tick_after_sends=50_000, settings=recommended),
+            "the kill lands mid-send; nothing lost; copies dropped at the fence",
+            _killed_mid_send,
+        ),
+        Goal(
+            "steady-100k-a-minute",
+            Scenario(per_minute=100_000, minutes=5, settings=recommended),
+            "exactly once; p99 <= 1 s",
+            lambda r: _exactly_once(r) and _p99(r, 1_000),
+        ),
+        Goal(
+            "design-peak",
+            Scenario(active=10_000_000, per_minute=10_000, minutes=10),
+            "exactly once; p99 <= 1 s",
+            lambda r: _exactly_once(r) and _p99(r, 1_000),
+        ),
+        Goal(
+            "1M-at-09:00",
+            Scenario(due_at_once=1_000_000, settings=recommended),
+            "sent before its instant; exactly once; within 10 min wall",
+            lambda r: _exactly_once(r) and r["sent_after_instant"] == 0 and r["wall_seconds"] <= 600,
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="make scale")
+    parser.add_argument("--only", action="append")
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--out", type=Path, help="a directory for each scenario's JSON report")
+    args = parser.parse_args()
+    for goal in goals():
+        if args.only and goal.name not in args.only:
+            continue
+        s = goal.scenario
+        scenario = replace(
+            s,
+            due_at_once=int(s.due_at_once * args.scale),
+            per_minute=int(s.per_minute * args.scale),
+            kill_tick_after_sends=None
+            if s.kill_tick_after_sends is None
+            else int(s.kill_tick_after_sends * args.scale),
+        )
+        started = time.monotonic()
+        report = run(scenario)
+        report["wall_seconds"] = round(time.monotonic() - started, 1)
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / f"{goal.name.replace(':', '')}.json").write_text(json.dumps(report, indent=2))
+        _print(goal, report, args.scale)
+
+
+def _print(goal: Goal, report: dict[str, Any], scale: float) -> None:
+    lateness = {p: v["lateness_ms"] for p, v in report["priorities"].items()}
+    counts = {
+        p: {k: v[k] for k in ("occurrences", "never_called", "called_twice", "called_early")}
+        for p, v in report["priorities"].items()
+    }
+    ticks = report["ticks"]
+    longest = max((t["duration_s"] or 0 for t in ticks), default=0)
+    killed = [t["sent_while_running"] for t in ticks if t["killed"]]
+    print(f"== {goal.name}  (scale {scale:g}, {report['wall_seconds']:.0f} s wall)")
+    print(f"   goal:     {goal.says}")
+    print(f"   measured: {json.dumps(counts)}")
+    print(f"             start lateness ms {json.dumps(lateness)}")
+    print(
+        f"             throttles {report['throttles']}; longest tick {longest} s; "
+        f"out of time {sum(t['out_of_time'] for t in ticks)}; past deadline "
+        f"{sum(t['ran_past_deadline'] or t['timed_out'] for t in ticks)}; sent after instant "
+        f"{report['sent_after_instant']}; dropped at fence {report['dropped_at_fence']}"
+        + (f"; killed tick had sent {killed[0]}" if killed else "")
+    )
+    print(f"   holds:    {'yes' if goal.holds(report) else 'NO'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""Every figure the AWS model uses, each with where it comes from.
+
+`source` names the AWS documentation page (title, then address) the figure is read from; a figure
+marked ASSUMPTION is this model's own choice, with the reason beside it. Change a figure here and
+nowhere else: the model reads them all from this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ASSUMPTION = "assumption"
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    unit: str
+    source: str
+
+
+DDB_LIMITS = (
+    "Amazon DynamoDB: Service, account, and table quotas — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html"
+)
+DDB_WARM = (
+    "Amazon DynamoDB: Understanding DynamoDB warm throughput — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput.html"
+)
+DDB_ON_DEMAND = (
+    "Amazon DynamoDB: DynamoDB throughput capacity (on-demand mode, peak traffic and scaling) — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html"
+)
+DDB_UNITS = (
+    "Amazon DynamoDB: Read and write capacity units — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/provisioned-capacity-mode.html"
+)
+SQS_QUOTAS = (
+    "Amazon SQS: Amazon SQS message quotas — "
+    "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html"
+)
+SQS_DELAY = (
+    "Amazon SQS: Amazon SQS delay queues — "
+    "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-delay-queues.html"
+)
+LAMBDA_SQS = (
+    "AWS Lambda: Configuring scaling behavior for SQS event source mappings — "
+    "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html"
+)
+LAMBDA_QUOTAS = (
+    "AWS Lambda: Lambda quotas — https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html"
+)
+LAMBDA_MEMORY = (
+    "AWS Lambda: Configure Lambda function memory — "
+    "https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html"
+)
+
+# --- DynamoDB capacity ------------------------------------------------------------------------------
+PARTITION_WCU = Figure(1000, "write units/s per partition (and per partition key value)", DDB_LIMITS)
+PARTITION_RCU = Figure(3000, "read units/s per partition (and per partition key value)", DDB_LIMITS)
+TABLE_WARM_WCU = Figure(4000, "write units/s a new on-demand table serves", DDB_WARM)
+TABLE_WARM_RCU = Figure(12000, "read units/s a new on-demand table serves", DDB_WARM)
+PEAK_MULTIPLE = Figure(2, "times the previous peak on-demand serves at once", DDB_ON_DEMAND)
+PEAK_WINDOW_S = Figure(1800, "seconds over which a doubled peak is reached", DDB_ON_DEMAND)
+WRITE_UNIT_BYTES = Figure(1024, "bytes per write unit", DDB_UNITS)
+READ_UNIT_BYTES = Figure(4096, "bytes per strongly consistent read unit", DDB_UNITS)
+PARTITION_BYTES = Figure(10 * 1024**3, "bytes a partition holds before it splits", DDB_LIMITS)
+# What a Sundial job item weighs on average with its index entries: the table's size, and so its
+# partition count, for active jobs the model does not materialise (bench/scale/scenario.py).
+ITEM_BYTES = Figure(700, "bytes per stored job", ASSUMPTION + ": measured on the model's own items")
+
+# --- SQS ------------------------------------------------------------------------------------------
+IN_FLIGHT_CAP = Figure(120_000, "in-flight messages per standard queue", SQS_QUOTAS)
+BATCH_ENTRIES = Figure(10, "entries per SendMessageBatch and per receive", SQS_QUOTAS)
+MAX_DELAY_S = Figure(900, "seconds of DelaySeconds at most", SQS_DELAY)
+
+# --- Lambda ---------------------------------------------------------------------------------------
+ACCOUNT_CONCURRENCY = Figure(1000, "concurrent executions per account and region", LAMBDA_QUOTAS)
+ESM_START = Figure(5, "concurrent batches an idle SQS event source starts with", LAMBDA_SQS)
+ESM_RAMP_PER_MIN = Figure(300, "more concurrent invocations a minute (default mode)", LAMBDA_SQS)
+ESM_PROVISIONED_RAMP_PER_MIN = Figure(1000, "more concurrent invocations a minute (provisioned)", LAMBDA_SQS)
+ESM_MAX = Figure(1250, "concurrent invocations one SQS event source reaches at most", LAMBDA_SQS)
+VCPU_MEMORY_MB = Figure(1769, "MB of configured memory per vCPU", LAMBDA_MEMORY)
+TICK_TIMEOUT_S = Figure(60, "seconds the scheduler function may run (the stack's setting)", ASSUMPTION)
+WORKER_TIMEOUT_S = Figure(900, "seconds a worker invocation may run (the stack's setting)", ASSUMPTION)
+TICK_MEMORY_MB = Figure(1024, "MB of the scheduler function (infra/functions.py)", ASSUMPTION)
+WORKER_MEMORY_MB = Figure(256, "MB of the worker function (infra/functions.py)", ASSUMPTION)
+# This machine's core runs Python about as fast as a Lambda vCPU: CPU seconds measured here are
+# charged one for one at 1,769 MB, and more slowly below it.
+CORE_PER_VCPU = Figure(1.0, "local core seconds per Lambda vCPU second", ASSUMPTION)
+
+# --- Latencies (seconds): typical in-region figures, not published by AWS as such -------------------
+LATENCY_S = {
+    ("dynamodb", "GetItem"): Figure(0.004, "s", ASSUMPTION + ": single-digit ms reads"),
+    ("dynamodb", "Query"): Figure(0.020, "s", ASSUMPTION + ": a page of an index"),
+    ("dynamodb", "UpdateItem"): Figure(0.008, "s", ASSUMPTION + ": single-digit ms writes"),
+    ("dynamodb", "PutItem"): Figure(0.008, "s", ASSUMPTION + ": single-digit ms writes"),
+    ("dynamodb", "DeleteItem"): Figure(0.008, "s", ASSUMPTION + ": single-digit ms writes"),
+    ("dynamodb", "TransactWriteItems"): Figure(0.016, "s", ASSUMPTION + ": two-phase, twice a write"),
+    ("dynamodb", "BatchGetItem"): Figure(0.010, "s", ASSUMPTION),
+    ("sqs", "SendMessageBatch"): Figure(0.012, "s", ASSUMPTION + ": 8-15 ms"),
+    ("sqs", "SendMessage"): Figure(0.008, "s", ASSUMPTION),
+    ("sqs", "ChangeMessageVisibility"): Figure(0.008, "s", ASSUMPTION),
+}
+DEFAULT_LATENCY_S = Figure(0.010, "s", ASSUMPTION + ": any other call")
+# From a message becoming visible to the worker's code running with it: the poller's receive and
+# the synchronous invoke of a warm function.
+PICKUP_S = Figure(0.060, "s", ASSUMPTION + ": long-poll answer plus a warm invoke")
+COLD_START_S = Figure(0.400, "s", ASSUMPTION + ": Python runtime with boto3, first use of an environment")
+TICK_START_S = Figure(0.050, "s", ASSUMPTION + ": EventBridge's schedule invokes the tick this late")
+TARGET_S = Figure(0.050, "s", ASSUMPTION + ": the job's own endpoint answering")

@@ -1,0 +1,515 @@
+"""Green threads on a virtual clock: the engine's threads run as greenlets, one at a time, and time
+moves only by the model's latencies, sleeps and the CPU the engine's own code measurably spends.
+
+A task's CPU time (time.thread_time between the moments it resumes and yields) is charged onto the
+virtual clock at its Lambda environment's speed (configured memory / 1,769 MB, at most one vCPU: one
+Python process holds the GIL), and the tasks of one environment share that CPU in turn. Time spent
+answering as AWS (bench/scale/aws.py) is not charged: it ends a segment with `charge=False`.
+
+The engine's modules create threads, events, conditions, semaphores and thread pools; `green()`
+swaps those names for the green kinds below while a simulation runs, as gevent's monkey patching
+does, so that the engine's own code runs unchanged.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+import types
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from greenlet import getcurrent, greenlet
+
+from bench.scale import limits
+
+
+class Environment:
+    """A Lambda execution environment: one CPU at `speed` vCPUs, shared by its tasks in turn."""
+
+    def __init__(self, memory_mb: int) -> None:
+        vcpus = memory_mb / limits.VCPU_MEMORY_MB.value
+        self.speed = min(1.0, vcpus) / limits.CORE_PER_VCPU.value
+        self.cpu_free_at = 0.0
+        self.cpu_seconds = 0.0
+        self.killed = False
+        self.tasks: list[Task] = []
+
+
+@dataclass(eq=False)
+class Task:
+    glet: greenlet
+    env: Environment | None
+    at: float = 0.0  # the task's own virtual time while it runs
+    segment_start: float = 0.0
+    token: object | None = None
+    done: bool = False
+    result: Any = None
+    error: BaseException | None = None
+    joiners: list[Callable[[], None]] = field(default_factory=list)
+
+
+class Sim:
+    """The discrete-event loop: tasks wait in a heap by virtual time; the earliest runs next."""
+
+    def __init__(self, start_s: float) -> None:
+        self.now = start_s
+        self._heap: list[tuple[float, int, Task, object, bool]] = []
+        self._seq = itertools.count()
+        self._hub = getcurrent()
+        self._current: Task | None = None
+        self._killed: list[Task] = []  # kept referenced: a collected greenlet would run its finally blocks
+        self.switches = 0
+
+    # --- time ---------------------------------------------------------------------------------------
+
+    def time(self) -> float:
+        """Now, as the running task sees it: its CPU so far included."""
+        task = self._current
+        if task is None:
+            return self.now
+        if task.env is None:
+            return task.at
+        return task.at + (time.thread_time() - task.segment_start) / task.env.speed
+
+    def now_ms(self) -> int:
+        return int(self.time() * 1000)
+
+    def sleep(self, seconds: float, charge: bool = True) -> None:
+        task = self._running()
+        self._end_segment(task, charge)
+        self._wait(task, task.at + max(0.0, seconds))
+
+    def charge_cpu(self) -> None:
+        """Ends the running task's CPU segment here: what follows is the model's, not Lambda's."""
+        task = self._running()
+        self._end_segment(task, True)
+        task.segment_start = time.thread_time()
+
+    def discard_cpu(self) -> None:
+        self._running().segment_start = time.thread_time()
+
+    # --- tasks ------------------------------------------------------------------------------------------
+
+    def spawn(
+        self, fn: Callable[..., Any], *args: Any, env: Environment | None = None, at: float | None = None
+    ) -> Task:
+        """A new task, in `env` (the running task's when None and one runs), starting at `at`."""
+        parent = self._current
+        if env is None and parent is not None:
+            env = parent.env
+        task = Task(greenlet(self._body(fn, args), parent=self._hub), env)
+        if env is not None:
+            env.tasks.append(task)
+        start = at if at is not None else (self.time() if parent is not None else self.now)
+        self._schedule(task, start, None)
+        return task
+
+    def join(self, task: Task, timeout: float | None = None) -> bool:
+        if task.done:
+            return True
+        me = self._running()
+        token = self._arm(me)
+        task.joiners.append(lambda: self.wake(me, token))
+        return self._block(me, token, timeout)
+
+    def kill(self, env: Environment) -> None:
+        """Ends every task of `env` where it stands, as a timed-out Lambda is: nothing more it
+        would have done happens."""
+        env.killed = True
+        for task in env.tasks:
+            if not task.done:
+                task.token = None
+                self._killed.append(task)
+
+    def current(self) -> Task | None:
+        return self._current
+
+    # --- waiting ----------------------------------------------------------------------------------------
+
+    def park(self, timeout: float | None = None) -> tuple[Task, object, Callable[[], bool]]:
+        """Prepares the running task to wait; returns it, its token (for `wake`) and the wait."""
+        me = self._running()
+        token = self._arm(me)
+        return me, token, lambda: self._block(me, token, timeout)
+
+    def wake(self, task: Task, token: object) -> None:
+        if task.token is token and not task.done:
+            self._schedule(task, self.time(), token, woken=True)
+
+    # --- the loop ---------------------------------------------------------------------------------------
+
+    def run(self, until: float | None = None) -> None:
+        while self._heap:
+            at, _, task, token, woken = self._heap[0]
+            if until is not None and at > until:
+                break
+            heapq.heappop(self._heap)
+            if task.done or task.token is not token or (task.env is not None and task.env.killed):
+                continue
+            self.now = max(self.now, at)
+            task.at = self.now
+            task.token = None
+            self._current = task
+            task.segment_start = time.thread_time()
+            self.switches += 1
+            if task.glet:
+                task.glet.switch(woken)
+            else:
+                task.glet.switch()  # its first start: the body takes no argument
+            self._current = None
+        if until is not None:
+            self.now = max(self.now, until)
+
+    def idle(self) -> bool:
+        return not any(
+            not t.done and t.token is tok and not (t.env is not None and t.env.killed)
+            for _, _, t, tok, _ in self._heap
+        )
+
+    # --- inside ---------------------------------------------------------------------------------------
+
+    def _body(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[], None]:
+        def body() -> None:
+            task = self._running()
+            try:
+                task.result = fn(*args)
+            except BaseException as exc:  # a task's failure is its joiner's to see
+                task.error = exc
+            self._end_segment(task, True)
+            task.done = True
+            for joiner in task.joiners:
+                joiner()
+
+        return body
+
+    def _running(self) -> Task:
+        task = self._current
+        if task is None:
+            raise RuntimeError("no simulated task is running")
+        return task
+
+    def _end_segment(self, task: Task, charge: bool) -> None:
+        env = task.env
+        if env is None:
+            return
+        spent = time.thread_time() - task.segment_start
+        if charge and spent > 0:
+            start = max(task.at, env.cpu_free_at)
+            task.at = start + spent / env.speed
+            env.cpu_free_at = task.at
+            env.cpu_seconds += spent
+        task.segment_start = time.thread_time()
+
+    def _arm(self, task: Task) -> object:
+        self._end_segment(task, True)
+        token = object()
+        task.token = token
+        return token
+
+    def _block(self, task: Task, token: object, timeout: float | None) -> bool:
+        """Yields until woken (True) or until `timeout` passes (False)."""
+        if timeout is not None:
+            self._timeout(task, token, task.at + max(0.0, timeout))
+        woken = self._hub.switch()
+        return bool(woken)
+
+    def _wait(self, task: Task, at: float) -> None:
+        token = object()
+        task.token = token
+        self._schedule(task, at, token)
+        self._hub.switch()
+
+    def _schedule(self, task: Task, at: float, token: object | None, woken: bool = False) -> None:
+        if token is None:
+            token = object()
+        task.token = token
+        heapq.heappush(self._heap, (at, next(self._seq), task, token, woken))
+
+    def _timeout(self, task: Task, token: object, at: float) -> None:
+        heapq.heappush(self._heap, (at, next(self._seq), task, token, False))
+
+
+_sim: Sim | None = None
+
+
+def sim() -> Sim:
+    if _sim is None:
+        raise RuntimeError("no simulation is running")
+    return _sim
+
+
+class GreenEvent:
+    def __init__(self) -> None:
+        self._flag = False
+        self._waiters: list[tuple[Task, object]] = []
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        self._flag = True
+        waiters, self._waiters = self._waiters, []
+        for task, token in waiters:
+            sim().wake(task, token)
+
+    def clear(self) -> None:
+        self._flag = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._flag:
+            return True
+        task, token, block = sim().park(timeout)
+        self._waiters.append((task, token))
+        block()
+        return self._flag
+
+
+class GreenCondition:
+    """A condition whose lock is the one thread all tasks share: only its waits yield."""
+
+    def __init__(self, lock: Any = None) -> None:
+        self._waiters: deque[tuple[Task, object]] = deque()
+
+    def __enter__(self) -> bool:
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def acquire(self, *args: Any) -> bool:
+        return True
+
+    def release(self) -> None:
+        return None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        task, token, block = sim().park(timeout)
+        self._waiters.append((task, token))
+        woken = block()
+        if not woken:
+            self._waiters = deque(w for w in self._waiters if w[1] is not token)
+        return woken
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
+        end = None if timeout is None else sim().time() + timeout
+        result = predicate()
+        while not result:
+            left = None if end is None else end - sim().time()
+            if left is not None and left <= 0:
+                break
+            self.wait(left)
+            result = predicate()
+        return result
+
+    def notify(self, n: int = 1) -> None:
+        for _ in range(min(n, len(self._waiters))):
+            task, token = self._waiters.popleft()
+            sim().wake(task, token)
+
+    def notify_all(self) -> None:
+        self.notify(len(self._waiters))
+
+
+class GreenSemaphore:
+    def __init__(self, value: int = 1) -> None:
+        self._value = value
+        self._waiters: deque[tuple[Task, object]] = deque()
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        while self._value <= 0:
+            if not blocking:
+                return False
+            task, token, block = sim().park(timeout)
+            self._waiters.append((task, token))
+            if not block():
+                return False
+        self._value -= 1
+        return True
+
+    def release(self, n: int = 1) -> None:
+        self._value += n
+        while self._waiters and n > 0:
+            task, token = self._waiters.popleft()
+            sim().wake(task, token)
+            n -= 1
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def GreenLock() -> GreenSemaphore:  # noqa: N802 - stands in for threading.Lock
+    return GreenSemaphore(1)
+
+
+class GreenThread:
+    def __init__(
+        self,
+        group: None = None,
+        target: Callable[..., Any] | None = None,
+        name: str | None = None,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        daemon: bool | None = None,
+    ) -> None:
+        self._call = lambda: target(*args, **(kwargs or {})) if target else None
+        self._task: Task | None = None
+        self.name = name or "green"
+
+    def start(self) -> None:
+        self._task = sim().spawn(self._call)
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._task is not None:
+            sim().join(self._task, timeout)
+
+    def is_alive(self) -> bool:
+        return self._task is not None and not self._task.done
+
+
+class GreenFuture:
+    def __init__(self) -> None:
+        self._done = GreenEvent()
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[GreenFuture], None]] = []
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._done.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._done.wait(timeout)
+        return self._error
+
+    def add_done_callback(self, callback: Callable[[GreenFuture], None]) -> None:
+        if self.done():
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    def _finish(self, result: Any, error: BaseException | None) -> None:
+        self._result, self._error = result, error
+        self._done.set()
+        for callback in self._callbacks:
+            callback(self)
+
+
+class GreenExecutor:
+    """concurrent.futures' executor over green tasks: at most `max_workers` run at once."""
+
+    def __init__(self, max_workers: int | None = None, thread_name_prefix: str = "", **_: Any) -> None:
+        self._max = max(1, max_workers or 1)
+        self._queue: deque[tuple[GreenFuture, Callable[[], Any]]] = deque()
+        self._lanes: list[Task] = []
+        self._busy = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> GreenFuture:
+        future = GreenFuture()
+        self._queue.append((future, lambda: fn(*args, **kwargs)))
+        live = [lane for lane in self._lanes if not lane.done]
+        if len(live) < self._max and self._busy >= len(live):
+            self._lanes = [*live, sim().spawn(self._lane)]
+        return future
+
+    def map(self, fn: Callable[..., Any], *iterables: Any, timeout: float | None = None) -> Iterator[Any]:
+        futures = [self.submit(fn, *args) for args in zip(*iterables, strict=False)]
+
+        def results() -> Iterator[Any]:
+            for future in futures:
+                yield future.result()
+
+        return results()
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        if wait:
+            for lane in list(self._lanes):
+                sim().join(lane)
+
+    def __enter__(self) -> GreenExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def _lane(self) -> None:
+        while self._queue:
+            future, call = self._queue.popleft()
+            self._busy += 1
+            try:
+                result, error = call(), None
+            except BaseException as exc:  # handed to whoever waits on the future
+                result, error = None, exc
+            finally:
+                self._busy -= 1
+            future._finish(result, error)
+
+
+GREEN_THREADING = types.SimpleNamespace(
+    Thread=GreenThread,
+    Event=GreenEvent,
+    Condition=GreenCondition,
+    Semaphore=GreenSemaphore,
+    BoundedSemaphore=GreenSemaphore,
+    Lock=GreenLock,
+    RLock=GreenLock,
+)
+
+
+@dataclass
+class _GreenWaiting:
+    """shared.dispatch._Waiting with a green event (its dataclass default was bound at import)."""
+
+    messages: Any
+    failed: list[Any] = field(default_factory=list)
+    done: GreenEvent = field(default_factory=GreenEvent)
+
+
+def _green_sleep(seconds: float) -> None:
+    if _sim is not None and _sim.current() is not None:
+        _sim.sleep(seconds)
+    else:
+        _real_sleep(seconds)
+
+
+_real_sleep = time.sleep
+
+
+@contextmanager
+def green(simulation: Sim) -> Iterator[Sim]:
+    """Runs the engine's modules on `simulation`'s green threads and clock, then puts them back."""
+    global _sim  # noqa: PLW0603 - the one simulation the green kinds run on
+    from shared import dispatch
+    from shared.engine import heartbeat, scheduler, tick_sends, worker
+
+    swaps: list[tuple[Any, str, Any]] = [
+        (scheduler, "ThreadPoolExecutor", GreenExecutor),
+        (scheduler, "threading", GREEN_THREADING),
+        (tick_sends, "threading", GREEN_THREADING),
+        (worker, "threading", GREEN_THREADING),
+        (heartbeat, "threading", GREEN_THREADING),
+        (dispatch, "threading", GREEN_THREADING),
+        (dispatch, "_Waiting", _GreenWaiting),
+        (time, "sleep", _green_sleep),
+    ]
+    kept = [(module, name, getattr(module, name)) for module, name, _ in swaps]
+    _sim = simulation
+    try:
+        for module, name, value in swaps:
+            setattr(module, name, value)
+        yield simulation
+    finally:
+        for module, name, value in kept:
+            setattr(module, name, value)
+        _sim = None

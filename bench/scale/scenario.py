@@ -1,0 +1,239 @@
+"""A scenario: which jobs exist, when they fall due, which fail; run on the model, and its report.
+
+Jobs are built by the API's own code (JobService._new_job: validation, first occurrence, placement)
+and stored as the store writes them (items.job_to_item), without a request each: a million creates
+through the model would be most of the run. Small scenarios create through JobService.create, every
+write a request. Active jobs that fall due after the run are not materialised: they touch nothing a
+tick or a worker reads (the due index holds only what is due), and count only towards the table's
+size (`active` in the report), which at 10 GB a partition does not bind before about 14M jobs.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bench.scale import limits
+from bench.scale.runtime import Sim, green
+from bench.scale.tables import CrossChecked
+from bench.scale.world import CallRecord, Settings, World, occurrences
+from shared import constants as c
+from shared.api.models import JobCreate
+from shared.api.service import JobService
+from shared.clock import format_rfc3339
+from shared.dispatch import Dispatcher
+from shared.store import items
+
+START_S = 1_893_488_400.0  # 2030-01-01T09:00:00Z, the instant the due-at-once jobs fall due
+LEAD_S = 150.0  # jobs are created this long before their instant: placed ahead, sent without a claim
+
+
+@dataclass
+class Scenario:
+    active: int = 0
+    due_at_once: int = 0
+    per_minute: int = 0
+    minutes: int = 1
+    mix: tuple[int, int, int] = (1, 1, 1)
+    failing: float = 0.0
+    recurring: int = 0
+    kill_tick_at: float | None = None
+    kill_tick_after_sends: int | None = None  # the kill lands inside the send that takes this message
+    overlap_tick_at: float | None = None
+    through_api: bool = False
+    break_conditions: bool = False  # a model that lies, for the test that must catch it
+    settings: Settings = field(default_factory=Settings)
+    seed: int = 7
+
+
+def _priorities(n: int, mix: tuple[int, int, int], rng: random.Random) -> list[c.Priority]:
+    weights = [max(0, w) for w in mix]
+    return rng.choices(list(c.PRIORITIES), weights=weights, k=n)
+
+
+def _specs(scenario: Scenario, rng: random.Random) -> list[tuple[JobCreate, float]]:
+    """Each job's create request and the virtual time it is created at."""
+    out: list[tuple[JobCreate, float]] = []
+    due = [START_S] * scenario.due_at_once
+    for minute in range(scenario.minutes if scenario.per_minute else 0):
+        due += [START_S + minute * 60 + rng.random() * 60 for _ in range(scenario.per_minute)]
+    priorities = _priorities(len(due) + scenario.recurring, scenario.mix, rng)
+    for n, at in enumerate(due):
+        name = f"{'fail' if rng.random() < scenario.failing else 'ok'}-{n}"
+        spec = JobCreate.model_validate(
+            {
+                "name": name,
+                "run_at": format_rfc3339(int(at * 1000)),
+                "target": _target(name),
+                "priority": priorities[n],
+                "max_retries": 2,
+                "backoff": [5, 10],
+                "timeout_seconds": 30,
+            }
+        )
+        out.append((spec, at - LEAD_S))
+    for n in range(scenario.recurring):
+        name = f"{'fail' if rng.random() < scenario.failing else 'ok'}-rate-{n}"
+        spec = JobCreate.model_validate(
+            {
+                "name": name,
+                "schedule": "rate(1 minute)",
+                "target": _target(name),
+                "priority": priorities[len(due) + n],
+                "max_retries": 1,
+                "backoff": [5],
+                "timeout_seconds": 30,
+            }
+        )
+        out.append((spec, START_S - LEAD_S))
+    return out
+
+
+def _target(name: str) -> dict[str, Any]:
+    """An endpoint that answers 500 for a failing job's name (world.fails), 200 otherwise."""
+    outcome = "fail" if name.startswith("fail") else "ok"
+    return {"type": "http", "url": f"https://jobs.example.com/{outcome}/{name}"}
+
+
+def build(scenario: Scenario, sim: Sim) -> tuple[World, JobService]:
+    rng = random.Random(scenario.seed)
+    specs = _specs(scenario, rng)
+    world = World(sim, scenario.settings)
+    service = JobService(
+        world.store, Dispatcher(*world.dispatch_args), world.clock, allow_private_targets=False
+    )
+    world.aws.dynamodb.stored_bytes_extra = scenario.active * limits.ITEM_BYTES.value
+    world.kill_tick_at = scenario.kill_tick_at
+    world.kill_tick_after_sends = scenario.kill_tick_after_sends
+    world.aws.dynamodb.break_conditions = scenario.break_conditions
+    for spec, at in specs:
+        due_ms = None if spec.run_at is None else int(spec.run_at.timestamp() * 1000)
+        if scenario.through_api:
+            sim.spawn(_create, service, spec, world.jobs, world.allowed_calls, due_ms, at=at)
+        else:
+            job = service._new_job(spec, int(at * 1000), 0)
+            world.aws.dynamodb.seed(items.job_to_item(job, "seed", scenario.settings.due_shards))
+            world.jobs[job.id] = (spec.priority, due_ms)
+            world.allowed_calls[job.id] = _allowed_calls(spec)
+    return world, service
+
+
+def _create(
+    service: JobService, spec: JobCreate, jobs: dict[str, Any], allowed: dict[str, int], due_ms: int | None
+) -> None:
+    view, _ = service.create(spec)
+    jobs[view.id] = (spec.priority, due_ms)
+    allowed[view.id] = _allowed_calls(spec)
+
+
+def _allowed_calls(spec: JobCreate) -> int:
+    """Calls one occurrence may take: one when its target answers, every attempt when it fails."""
+    return 1 if (spec.name or "").startswith("ok") else spec.max_retries + 1
+
+
+def run(scenario: Scenario, end_s: float | None = None) -> dict[str, Any]:
+    sim = Sim(START_S - LEAD_S - 1)
+    with green(sim):
+        world, _ = build(scenario, sim)
+        end = end_s if end_s is not None else START_S + scenario.minutes * 60 + 240
+        first_tick = START_S - LEAD_S + 30
+        extra = [] if scenario.overlap_tick_at is None else [first_tick + 60 * 2 + scenario.overlap_tick_at]
+        world.start_ticks(first_tick, end, extra)
+        world.start_pollers()
+        sim.run(until=end)
+    return report(scenario, world, sim)
+
+
+def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
+    names = {job_id: priority for job_id, (priority, _) in world.jobs.items()}
+    per_priority: dict[str, dict[str, Any]] = {}
+    grouped = occurrences(world.target.calls)
+    expected = _expected(world)
+    for priority in c.PRIORITIES:
+        mine = {key: calls for key, calls in grouped.items() if names.get(key[0]) == priority}
+        wanted = {key for key in expected if names.get(key[0]) == priority}
+        firsts = [min(call.at_ms for call in calls) - key[1] for key, calls in mine.items()]
+        per_priority[priority.value] = {
+            "occurrences": len(wanted),
+            "never_called": len(wanted - set(mine)),
+            "called_twice": sum(
+                1
+                for key, calls in mine.items()
+                if _first_attempts(calls) > 1 or len(calls) > world.allowed_calls.get(key[0], 1)
+            ),
+            "called_early": sum(1 for key, calls in mine.items() if min(x.at_ms for x in calls) < key[1]),
+            "lateness_ms": _percentiles(firsts),
+        }
+    return {
+        "scenario": {k: v for k, v in asdict(scenario).items() if k != "settings"},
+        "settings": asdict(scenario.settings),
+        "priorities": per_priority,
+        "throttles": asdict(world.aws.dynamodb.throttles),
+        "dropped_at_fence": world.dropped_at_fence,
+        "in_flight_cap_hits": sum(q.cap_hits for q in world.queues.values()),
+        "sent_after_instant": sum(q.sent_late for q in world.queues.values()),
+        "copies_sent": sum(q.copies for q in world.queues.values()),
+        "dead_letter_messages": sum(
+            len(q.waiting) for q in world.aws.sqs.queues.values() if q.name == c.DEAD_LETTER_QUEUE_NAME
+        ),
+        "ticks": [
+            {
+                "at_s": round(t.started_s - START_S, 1),
+                "duration_s": None if t.duration_s is None else round(t.duration_s, 2),
+                "out_of_time": t.out_of_time,
+                "ran_past_deadline": t.duration_s is not None
+                and t.duration_s > limits.TICK_TIMEOUT_S.value - 10,
+                "killed": t.killed,
+                "timed_out": t.timed_out,
+                "claimed": t.claimed,
+                "dispatched": t.dispatched,
+                "sent_while_running": t.sent_while_running,
+            }
+            for t in world.ticks
+            if t.claimed or t.dispatched or t.killed or t.timed_out or (t.duration_s or 0) > 1
+        ],
+        "calls": dict(world.aws.dynamodb.calls) | {f"sqs.{k}": v for k, v in world.aws.sqs.calls.items()},
+        "green_switches": sim.switches,
+        **_cross_check(world),
+    }
+
+
+def _cross_check(world: World) -> dict[str, Any]:
+    """With both tables, how many requests the native table answered as moto did, and where not."""
+    table = world.aws.dynamodb.table
+    if not isinstance(table, CrossChecked):
+        return {}
+    return {
+        "cross_check": {
+            "compared": table.compared,
+            "answers_differing": table.differences[:20],
+            "items_differing": table.item_differences()[:20],
+        }
+    }
+
+
+def _first_attempts(calls: list[CallRecord]) -> int:
+    """Calls of one occurrence's first attempt: more than one is a duplicate (retries are not)."""
+    attempts = [call.attempt for call in calls]
+    return max(attempts.count(a) for a in set(attempts))
+
+
+def _expected(world: World) -> set[tuple[str, int]]:
+    """Every occurrence that should have been called: the one-offs' instants, and each recurring
+    job's instants that were called (the run ends mid-series)."""
+    expected = set(occurrences(world.target.calls))
+    expected |= {(job_id, due_ms) for job_id, (_, due_ms) in world.jobs.items() if due_ms is not None}
+    return expected
+
+
+def _percentiles(values: list[int]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p99": None, "max": None}
+    ordered = sorted(values)
+    return {
+        "p50": statistics.median(ordered),
+        "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+        "max": ordered[-1],
+    }

@@ -1,0 +1,365 @@
+"""The simulated AWS account and Sundial's functions in it: real botocore clients whose requests are
+answered by the models at their HTTP layer, the tick on its schedule, and the SQS event sources
+invoking workers, all on one virtual clock."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+import boto3
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from moto.core.botocore_stubber import MockRawResponse
+
+from bench.scale import limits
+from bench.scale.dynamo import DynamoModel
+from bench.scale.runtime import Environment, GreenEvent, GreenThread, Sim
+from bench.scale.sqs import Queue, SqsModel, _clock_now
+from local_stack.resources import table_definition
+from shared import constants as c
+from shared import lifecycle
+from shared.dispatch import Dispatcher, JobMessage, SharedSends
+from shared.engine.scheduler import Scheduler
+from shared.engine.worker import Outcome, Worker
+from shared.models import Job
+from shared.store import DueShards, JobStore
+from shared.targets import Delivery
+
+REGION = "us-east-1"
+SAFETY_MARGIN_S = 10.0  # functions/scheduler.py's SAFETY_MARGIN_MS: the tick's deadline before its timeout
+RETRIES = Config(retries={"mode": "standard"}, connect_timeout=5, read_timeout=30)
+
+
+class VirtualClock:
+    def __init__(self, sim: Sim) -> None:
+        self._sim = sim
+
+    def now_ms(self) -> int:
+        return self._sim.now_ms()
+
+
+@dataclass
+class Settings:
+    due_shards: int = c.DUE_SHARDS
+    max_concurrency: dict[str, int] = field(default_factory=lambda: {"high": 50, "medium": 20, "low": 5})
+    provisioned_pollers: bool = False  # for the high queue, as the stack offers them
+    warm_wcu: float = limits.TABLE_WARM_WCU.value
+    warm_rcu: float = limits.TABLE_WARM_RCU.value
+    tick_memory_mb: int = int(limits.TICK_MEMORY_MB.value)
+    worker_memory_mb: int = int(limits.WORKER_MEMORY_MB.value)
+    scheduler_parallelism: int = 8
+    scheduler_senders: int = 8
+    # Which table decides the items (bench/scale/tables.py): the native one, moto, or both compared.
+    table: str = "native"
+
+    def set(self, key: str, value: str) -> None:
+        if key.startswith("max_concurrency."):
+            self.max_concurrency[key.split(".", 1)[1]] = int(value)
+        elif key == "provisioned_pollers":
+            self.provisioned_pollers = value.lower() in ("1", "true", "yes")
+        elif hasattr(self, key):
+            setattr(self, key, type(getattr(self, key))(value))
+        else:
+            raise ValueError(f"unknown setting {key!r}")
+
+
+@dataclass
+class TickRecord:
+    started_s: float
+    duration_s: float | None = None
+    out_of_time: bool = False
+    killed: bool = False
+    timed_out: bool = False
+    claimed: int = 0
+    dispatched: int = 0
+    errors: int = 0
+    sent_while_running: int = 0  # messages the job queues took from its start to its end or kill
+
+
+@dataclass
+class CallRecord:
+    job_id: str
+    scheduled_at_ms: int
+    attempt: int
+    at_ms: int
+
+
+class Aws:
+    """The models behind botocore's `before-send`: requests built and answers parsed by botocore."""
+
+    def __init__(self, sim: Sim, settings: Settings) -> None:
+        self.sim = sim
+        self.dynamodb = DynamoModel(
+            c.TABLE_NAME, settings.warm_wcu, settings.warm_rcu, REGION, settings.table
+        )
+        self.sqs = SqsModel()
+
+    def client(self, service: str) -> Any:
+        session = boto3.session.Session(
+            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+        )
+        client = session.client(service, config=RETRIES)  # type: ignore[call-overload]
+        client.meta.events.register("before-send", self._answer)
+        return client
+
+    def _answer(self, request: Any, event_name: str, **_: Any) -> AWSResponse:
+        _, service, operation = event_name.split(".", 2)
+        latency = limits.LATENCY_S.get((service, operation), limits.DEFAULT_LATENCY_S).value
+        inside = self.sim.current() is not None
+        if inside:
+            self.sim.sleep(latency / 2)  # the request on its way; the CPU before it was the caller's
+        now_s = self.sim.time()
+        if service == "dynamodb":
+            status, headers, body = self.dynamodb.answer(operation, request, now_s)
+        else:
+            status, headers, body = self.sqs.answer(operation, request.body, now_s)
+        if inside:
+            self.sim.sleep(latency / 2, charge=False)  # the answer on its way back; answering is AWS's
+        return AWSResponse(request.url, status, headers, MockRawResponse(body))
+
+
+class Target:
+    """Every job's endpoint: records each call and answers after a while; a URL whose path starts
+    with /fail answers 500, as the end-to-end tests' listener does."""
+
+    def __init__(self, sim: Sim) -> None:
+        self.sim = sim
+        self.calls: list[CallRecord] = []
+
+    def __call__(self, job: Job, delivery: Delivery, limit_seconds: float) -> None:
+        scheduled = job.scheduled_at if job.scheduled_at is not None else job.due_at or 0
+        self.calls.append(CallRecord(job.id, scheduled, job.attempt, self.sim.now_ms()))
+        self.sim.sleep(limits.TARGET_S.value)
+        if fails(job):
+            raise RuntimeError("the target answered 500")
+
+
+def fails(job: Job) -> bool:
+    url = getattr(job.target, "url", "")
+    return urlparse(url).path.startswith("/fail")
+
+
+class World:
+    def __init__(self, sim: Sim, settings: Settings) -> None:
+        self.sim, self.settings = sim, settings
+        self.aws = Aws(sim, settings)
+        self.clock = VirtualClock(sim)
+        ddb, sqs = self.aws.client("dynamodb"), self.aws.client("sqs")
+        ddb.create_table(**table_definition(c.TABLE_NAME))
+        dead = self.aws.sqs.create(c.DEAD_LETTER_QUEUE_NAME)
+        self.queues: dict[c.Priority, Queue] = {
+            p: self.aws.sqs.create(name, dead) for p, name in c.QUEUE_NAMES.items()
+        }
+        urls = {p: q.url for p, q in self.queues.items()}
+        self.dispatch_args = (sqs, urls, dead.url, self.clock)
+        self.store = JobStore(ddb, c.TABLE_NAME, self.clock, DueShards(settings.due_shards, None))
+        self.sqs_client = sqs
+        self.target = Target(sim)
+        self.ticks: list[TickRecord] = []
+        self.running = 0  # concurrent executions in the account
+        self.kill_tick_at: float | None = None
+        self.kill_tick_after_sends: int | None = None
+        self.dropped_at_fence = 0  # copies (a killed tick's, a redelivery's) the fence refused
+        self._warm: list[Environment] = []
+        self.jobs: dict[str, tuple[c.Priority, int | None]] = {}  # priority, and a one-off's instant
+        self.allowed_calls: dict[str, int] = {}
+
+    # --- the tick ---------------------------------------------------------------------------------
+
+    def start_ticks(self, first_s: float, until_s: float, extra: list[float] | None = None) -> None:
+        starts = [first_s + minute * c.TICK_SECONDS for minute in range(int((until_s - first_s) // 60) + 1)]
+        for n, at in enumerate(sorted([*starts, *(extra or [])])):
+            # The second tick sends the run's first instant's messages: the one a kill hits.
+            self.sim.spawn(self._tick, n == 1, env=None, at=at + limits.TICK_START_S.value)
+
+    def _tick(self, may_kill: bool = False) -> None:
+        env = Environment(self.settings.tick_memory_mb)
+        started = self.sim.time()
+        record = TickRecord(started)
+        self.ticks.append(record)
+        timeout = limits.TICK_TIMEOUT_S.value
+        if may_kill and self.kill_tick_at is not None:
+            timeout = min(timeout, self.kill_tick_at)
+        scheduler = Scheduler(
+            self.store,
+            Dispatcher(*self.dispatch_args),
+            self.clock,
+            self.settings.scheduler_parallelism,
+            self.settings.scheduler_senders,
+        )
+        deadline_ms = int((started + limits.TICK_TIMEOUT_S.value - SAFETY_MARGIN_S) * 1000)
+        ended = GreenEvent()
+
+        def run() -> None:
+            try:
+                report = scheduler.tick(deadline_ms)
+            finally:
+                ended.set()
+            record.duration_s = self.sim.time() - started
+            record.out_of_time = report.out_of_time
+            record.claimed, record.dispatched, record.errors = (
+                report.claimed,
+                report.dispatched,
+                report.errors,
+            )
+
+        task = self.sim.spawn(run, env=env)
+        self.running += 1
+        sent_before = self._sent()
+        if may_kill and self.kill_tick_after_sends is not None:
+            self._kill_after_sends(env, ended, sent_before + self.kill_tick_after_sends)
+        finished = ended.wait(timeout) and not env.killed
+        record.sent_while_running = self._sent() - sent_before
+        self.running -= 1
+        if not finished:
+            self.sim.kill(env)
+            record.killed = may_kill
+            record.timed_out = not may_kill
+            record.duration_s = self.sim.time() - started
+        elif task.error is not None:
+            raise task.error
+
+    def _kill_after_sends(self, env: Environment, ended: GreenEvent, total: int) -> None:
+        """Kills the tick the moment the queues have taken `total` messages: inside a send, whose
+        answer it never reads."""
+
+        def on_put() -> None:
+            if not env.killed and self._sent() >= total:
+                self.sim.kill(env)
+                ended.set()
+
+        self.aws.sqs.on_put = on_put
+
+    def _sent(self) -> int:
+        return sum(queue.sent for queue in self.queues.values())
+
+    # --- the workers --------------------------------------------------------------------------------
+
+    def start_pollers(self) -> None:
+        for priority, queue in self.queues.items():
+            self.sim.spawn(EventSource(self, priority, queue).run)
+
+    def environment(self) -> tuple[Environment, bool]:
+        if self._warm:
+            return self._warm.pop(), False
+        return Environment(self.settings.worker_memory_mb), True
+
+    def invoke_worker(self, queue: Queue, batch: list[Any], env: Environment, cold: bool) -> None:
+        if cold:
+            self.sim.sleep(limits.COLD_START_S.value, charge=False)
+        started = self.sim.time()
+        deadline_ms = int((started + limits.WORKER_TIMEOUT_S.value) * 1000)
+        store = JobStore(
+            self.store._client, c.TABLE_NAME, self.clock, DueShards(self.settings.due_shards, None)
+        )
+        worker = Worker(
+            store, SharedSends(*self.dispatch_args), self.clock, self.target, "sim", sleep=self.sim.sleep
+        )
+        failed: list[Any] = []
+
+        def one(message: Any) -> None:
+            job_message = JobMessage.model_validate_json(message.body)
+            try:
+                if worker.process(job_message, deadline_ms).outcome is Outcome.DROPPED:
+                    self.dropped_at_fence += 1
+            except Exception:
+                failed.append(message)
+                self._return_soon(queue, message, job_message)
+
+        threads = [GreenThread(target=one, args=(m,)) for m in batch]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for message in batch:
+            if message not in failed and message.receipt is not None:
+                queue.delete(message.receipt)
+
+    def _return_soon(self, queue: Queue, message: Any, job_message: JobMessage) -> None:
+        """As functions/worker.py's _return_soon: the failed record comes back after its lease."""
+        until_due = math.ceil((job_message.due_at - self.clock.now_ms()) / 1000)
+        seconds = until_due if until_due > 0 else lifecycle.lease_seconds(job_message.timeout_seconds)
+        try:
+            self.sqs_client.change_message_visibility(
+                QueueUrl=queue.url,
+                ReceiptHandle=message.receipt,
+                VisibilityTimeout=min(seconds, c.QUEUE_VISIBILITY_TIMEOUT_SECONDS),
+            )
+        except Exception:  # the record waits out the queue's visibility timeout, as in AWS
+            return
+
+    def release(self, env: Environment) -> None:
+        self._warm.append(env)
+
+
+class EventSource:
+    """An SQS event source mapping: receives batches of ten and invokes a worker with each, as
+    many at once as its scaling allows (5 when idle, growing by the minute while a backlog waits,
+    up to MaximumConcurrency and the account's free concurrency)."""
+
+    def __init__(self, world: World, priority: c.Priority, queue: Queue) -> None:
+        self.world, self.queue = world, queue
+        settings = world.settings
+        self.maximum = min(settings.max_concurrency[priority.value], int(limits.ESM_MAX.value))
+        # The stack offers provisioned pollers to the high queue alone (sundial:provisionedPollersHigh).
+        provisioned = settings.provisioned_pollers and priority is c.Priority.HIGH
+        ramp = limits.ESM_PROVISIONED_RAMP_PER_MIN if provisioned else limits.ESM_RAMP_PER_MIN
+        self.ramp_per_s = ramp.value / 60
+        self.allowed = float(limits.ESM_START.value)
+        self.busy = 0
+        self.peak = 0
+        self._last = world.sim.now
+
+    def run(self) -> None:
+        sim = self.world.sim
+        while True:
+            now = sim.time()
+            _clock_now[0] = max(_clock_now[0], now)
+            self._scale(now)
+            if self.busy < int(self.allowed) and self.world.running < limits.ACCOUNT_CONCURRENCY.value:
+                batch = self.queue.receive(now, c.WORKER_BATCH_SIZE, c.QUEUE_VISIBILITY_TIMEOUT_SECONDS)
+                if batch:
+                    self._invoke(batch)
+                    continue
+            upcoming = self.queue.next_visible()
+            wait = 1.0 if upcoming is None else max(0.001, min(1.0, upcoming - now))
+            if self.busy >= int(self.allowed):
+                wait = min(wait, 0.05)
+            sim.sleep(wait)
+
+    def _scale(self, now: float) -> None:
+        backlog = self.queue.waiting and self.queue.waiting[0][0] <= now and self.busy >= int(self.allowed)
+        if backlog:
+            self.allowed = min(self.maximum, self.allowed + self.ramp_per_s * (now - self._last))
+        elif self.busy == 0 and not self.queue.waiting:
+            self.allowed = max(float(limits.ESM_START.value), min(self.allowed, self.maximum))
+        self.allowed = min(self.allowed, self.maximum)
+        self._last = now
+
+    def _invoke(self, batch: list[Any]) -> None:
+        env, cold = self.world.environment()
+        self.busy += 1
+        self.world.running += 1
+        self.peak = max(self.peak, self.busy)
+
+        def invocation() -> None:
+            try:
+                self.world.sim.sleep(limits.PICKUP_S.value, charge=False)
+                self.world.invoke_worker(self.queue, batch, env, cold)
+            finally:
+                self.busy -= 1
+                self.world.running -= 1
+                self.world.release(env)
+
+        self.world.sim.spawn(invocation, env=env)
+
+
+def occurrences(calls: list[CallRecord]) -> dict[tuple[str, int], list[CallRecord]]:
+    grouped: dict[tuple[str, int], list[CallRecord]] = defaultdict(list)
+    for call in calls:
+        grouped[(call.job_id, call.scheduled_at_ms)].append(call)
+    return grouped
