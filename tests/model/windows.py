@@ -27,7 +27,8 @@ FINISHED_ONE_OFF = (JobStatus.SUCCEEDED, JobStatus.DEAD)
 # What a user asks of a finished one-off: new timing must not bring it back.
 REVISITS = ["run_at now", "run_at in 2 min", "run_at now", "run_at in 2 min", "run_at = its last run"]
 # A user's call that lands between a tick's read of a job and its claim or reclaim.
-TICK_MEETS = ["pause", "cancel", "pause", "cancel", "trigger", "PATCH run_at in 2 min"]
+# A pause is what a claim must not overwrite (a cancel is refused by the claim's statuses anyway).
+TICK_MEETS = ["pause", "cancel", "pause", "pause", "cancel", "trigger", "PATCH run_at in 2 min"]
 # A user's call whose read is of a running attempt, and whose write comes after that attempt settled.
 SETTLE_MEETS = ["cancel", "pause", "cancel", "pause", "trigger"]
 SETTLES = "the attempt settles"
