@@ -52,7 +52,9 @@ class WindowSteps:
     work: Any
     advance: Any
 
-    def _start_at_window(self, how: str, behaviour: str, max_retries: int, overlap: str) -> bool:
+    def _start_at_window(
+        self, how: str, behaviour: str, max_retries: int, overlap: str, meets: str | None = None
+    ) -> bool:
         """The starts (EngineMachine.start) that put job A right before a window; False for the others."""
         if how == "a finished one-off":
             # Run to its end, succeeded (or dead): what new timing must never bring back.
@@ -61,10 +63,11 @@ class WindowSteps:
             self.work("A")
             return True
         if how == "due for its claim":
-            # Its run row falls within the tick's horizon a minute before its occurrence: the next
-            # tick claims it, conditional on the row it read.
+            # Its run row falls within the tick's horizon a minute before its occurrence: the tick
+            # claims it, conditional on the row it read, and a user's call may land in between.
             self.create("A", "rate(2 minutes)", behaviour, max_retries, (5,), "high", "run_once", overlap)
             self.advance("61s")
+            self.tick(None, meets)
             return True
         return False
 
