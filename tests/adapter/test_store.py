@@ -193,6 +193,28 @@ def test_a_create_that_stopped_after_its_reservation_is_finished_by_the_retry(en
         engine.store.get("retry-id")
 
 
+def test_a_create_that_writes_its_job_after_its_retry_did_leaves_the_job_as_it_moved_on(
+    engine: Engine,
+) -> None:
+    """The first try reserved its key, then stalled (an API call that outlived its client's
+    timeout); the client's retry finished the job, and a user cancelled it. The first try's write of
+    the job, when it comes, finds the job there: it answers with the job as it is, and overwrites
+    nothing."""
+    template = engine.store.get(create(engine))
+    record = IdempotencyRecord("key-3", "hash-a", "first-id", engine.clock.now_ms() // 1000 + 60)
+    assert engine.store._reserve(record)
+    first = template.model_copy(update={"id": "first-id"})
+    retry = IdempotencyRecord("key-3", "hash-a", "retry-id", record.expires_at)
+    engine.store.create(template.model_copy(update={"id": "retry-id"}), retry)
+    made = engine.store.get("first-id")
+    cancelled = engine.store.cancel(made, on_cancel(made))
+
+    job, created = engine.store._put_new(first, record)
+
+    assert (job.status, created) == (JobStatus.CANCELLED, False)
+    assert engine.store.get("first-id") == cancelled
+
+
 def test_a_transaction_conflict_is_retried_because_the_write_did_not_apply(engine: Engine) -> None:
     from tests.chaos.faults import error_response
 

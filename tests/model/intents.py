@@ -37,6 +37,7 @@ class Intent:
     # The step a one-off was first seen finished, until a trigger or retry revives it.
     finished_at_step: int | None = None
     finished_as: JobStatus | None = None
+    revisited_at_step: int | None = None  # the step a user last gave the finished one-off new timing
 
     def started(self, scheduled_at: int) -> tuple[int, int] | None:
         """A new occurrence started at `scheduled_at`: the trigger it is the extra run of, if any

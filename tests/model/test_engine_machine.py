@@ -65,6 +65,7 @@ from tests.model.boundary import (
     SqsBag,
 )
 from tests.model.intents import Intent, one_off_revived, triggers_lost
+from tests.model.windows import TICK_MEETS, WindowSteps
 
 SECOND = 1000
 QUEUE_BASE = "https://sqs.us-east-1.amazonaws.com/123456789012/"  # never called: the model holds SQS
@@ -154,6 +155,8 @@ STARTS = [
     "a zombie beside its retry",
     "run once",
     "triggered",
+    "a finished one-off",
+    "due for its claim",  # claims are rare otherwise: most runs are sent by their writer
 ]
 api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
 tick_races = st.sampled_from([None, *TICK_RACES])  # a tick races something most of the time
@@ -226,7 +229,7 @@ class Env:
         self.seen: Counter[str] = Counter()  # what the examples reached, printed with -s
 
 
-class EngineMachine(RuleBasedStateMachine):
+class EngineMachine(WindowSteps, RuleBasedStateMachine):
     def __init__(self, env: Env) -> None:
         super().__init__()
         env.examples += 1
@@ -914,6 +917,10 @@ class EngineMachine(RuleBasedStateMachine):
         with self._faults("worker", fault):
             self._settle(attempt, crash)
 
+    def _settle_attempt(self, attempt: Attempt) -> None:
+        self._begin(f"settle {attempt}")
+        self._settle(attempt, None)
+
     def _settle(self, attempt: Attempt, crash: str | None) -> None:
         if attempt.effect is None:
             self._target_call(attempt)
@@ -1041,12 +1048,15 @@ class EngineMachine(RuleBasedStateMachine):
         max_retries=st.sampled_from([0, 1, 2]),
         overlap=st.sampled_from(["skip", "buffer"]),
         how=st.sampled_from(STARTS),
+        meets=st.sampled_from([None, *TICK_MEETS]),
     )
-    def start(self, kind: str, behaviour: str, max_retries: int, overlap: str, how: str) -> None:
+    def start(
+        self, kind: str, behaviour: str, max_retries: int, overlap: str, how: str, meets: str | None = None
+    ) -> None:
         """Most examples start with job A's first attempt running (or just past it), so that the
         steps after it land while it runs, or while the tick deals with what it left; some start
         empty. A job every two minutes waits in a run row for the tick's claim."""
-        if how == "nothing":
+        if how == "nothing" or self._start_at_window(how, behaviour, max_retries, overlap, meets):
             return
         self.create("A", kind, behaviour, max_retries, (5,), "high", "run_once", overlap)
         if how == "triggered":
@@ -1061,8 +1071,10 @@ class EngineMachine(RuleBasedStateMachine):
         if how == "running, target called":
             self.side_effect("A")
         elif how == "its worker gone, its lease run out":
+            # The tick reclaims it, conditional on the revision it read: a user's call may land between.
             self.crash("A")
             self.advance("181s")
+            self.tick(None, meets)
         elif how == "a zombie beside its retry":
             # The attempt's lease runs out under it; the tick retries; the retry starts. The first
             # attempt still runs on its worker, which has not heard.

@@ -218,7 +218,8 @@ MUTATIONS: tuple[Mutation, ...] = (
                 '"attribute_not_exists(#pk) OR attribute_exists(#pk)"',
             ),
         ),
-        model_blind="ids are ULIDs: no two creates in an example share one, so no create meets a job",
+        model_blind="the model's creates send no Idempotency-Key and ids are ULIDs: no create meets a "
+        "job (an adapter test has a stalled create write its job after its retry did)",
     ),
     Mutation(
         "lease-expired-guard",
