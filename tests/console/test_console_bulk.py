@@ -54,6 +54,14 @@ def test_bulk_cancel_reaches_every_matching_job_across_pages_and_no_other(
     # Names that contain the prefix or share its start without starting with all of it.
     others = _create(console_stack, [f"x-{prefix}", prefix[:-1], unique("every-other")], run_at=later)
 
+    # A name the jobs contain is no filter an operation takes: the page says what to use instead.
+    browser.open(f"{console_stack.url}/console/#/jobs?name={prefix}")
+    browser.find("link", f"x-{prefix}")
+    browser.find("checkbox", "Select all jobs on this page").click()
+    page = browser.driver.find_element("tag name", "body")
+    browser.wait(lambda: 'filter by "Name starts with"' in page.text, 10, "no word on what to filter by")
+    assert browser.absent("button", re.compile("^Select all .* matching jobs$"))
+
     count = _select_every_match(browser, console_stack, prefix)
     browser.find("button", "Cancel selected").click()
     detail = confirm(browser, f"Cancel all {count} matching jobs?", f"Yes, cancel all {count} matching jobs")
