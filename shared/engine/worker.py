@@ -66,7 +66,9 @@ class AttemptResult:
     outcome: Outcome
     job_id: str
     attempt: int = 0
-    lateness_ms: int | None = None  # start instant minus due instant
+    # Start instant minus due instant: a job dated before its creation is due from its creation on, so
+    # the start-lateness metric never counts the time before the job existed.
+    lateness_ms: int | None = None
     error: str | None = None
     dead_in_a_row: int | None = None  # a recurring job's occurrence died: how many in a row have
 

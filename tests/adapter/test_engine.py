@@ -52,6 +52,17 @@ def test_a_job_due_later_waits_in_the_index_until_the_tick_before_it(engine: Eng
     assert result.lateness_ms == 0
 
 
+def test_a_job_dated_in_the_past_is_late_from_its_creation_not_its_date(engine: Engine) -> None:
+    # Years before it existed: it could not have started before its creation, so the lateness the
+    # worker reports (the start-lateness metric the alarm reads) counts from then.
+    job_id = create(engine, run_at=_iso(engine.clock.now_ms() - 6 * 365 * 24 * 3600 * SECOND))
+    engine.clock.advance(2)
+    [result] = engine.run_all()
+
+    assert (result.outcome, result.job_id) == (Outcome.SUCCEEDED, job_id)
+    assert result.lateness_ms == 2 * SECOND
+
+
 def test_a_duplicate_delivery_is_dropped_by_the_fence(engine: Engine) -> None:
     job_id = create(engine)
     [message] = engine.receive()

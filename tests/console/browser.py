@@ -40,6 +40,7 @@ _CANDIDATES = {
     "form": "form",
     "search": "[role=search], search",
     "navigation": "nav",
+    "list": "ul, ol",
 }
 Name = str | re.Pattern[str]
 # Chromium names some roles by ARIA 1.3's spelling.

@@ -1,9 +1,11 @@
-// Jobs: filters, newest first, paged with the page in the address, and actions on the selected rows.
+// Jobs: filters, newest first, paged with the page in the address, and actions on the selected rows
+// or on every job the filters match.
 import { act, get, query } from "../api.js";
 import { confirmAction } from "../dialog.js";
 import { announce, h, replace, scroller, statusBadge, when } from "../dom.js";
 import { ACTIONS, labelOf, readable, refusal } from "../lifecycle.js";
 import { minuteNow } from "../times.js";
+import { actOnMatches, actionFilter, countOf, matchingQuestion } from "./matching.js";
 import { pageTokens, walkTo } from "./paging.js";
 
 const PAGE_SIZE = 50;
@@ -17,16 +19,19 @@ const JOB_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 
 export async function render(root, params) {
   // What the list shows, and what the filter form holds until it is applied.
-  const filters = { status: params.status || "", priority: params.priority || "", health: params.health || "", name: params.name || "" };
+  const filters = { status: params.status || "", priority: params.priority || "", health: params.health || "", name: params.name || "", name_prefix: params.name_prefix || "" };
   const draft = { ...filters };
   const tokens = pageTokens(filters);
-  const state = { page: Math.max(0, (parseInt(params.page, 10) || 1) - 1), jobs: [], next: null, selected: new Map(), refused: new Map(), shown: "", asked: 0 };
+  const state = { page: Math.max(0, (parseInt(params.page, 10) || 1) - 1), jobs: [], next: null, selected: new Map(), refused: new Map(), shown: "", asked: 0, everyMatch: false, matchShown: "" };
   const body = h("tbody");
   const list = h("table", {}, h("caption", {}, "Jobs, newest first"));
   const pageLabel = h("p", { class: "muted", role: "status", "aria-label": "Paging" });
   const previous = h("button", { type: "button", disabled: true, onclick: () => go(state.page - 1) }, "Previous page");
   const next = h("button", { type: "button", disabled: true, onclick: () => go(state.page + 1) }, "Next page");
   const all = h("input", { type: "checkbox", "aria-label": "Select all jobs on this page", onchange: () => selectAll(all.checked) });
+  // Gmail's way: once the page's rows are all selected, every match across pages can be chosen.
+  const matchBar = h("div", { class: "toolbar" });
+  const progress = h("div");
   const buttons = BULK.map((action) => h("button", { type: "button", disabled: true, class: action === "cancel" ? "danger" : null, onclick: () => bulk(action) }, `${ACTIONS[action][0]} selected`));
 
   // Loading is shown as loading, never as an empty page, and paging waits for it.
@@ -84,12 +89,39 @@ export async function render(root, params) {
   function sync() {
     const onPage = state.jobs.filter((job) => state.selected.has(job.id)).length;
     all.checked = onPage > 0 && onPage === state.jobs.length;
+    if (!all.checked) state.everyMatch = false;
+    syncMatchBar(onPage);
     const chosen = [...state.selected.values()];
+    if (state.everyMatch) {
+      // The server decides each job as it reaches it; what it refuses is counted and listed.
+      for (const button of buttons) { button.disabled = false; button.title = ""; }
+      return;
+    }
     BULK.forEach((action, i) => {
       const fits = chosen.some((job) => !refusal(job, action));
       buttons[i].disabled = !fits;
       buttons[i].title = chosen.length && !fits ? `None of the selected jobs can be ${ACTIONS[action][2]}: ${refusal(chosen[0], action)}` : "";
     });
+  }
+
+  function syncMatchBar(onPage) {
+    const more = Boolean(state.next) || state.page > 0;
+    const count = countOf(state.total, state.estimate);
+    const filter = actionFilter(filters);
+    const shown = JSON.stringify([state.everyMatch, all.checked && more, count, onPage, Boolean(filter)]);
+    if (shown === state.matchShown) return;  // a refresh leaves the control under the pointer alone
+    state.matchShown = shown;
+    if (state.everyMatch) {
+      replace(matchBar, h("p", {}, `All ${count} matching jobs are selected.`),
+        h("button", { type: "button", onclick: () => selectAll(false) }, "Clear selection"));
+    } else if (all.checked && more && filter) {
+      replace(matchBar, h("p", {}, `All ${onPage} jobs on this page are selected.`),
+        h("button", { type: "button", onclick: () => { state.everyMatch = true; sync(); } }, `Select all ${count} matching jobs`));
+    } else if (all.checked && more) {
+      replace(matchBar, h("p", { class: "muted" }, `All ${onPage} jobs on this page are selected. To act on every match across pages, filter by "Name starts with": a name the jobs contain is not a filter the server can act on.`));
+    } else {
+      replace(matchBar);
+    }
   }
 
   function selectAll(on) {
@@ -99,13 +131,33 @@ export async function render(root, params) {
 
   async function go(page) {
     state.page = page;
+    state.everyMatch = false;
     history.pushState(null, "", "#/jobs" + query({ ...filters, page: page > 0 ? page + 1 : "" }));
     loading();
     state.shown = "";
     await load();
   }
 
+  async function bulkOnMatches(action) {
+    const [label] = ACTIONS[action];
+    const sure = await confirmAction(matchingQuestion(action, countOf(state.total, state.estimate)));
+    if (!sure) return;
+    for (const button of buttons) button.disabled = true;
+    state.everyMatch = false;
+    state.selected.clear();
+    state.refused = new Map();
+    try {
+      const operation = await actOnMatches(action, actionFilter(filters), progress);
+      announce(`${label}: ${operation.done} matching jobs done, ${operation.refused} refused.`, operation.refused > 0);
+    } catch (error) {
+      announce(`${label} refused: ${error.message}`, true);
+    }
+    state.shown = "";
+    await load();
+  }
+
   async function bulk(action) {
+    if (state.everyMatch) return bulkOnMatches(action);
     const [label] = ACTIONS[action];
     const chosen = [...state.selected.values()];
     const fits = chosen.filter((job) => !refusal(job, action));
@@ -143,12 +195,14 @@ export async function render(root, params) {
     choice("Health", "health", HEALTHS, draft),
     h("div", {}, h("label", { for: "f-name" }, "Name or job id"),
       h("input", { id: "f-name", type: "search", value: draft.name, oninput: (e) => { draft.name = e.target.value; } })),
+    h("div", {}, h("label", { for: "f-prefix" }, "Name starts with"),
+      h("input", { id: "f-prefix", type: "search", value: draft.name_prefix, oninput: (e) => { draft.name_prefix = e.target.value; } })),
     h("button", { type: "submit", class: "primary" }, "Apply filters"));
 
   list.append(h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "select" }, all),
     ["Name", "Status", "Priority", "Schedule", "Next run", "Created"].map((t) => h("th", { scope: "col" }, t)))), body);
   replace(root, h("h1", {}, "Jobs"), filterForm,
-    h("div", { class: "toolbar", role: "group", "aria-label": "Actions on selected jobs" }, buttons),
+    h("div", { class: "toolbar", role: "group", "aria-label": "Actions on selected jobs" }, buttons), matchBar, progress,
     scroller(list), h("div", { class: "pager" }, previous, next, pageLabel));
   loading();
   try {
