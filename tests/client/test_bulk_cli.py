@@ -38,7 +38,8 @@ def test_import_creates_each_line_and_again_finds_them_there(local_api: str, tmp
     assert "line 5: cron expression '61 * * * *': minute must be 0-59 (schedule)" in first.stderr
     assert again.stdout.strip() == "created 0, already there 3, refused 2"
     listed = sundial(local_api, "jobs", "list", "--name-prefix", tag, "-o", "json")
-    assert sorted(job["name"] for job in json.loads(listed.stdout)["jobs"]) == [f"{tag}-{n}" for n in (1, 2, 4)]
+    names = sorted(job["name"] for job in json.loads(listed.stdout)["jobs"])
+    assert names == [f"{tag}-{n}" for n in (1, 2, 4)]
 
 
 def test_bulk_actions_by_ids_and_by_filter(local_api: str, client: SundialClient) -> None:
