@@ -35,17 +35,23 @@ test mutants: export SUNDIAL_MODEL_STEPS ?= $(MODEL_STEPS)
 local: $(STAMP)
 	$(BIN)/sundial local
 
-# The suites that run the local stack as processes mostly wait on its ticks and targets, so they run
-# beside the in-process suites rather than after them: two cores, about half the wall time. Their
-# output follows the other run's, and either run's failure fails the target.
-PROCESS_SUITES := tests/e2e tests/local_state tests/console tests/client
+# The suites that run the local stack as processes mostly wait on its ticks, targets and browser, so
+# they run beside the in-process suites rather than after them, in two groups of about the same
+# length: three runs on two cores. Their output follows the other run's, and any run's failure fails
+# the target.
+STACK_SUITES := tests/e2e
+CONSOLE_SUITES := tests/local_state tests/console tests/client
+PROCESS_SUITES := $(STACK_SUITES) $(CONSOLE_SUITES)
 test: $(STAMP) $(NODE_STAMP) lint typecheck browser
-	@$(BIN)/python -m pytest -q -p no:cacheprovider $(PROCESS_SUITES) > .test-processes.log 2>&1 & \
-	processes=$$!; \
+	@$(BIN)/python -m pytest -q -p no:cacheprovider $(STACK_SUITES) > .test-stack.log 2>&1 & \
+	stack=$$!; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(CONSOLE_SUITES) > .test-console.log 2>&1 & \
+	console=$$!; \
 	$(BIN)/python -m pytest -q $(addprefix --ignore=,$(PROCESS_SUITES)); in_process=$$?; \
-	wait $$processes; as_processes=$$?; \
-	echo; echo "== $(PROCESS_SUITES)"; cat .test-processes.log; rm -f .test-processes.log; \
-	[ $$in_process -eq 0 ] && [ $$as_processes -eq 0 ]
+	wait $$stack; as_stack=$$?; wait $$console; as_console=$$?; \
+	echo; echo "== $(STACK_SUITES)"; cat .test-stack.log; \
+	echo; echo "== $(CONSOLE_SUITES)"; cat .test-console.log; rm -f .test-stack.log .test-console.log; \
+	[ $$in_process -eq 0 ] && [ $$as_stack -eq 0 ] && [ $$as_console -eq 0 ]
 
 # The console's browser tests drive Debian's headless Chromium through its chromium-driver. Installed
 # only when missing, and only where that is possible (root with apt-get, as CI runs on a fresh

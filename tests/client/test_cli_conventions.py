@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,18 @@ def test_watch_stops_at_a_final_state_and_runs_page_and_filter(local_api: str) -
     assert [r["attempt"] for r in older["runs"]] == [1] and older["next_token"] is None
 
 
+@pytest.fixture
+def interruptible() -> Iterator[None]:
+    """Ctrl-C reaches the commands started here as at a terminal. `make test` runs these suites as
+    a background job, which starts with SIGINT ignored, as a shell's background jobs do, and a child
+    inherits an ignored signal (Python then never raises KeyboardInterrupt, whatever the command
+    does); a handled one is reset to the default at exec."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("interruptible")
 def test_watch_on_a_terminal_says_when_it_refreshed_and_ctrl_c_exits_130() -> None:
     with StubApi(default=Reply(200, {**JOB, "status": "pending"})) as stub:
         leader, follower = pty.openpty()
@@ -144,6 +157,7 @@ def test_ids_are_taken_in_any_case(local_api: str) -> None:
     assert got["id"] == job_id
 
 
+@pytest.mark.usefixtures("interruptible")
 def test_smoke_and_console_read_the_api_url_from_the_environment() -> None:
     env = {"SUNDIAL_API_URL": "http://127.0.0.1:9"}
     smoke = run("smoke", env=env)

@@ -3,6 +3,7 @@ Selenium) for every console test; each page's screenshot goes to build/test-arte
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -30,21 +31,34 @@ class Stack:
         self.local = local
 
 
-@pytest.fixture(scope="session")
-def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    logs = tmp_path_factory.mktemp("console-logs")
+@contextlib.contextmanager
+def _new_stack(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Stack]:
+    logs = tmp_path_factory.mktemp(f"{name}-logs")
     # The emulator's own state directory, so that it never meets another emulator's (`sundial local`
     # keeps its tables in the working directory by default).
-    os.environ[STATE_DIR_ENV] = str(tmp_path_factory.mktemp("console-state"))
+    os.environ[STATE_DIR_ENV] = str(tmp_path_factory.mktemp(f"{name}-state"))
     emulator, endpoint_url = start_emulator(logs)
     try:
-        local, url = start_local(logs, "--endpoint-url", endpoint_url, name="console-local")
+        local, url = start_local(logs, "--endpoint-url", endpoint_url, name=f"{name}-local")
         try:
             yield Stack(url, endpoint_url, local)
         finally:
             local.stop()
     finally:
         emulator.stop()
+
+
+@pytest.fixture(scope="session")
+def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with _new_stack(tmp_path_factory, "console") as stack:
+        yield stack
+
+
+@pytest.fixture(scope="session")
+def crowded_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A stack of its own for tests that fill the table, so that the others' counts stay exact."""
+    with _new_stack(tmp_path_factory, "crowded") as stack:
+        yield stack
 
 
 @pytest.fixture(scope="session")
