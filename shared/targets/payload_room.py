@@ -12,6 +12,7 @@ error.
 from __future__ import annotations
 
 import base64
+import functools
 
 from shared.targets.aws_delivery import envelope_json
 from shared.targets.models import AnyTarget, Delivery, EventBridgeTarget, SnsTarget
@@ -31,8 +32,10 @@ _MOST_ATTEMPTS = 21
 _LONGEST_TIMESTAMP = 9_999_999_999
 
 
+@functools.cache
 def envelope_overhead_bytes() -> int:
-    """Bytes of the signed envelope besides its payload's JSON, at their longest."""
+    """Bytes of the signed envelope besides its payload's JSON, at their longest: a constant, worked
+    out once per process rather than signed again for every create."""
     delivery = Delivery(
         job_id=_LONGEST_JOB_ID,
         scheduled_at=_LONGEST_INSTANT,
