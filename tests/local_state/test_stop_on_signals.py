@@ -61,6 +61,8 @@ def test_sigterm_during_a_restore_stops_the_emulator_at_once_and_a_restart_loses
     restarted = _emulator(tmp_path, path, "restarted", port)
     try:
         wait_for_port("127.0.0.1", port, RESTORE_SECONDS, restarted.popen)
+        # The port opens a moment before the state line is printed.
+        _wait_for_line(restarted, "emulator state: " + str(path) + " (")
         assert f"({len(ids)} items restored in" in restarted.output()
         assert _ids(f"http://127.0.0.1:{port}", ids) == set(ids)
     finally:
@@ -94,8 +96,7 @@ def test_sigterm_handed_to_another_thread_than_the_main_one_stops_a_serving_emul
     port = free_port()
     emulator = Process("emulator", ["emulator", "--port", str(port), "--ephemeral"], tmp_path)
     wait_for_port("127.0.0.1", port, 60, emulator.popen)
-    while "emulator state:" not in emulator.output():
-        time.sleep(0.05)
+    _wait_for_line(emulator, "emulator state:")
     pid = emulator.popen.pid
     others = [int(tid) for tid in os.listdir(f"/proc/{pid}/task") if int(tid) != pid]
     assert others, "the serving emulator has no thread but its main one"
@@ -125,6 +126,14 @@ def _wait_until_restoring(process: Process) -> None:
         time.sleep(0.05)
     time.sleep(0.5)  # well into the snapshot, which takes seconds to read
     assert "listening" not in process.output(), "the restore was over before the signal"
+
+
+def _wait_for_line(process: Process, text: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in process.output():
+        assert process.popen.poll() is None, process.tail()
+        assert time.monotonic() < deadline, f"no {text!r} in:\n{process.tail()}"
+        time.sleep(0.05)
 
 
 def _stop(process: Process, signum: int) -> float:
