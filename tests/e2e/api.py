@@ -76,10 +76,13 @@ class Api:
             if not token:
                 return jobs
 
-    def call_patiently(self, method: str, path: str, body: Any = None, attempts: int = 5) -> tuple[int, Any]:
-        """A call sent again after a 5xx: for reads and calls that may safely repeat, on a faulty stack."""
+    def call_patiently(
+        self, method: str, path: str, body: Any = None, attempts: int = 5, timeout: float = 30
+    ) -> tuple[int, Any]:
+        """A call sent again after a 5xx, and given longer to answer: for reads and calls that may
+        safely repeat, on a faulty or busy stack."""
         for n in range(attempts):
-            status, answer = self.call(method, path, body)
+            status, answer = self.call(method, path, body, timeout)
             if status < 500 or n == attempts - 1:
                 return status, answer
             time.sleep(0.2 * (n + 1))
