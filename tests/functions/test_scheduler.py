@@ -39,7 +39,7 @@ def overdue_job(late_ms: int) -> str:
 def test_a_tick_claims_and_dispatches_what_is_due(
     env: Resources, sqs: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    job_id = overdue_job(late_ms=30 * SECOND)
+    job_id = overdue_job(late_ms=90 * SECOND)  # past the misfire grace: claimed, not sent as it is
 
     result = handler(load_event("eventbridge_scheduled.json"), new_context("scheduler", "us-east-1"))
 
