@@ -69,6 +69,10 @@ def _killed_mid_send(report: dict[str, Any]) -> bool:
     return mid_send and _nothing_lost_copies_dropped(report)
 
 
+def _killed_while_overlapped(report: dict[str, Any]) -> bool:
+    return report["overlapping_ticks"] > 0 and _killed_mid_send(report)
+
+
 def goals() -> list[Goal]:
     recommended = _settings(RECOMMENDED)
     return [
@@ -86,11 +90,16 @@ def goals() -> list[Goal]:
         ),
         Goal(
             "100k-killed-tick",
-            # The kill at 40 s into the tick that sends 09:00's messages; a second tick starts 1 s
-            # into it and reads the same marks.
-            Scenario(due_at_once=100_000, kill_tick_at=40, overlap_tick_at=-59, settings=recommended),
-            "nothing lost; copies dropped at the fence",
-            _nothing_lost_copies_dropped,
+            # The tick that sends 09:00's messages is killed once it has sent 40,000 of them; a second
+            # tick starts while it sends (after 20,000) and reads the marks written so far.
+            Scenario(
+                due_at_once=100_000,
+                kill_tick_after_sends=40_000,
+                overlap_tick_after_sends=20_000,
+                settings=recommended,
+            ),
+            "killed mid-send, another tick overlapping; nothing lost; copies dropped at the fence",
+            _killed_while_overlapped,
         ),
         Goal(
             "100k-killed-mid-send",
@@ -119,6 +128,21 @@ def goals() -> list[Goal]:
     ]
 
 
+def scaled(s: Scenario, scale: float) -> Scenario:
+    """The scenario with every job count multiplied by `scale`."""
+
+    def times(n: int | None) -> int | None:
+        return None if n is None else int(n * scale)
+
+    return replace(
+        s,
+        due_at_once=int(s.due_at_once * scale),
+        per_minute=int(s.per_minute * scale),
+        kill_tick_after_sends=times(s.kill_tick_after_sends),
+        overlap_tick_after_sends=times(s.overlap_tick_after_sends),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="make scale")
     parser.add_argument("--only", action="append")
@@ -128,15 +152,7 @@ def main() -> None:
     for goal in goals():
         if args.only and goal.name not in args.only:
             continue
-        s = goal.scenario
-        scenario = replace(
-            s,
-            due_at_once=int(s.due_at_once * args.scale),
-            per_minute=int(s.per_minute * args.scale),
-            kill_tick_after_sends=None
-            if s.kill_tick_after_sends is None
-            else int(s.kill_tick_after_sends * args.scale),
-        )
+        scenario = scaled(goal.scenario, args.scale)
         started = time.monotonic()
         report = run(scenario)
         report["wall_seconds"] = round(time.monotonic() - started, 1)
@@ -165,6 +181,7 @@ def _print(goal: Goal, report: dict[str, Any], scale: float) -> None:
         f"{sum(t['ran_past_deadline'] or t['timed_out'] for t in ticks)}; sent after instant "
         f"{report['sent_after_instant']}; dropped at fence {report['dropped_at_fence']}"
         + (f"; killed tick had sent {killed[0]}" if killed else "")
+        + f"; copies sent {report['copies_sent']}; overlapping ticks {report['overlapping_ticks']}"
     )
     print(f"   holds:    {'yes' if goal.holds(report) else 'NO'}", flush=True)
 

@@ -42,6 +42,7 @@ class Scenario:
     kill_tick_at: float | None = None
     kill_tick_after_sends: int | None = None  # the kill lands inside the send that takes this message
     overlap_tick_at: float | None = None
+    overlap_tick_after_sends: int | None = None  # another tick starts once the killable one sent this many
     through_api: bool = False
     break_conditions: bool = False  # a model that lies, for the test that must catch it
     settings: Settings = field(default_factory=Settings)
@@ -107,6 +108,7 @@ def build(scenario: Scenario, sim: Sim) -> tuple[World, JobService]:
     world.aws.dynamodb.stored_bytes_extra = scenario.active * limits.ITEM_BYTES.value
     world.kill_tick_at = scenario.kill_tick_at
     world.kill_tick_after_sends = scenario.kill_tick_after_sends
+    world.overlap_tick_after_sends = scenario.overlap_tick_after_sends
     world.aws.dynamodb.break_conditions = scenario.break_conditions
     for spec, at in specs:
         due_ms = None if spec.run_at is None else int(spec.run_at.timestamp() * 1000)
@@ -178,6 +180,7 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         "dead_letter_messages": sum(
             len(q.waiting) for q in world.aws.sqs.queues.values() if q.name == c.DEAD_LETTER_QUEUE_NAME
         ),
+        "overlapping_ticks": _overlapping(world),
         "ticks": [
             {
                 "at_s": round(t.started_s - START_S, 1),
@@ -198,6 +201,12 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         "green_switches": sim.switches,
         **_cross_check(world),
     }
+
+
+def _overlapping(world: World) -> int:
+    """Ticks that started while another one still ran."""
+    spans = [(t.started_s, t.ended_s if t.ended_s is not None else t.started_s) for t in world.ticks]
+    return sum(1 for n, (start, _) in enumerate(spans) if any(s < start < e for s, e in spans[:n]))
 
 
 def _cross_check(world: World) -> dict[str, Any]:

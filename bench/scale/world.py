@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -78,6 +79,7 @@ class TickRecord:
     dispatched: int = 0
     errors: int = 0
     sent_while_running: int = 0  # messages the job queues took from its start to its end or kill
+    ended_s: float | None = None
 
 
 @dataclass
@@ -163,6 +165,8 @@ class World:
         self.running = 0  # concurrent executions in the account
         self.kill_tick_at: float | None = None
         self.kill_tick_after_sends: int | None = None
+        self.overlap_tick_after_sends: int | None = None  # another tick starts inside the killable one
+        self._when_sent: list[tuple[int, Callable[[], None]]] = []
         self.dropped_at_fence = 0  # copies (a killed tick's, a redelivery's) the fence refused
         self._warm: list[Environment] = []
         self.jobs: dict[str, tuple[c.Priority, int | None]] = {}  # priority, and a one-off's instant
@@ -212,8 +216,11 @@ class World:
         sent_before = self._sent()
         if may_kill and self.kill_tick_after_sends is not None:
             self._kill_after_sends(env, ended, sent_before + self.kill_tick_after_sends)
+        if may_kill and self.overlap_tick_after_sends is not None:
+            self._at_sent(sent_before + self.overlap_tick_after_sends, self._overlapping_tick)
         finished = ended.wait(timeout) and not env.killed
         record.sent_while_running = self._sent() - sent_before
+        record.ended_s = self.sim.time()
         self.running -= 1
         if not finished:
             self.sim.kill(env)
@@ -227,10 +234,27 @@ class World:
         """Kills the tick the moment the queues have taken `total` messages: inside a send, whose
         answer it never reads."""
 
-        def on_put() -> None:
-            if not env.killed and self._sent() >= total:
+        def kill() -> None:
+            if not env.killed:
                 self.sim.kill(env)
                 ended.set()
+
+        self._at_sent(total, kill)
+
+    def _overlapping_tick(self) -> None:
+        """Another tick, as EventBridge starts one while a slow one still runs."""
+        self.sim.spawn(self._tick, False, detached=True)
+
+    def _at_sent(self, total: int, act: Callable[[], None]) -> None:
+        """Does `act` once the job queues have taken `total` messages."""
+        self._when_sent.append((total, act))
+
+        def on_put() -> None:
+            sent = self._sent()
+            due = [then for at, then in self._when_sent if sent >= at]
+            self._when_sent = [(at, then) for at, then in self._when_sent if sent < at]
+            for then in due:
+                then()
 
         self.aws.sqs.on_put = on_put
 
