@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -28,6 +28,7 @@ from shared import lifecycle
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.alerts import send_alert
+from shared.engine.claimers import WORK_PER_INVOCATION, HandOff, shares
 from shared.engine.tick_sends import SECOND_MS, Due, Marks, Outgoing, Senders, Taken
 from shared.errors import StaleDelivery
 from shared.models import WAITING, Job, JobStatus, Run, RunStatus, RunSummary
@@ -62,6 +63,7 @@ class TickReport:
     oldest_lateness_ms: int = 0
     out_of_time: bool = False
     unread_shards: int = 0
+    claimers: int = 0  # shares of the shards handed to parallel claimers
     dead_jobs: list[str] = field(default_factory=list)
 
     def count(self, name: str, n: int = 1) -> None:
@@ -77,31 +79,60 @@ class Scheduler:
         clock: Clock,
         parallelism: int = 8,
         senders: int = SENDERS,
+        claimers: HandOff | None = None,
+        capacity: int = WORK_PER_INVOCATION,
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
         self._parallelism = parallelism
         self._senders = senders
+        self._claimers = claimers
+        self._capacity = capacity
 
-    def tick(self, deadline_ms: int | None = None) -> TickReport:
-        """One pass over every shard's rows, merged by due time. At `deadline_ms` it stops claiming
-        and sending; what is left stays due for the next tick."""
+    def tick(self, deadline_ms: int | None = None, shards: Sequence[int] | None = None) -> TickReport:
+        """One pass over every shard's rows (or, for a claimer, over `shards` alone), merged by due
+        time. When they are more than one invocation can take by its deadline, shares of the shards
+        go to parallel claimers. At `deadline_ms` it stops claiming and sending; what is left stays
+        due for the next tick."""
         report = TickReport()
         now_ms = self._clock.now_ms()
         horizon_ms = now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
-        shards = self._store.shards.read
-        marks = Marks(self._sent_marks(report), horizon_ms, shards)
+        own = list(self._store.shards.read if shards is None else shards)
+        marks = Marks(self._sent_marks(report), horizon_ms, own)
         with ThreadPoolExecutor(self._parallelism) as pool, ThreadPoolExecutor(self._senders) as sending:
-            rows = self._due_rows(pool, shards, horizon_ms, marks, report)
-            marks.expect(rows)
+            rows = self._due_rows(pool, own, horizon_ms, marks, report)
             report.rows_read = len(rows)
             report.oldest_lateness_ms = max([0, *_lateness(rows, now_ms, marks)])
+            if shards is None and self._claimers is not None:
+                rows = self._hand_off(rows, own, marks, now_ms, report)
+            marks.expect(rows)
             args = (self._store, self._dispatcher, self._clock, deadline_ms, marks, report)
             with Senders(sending, self._senders, *args) as senders:
                 self._take_all(pool, rows, marks, senders, report, deadline_ms)
             self._mark_sent(pool, marks, report)
         return report
+
+    def _hand_off(
+        self, rows: list[Due], shards: list[int], marks: Marks, now_ms: int, report: TickReport
+    ) -> list[Due]:
+        """Hands every share but the first to a claimer; returns the rows the tick keeps: its own
+        share's, and those of any share it could not hand off."""
+        assert self._claimers is not None
+        kept = set(shards)
+        _own, *others = shares(rows, shards, marks, now_ms, self._capacity)
+        for share in others:
+            try:
+                self._claimers(share)
+            except (ClientError, BotoCoreError):
+                logger.warning("tick takes shards %s itself: no claimer took them", share, exc_info=True)
+                report.count("errors")
+                continue
+            report.count("claimers")
+            kept -= set(share)
+            for shard in share:
+                marks.unread(shard)  # the claimer's to record
+        return [due for due in rows if due.shard in kept]
 
     def _take_all(
         self,
@@ -159,7 +190,7 @@ class Scheduler:
         list(pool.map(mark, moved.keys(), moved.values()))
 
     def _due_rows(
-        self, pool: ThreadPoolExecutor, shards: range, horizon_ms: int, marks: Marks, report: TickReport
+        self, pool: ThreadPoolExecutor, shards: list[int], horizon_ms: int, marks: Marks, report: TickReport
     ) -> list[Due]:
         """Every shard's rows, each shard read in due order, merged into one order."""
 

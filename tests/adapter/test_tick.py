@@ -273,3 +273,43 @@ def test_a_tick_killed_mid_send_costs_the_next_only_the_rows_sent_since_its_last
     outcomes = run_everything(engine, instant + 3 * SECOND)
     assert outcomes == Counter({Outcome.SUCCEEDED: len(jobs)}) + Counter({Outcome.DROPPED: copies})
     assert all(engine.targets.count(job_id) == 1 for job_id in jobs)
+
+
+def test_a_window_too_large_for_one_invocation_goes_to_parallel_claimers_and_runs_once(
+    engine: Engine,
+) -> None:
+    first_at = engine.clock.now_ms() + 10 * MINUTE
+    jobs = ahead_jobs(engine, 60, first_at)
+    handed: list[Sequence[int]] = []
+    engine.clock.set(first_at - 30 * SECOND)
+    tick = Scheduler(engine.store, engine.dispatcher, engine.clock, claimers=handed.append, capacity=20)
+
+    report = tick.tick()
+
+    assert report.claimers == len(handed) >= 2
+    shares = [set(share) for share in handed]
+    assert all(not a & b for n, a in enumerate(shares) for b in shares[n + 1 :])
+    kept = set(range(c.DUE_SHARDS)) - set().union(*shares)
+    assert kept  # the tick keeps a share of its own
+    in_kept = {job_id for job_id in jobs if items.shard_number(job_id) in kept}
+    assert report.sent_ahead == len(in_kept)
+    # Each claimer takes its shards alone, and hands nothing on.
+    claimed = [tick.tick(shards=share) for share in handed]
+    assert sum(r.sent_ahead for r in claimed) == len(jobs) - len(in_kept)
+    assert all(r.claimers == 0 for r in claimed)
+    assert Scheduler(engine.store, engine.dispatcher, engine.clock).tick().sent_ahead == 0  # all marked
+    assert run_everything(engine, first_at + 10 * SECOND) == Counter({Outcome.SUCCEEDED: len(jobs)})
+
+
+def test_shards_no_claimer_took_are_the_ticks_own(engine: Engine) -> None:
+    first_at = engine.clock.now_ms() + 10 * MINUTE
+    jobs = ahead_jobs(engine, 60, first_at)
+
+    def refused(shards: Sequence[int]) -> None:
+        raise ClientError({"Error": {"Code": "TooManyRequestsException"}}, "Invoke")
+
+    engine.clock.set(first_at - 30 * SECOND)
+    report = Scheduler(engine.store, engine.dispatcher, engine.clock, claimers=refused, capacity=20).tick()
+
+    assert (report.claimers, report.sent_ahead) == (0, len(jobs))
+    assert run_everything(engine, first_at + 10 * SECOND) == Counter({Outcome.SUCCEEDED: len(jobs)})
