@@ -90,12 +90,13 @@ def goals() -> list[Goal]:
         ),
         Goal(
             "100k-killed-tick",
-            # The tick that sends 09:00's messages is killed once it has sent 40,000 of them; a second
-            # tick starts while it sends (after 20,000) and reads the marks written so far.
+            # The tick that sends 09:00's messages (its own share, a claimer taking each other one)
+            # is killed once it has sent 10,000 of them; a second tick starts while it sends (after
+            # 5,000) and reads the marks written so far.
             Scenario(
                 due_at_once=100_000,
-                kill_tick_after_sends=40_000,
-                overlap_tick_after_sends=20_000,
+                kill_tick_after_sends=10_000,
+                overlap_tick_after_sends=5_000,
                 settings=recommended,
             ),
             "killed mid-send, another tick overlapping; nothing lost; copies dropped at the fence",
@@ -103,7 +104,7 @@ def goals() -> list[Goal]:
         ),
         Goal(
             "100k-killed-mid-send",
-            Scenario(due_at_once=100_000, kill_tick_after_sends=50_000, settings=recommended),
+            Scenario(due_at_once=100_000, kill_tick_after_sends=15_000, settings=recommended),
             "the kill lands mid-send; nothing lost; copies dropped at the fence",
             _killed_mid_send,
         ),
@@ -134,8 +135,11 @@ def scaled(s: Scenario, scale: float) -> Scenario:
     def times(n: int | None) -> int | None:
         return None if n is None else int(n * scale)
 
+    # A tick's capacity scales too, so that a scaled run splits its windows as the full one does.
+    capacity = max(1, int(s.settings.tick_capacity * scale))
     return replace(
         s,
+        settings=replace(s.settings, tick_capacity=capacity),
         due_at_once=int(s.due_at_once * scale),
         per_minute=int(s.per_minute * scale),
         kill_tick_after_sends=times(s.kill_tick_after_sends),
@@ -182,6 +186,7 @@ def _print(goal: Goal, report: dict[str, Any], scale: float) -> None:
         f"{report['sent_after_instant']}; dropped at fence {report['dropped_at_fence']}"
         + (f"; killed tick had sent {killed[0]}" if killed else "")
         + f"; copies sent {report['copies_sent']}; overlapping ticks {report['overlapping_ticks']}"
+        + f"; claimers {sum(t['kind'] == 'claimer' for t in ticks)}"
     )
     print(f"   holds:    {'yes' if goal.holds(report) else 'NO'}", flush=True)
 

@@ -106,9 +106,10 @@ def build(scenario: Scenario, sim: Sim) -> tuple[World, JobService]:
         world.store, Dispatcher(*world.dispatch_args), world.clock, allow_private_targets=False
     )
     world.aws.dynamodb.stored_bytes_extra = scenario.active * limits.ITEM_BYTES.value
-    world.kill_tick_at = scenario.kill_tick_at
-    world.kill_tick_after_sends = scenario.kill_tick_after_sends
-    world.overlap_tick_after_sends = scenario.overlap_tick_after_sends
+    function = world.scheduler_function
+    function.kill_tick_at = scenario.kill_tick_at
+    function.kill_tick_after_sends = scenario.kill_tick_after_sends
+    function.overlap_tick_after_sends = scenario.overlap_tick_after_sends
     world.aws.dynamodb.break_conditions = scenario.break_conditions
     for spec, at in specs:
         due_ms = None if spec.run_at is None else int(spec.run_at.timestamp() * 1000)
@@ -184,6 +185,8 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         "ticks": [
             {
                 "at_s": round(t.started_s - START_S, 1),
+                "kind": t.kind,
+                "claimers": t.claimers,
                 "duration_s": None if t.duration_s is None else round(t.duration_s, 2),
                 "out_of_time": t.out_of_time,
                 "ran_past_deadline": t.duration_s is not None
@@ -204,8 +207,9 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
 
 
 def _overlapping(world: World) -> int:
-    """Ticks that started while another one still ran."""
-    spans = [(t.started_s, t.ended_s if t.ended_s is not None else t.started_s) for t in world.ticks]
+    """Ticks that started while another one still ran (claimers apart)."""
+    ticks = [t for t in world.ticks if t.kind == "tick"]
+    spans = [(t.started_s, t.ended_s if t.ended_s is not None else t.started_s) for t in ticks]
     return sum(1 for n, (start, _) in enumerate(spans) if any(s < start < e for s, e in spans[:n]))
 
 
