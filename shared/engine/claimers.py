@@ -8,11 +8,13 @@ no two write the same mark, and each keeps the tick's order within its shards.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared import constants as c
@@ -21,6 +23,9 @@ from shared.engine.tick_sends import Due, Marks
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
 
+    from shared.engine.scheduler import TickReport
+
+logger = logging.getLogger(__name__)
 HandOff = Callable[[Sequence[int]], None]
 
 # What a row costs an invocation, in ahead-row sends: measured on the scale model at 1,024 MB
@@ -64,6 +69,33 @@ class LambdaClaimers:
             InvocationType="Event",
             Payload=ClaimRequest(shards=list(shards)).model_dump_json().encode(),
         )
+
+
+def hand_off(
+    claimers: HandOff,
+    rows: list[Due],
+    shards: Sequence[int],
+    marks: Marks,
+    now_ms: int,
+    capacity: int,
+    report: TickReport,
+) -> list[Due]:
+    """Hands every share but the first to a claimer; returns the rows the tick keeps: its own
+    share's, and those of any share it could not hand off."""
+    kept = set(shards)
+    _own, *others = shares(rows, shards, marks, now_ms, capacity)
+    for share in others:
+        try:
+            claimers(share)
+        except (ClientError, BotoCoreError):
+            logger.warning("tick takes shards %s itself: no claimer took them", share, exc_info=True)
+            report.count("errors")
+            continue
+        report.count("claimers")
+        kept -= set(share)
+        for shard in share:
+            marks.unread(shard)  # the claimer's to record
+    return [due for due in rows if due.shard in kept]
 
 
 def shares(

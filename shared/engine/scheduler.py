@@ -5,8 +5,8 @@ Index rows are hints (the index is eventually consistent); each write's conditio
 at once are harmless: the loser of every race gets a failed condition and moves on.
 
 A job placed far ahead waits with its token in an ahead row (shared.lifecycle.Placement.waits_ahead):
-the tick sends its message from the row alone, writing nothing to the job, and then records how far
-it has sent, a mark per shard number (a few writes a tick for every job). The worker's fence starts
+the tick sends its message from the row alone, writing nothing to the job, and records as it goes
+how far it has sent, a mark per shard number (a few writes a second for every job). The worker's fence starts
 it from its waiting status, under the lease the row implies. The row stays until a write moves it,
 so it is also the backstop: once its implied lease has passed, the tick looks at the job as it does
 at any expired lease.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -28,8 +28,8 @@ from shared import lifecycle
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.alerts import send_alert
-from shared.engine.claimers import WORK_PER_INVOCATION, HandOff, shares
-from shared.engine.tick_sends import SECOND_MS, Due, Marks, Outgoing, Senders, Taken
+from shared.engine.claimers import WORK_PER_INVOCATION, HandOff, hand_off
+from shared.engine.tick_sends import SECOND_MS, Due, Marks, Outgoing, Senders, Taken, lateness
 from shared.errors import StaleDelivery
 from shared.models import WAITING, Job, JobStatus, Run, RunStatus, RunSummary
 from shared.store import DueRow, JobStore, SentMark, SentMarks, new_token
@@ -103,36 +103,15 @@ class Scheduler:
         with ThreadPoolExecutor(self._parallelism) as pool, ThreadPoolExecutor(self._senders) as sending:
             rows = self._due_rows(pool, own, horizon_ms, marks, report)
             report.rows_read = len(rows)
-            report.oldest_lateness_ms = max([0, *_lateness(rows, now_ms, marks)])
+            report.oldest_lateness_ms = max([0, *lateness(rows, now_ms, marks)])
             if shards is None and self._claimers is not None:
-                rows = self._hand_off(rows, own, marks, now_ms, report)
+                rows = hand_off(self._claimers, rows, own, marks, now_ms, self._capacity, report)
             marks.expect(rows)
             args = (self._store, self._dispatcher, self._clock, deadline_ms, marks, report)
             with Senders(sending, self._senders, *args) as senders:
                 self._take_all(pool, rows, marks, senders, report, deadline_ms)
             self._mark_sent(pool, marks, report)
         return report
-
-    def _hand_off(
-        self, rows: list[Due], shards: list[int], marks: Marks, now_ms: int, report: TickReport
-    ) -> list[Due]:
-        """Hands every share but the first to a claimer; returns the rows the tick keeps: its own
-        share's, and those of any share it could not hand off."""
-        assert self._claimers is not None
-        kept = set(shards)
-        _own, *others = shares(rows, shards, marks, now_ms, self._capacity)
-        for share in others:
-            try:
-                self._claimers(share)
-            except (ClientError, BotoCoreError):
-                logger.warning("tick takes shards %s itself: no claimer took them", share, exc_info=True)
-                report.count("errors")
-                continue
-            report.count("claimers")
-            kept -= set(share)
-            for shard in share:
-                marks.unread(shard)  # the claimer's to record
-        return [due for due in rows if due.shard in kept]
 
     def _take_all(
         self,
@@ -346,15 +325,3 @@ def _lost_run(job: Job, now_ms: int, status: RunStatus) -> RunSummary:
 
 def _claimed(message: JobMessage | None) -> Taken | None:
     return None if message is None else Taken(message)
-
-
-def _lateness(rows: Iterable[Due], now_ms: int, marks: Marks) -> list[int]:
-    """How late the run times are that nobody has acted on: run rows, and ahead rows never sent."""
-    return [now_ms - due.row.due_at for due in rows if due.row.due_at <= now_ms and _unacted(due, marks)]
-
-
-def _unacted(due: Due, marks: Marks) -> bool:
-    row, sent = due.row, marks.of(due.shard)
-    if row.is_lease or row.is_alert:
-        return False
-    return row.ahead_token is None or (sent is not None and not sent.covers(row.due_at, due.position))

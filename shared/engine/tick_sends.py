@@ -239,3 +239,15 @@ def _batches(outgoing: Sequence[Outgoing]) -> list[list[Outgoing]]:
         for messages in [by_priority.get(priority, [])]
         for start in range(0, len(messages), c.SEND_BATCH_SIZE)
     ]
+
+
+def lateness(rows: Iterable[Due], now_ms: int, marks: Marks) -> list[int]:
+    """How late the run times are that nobody has acted on: run rows, and ahead rows never sent."""
+    return [now_ms - due.row.due_at for due in rows if due.row.due_at <= now_ms and _unacted(due, marks)]
+
+
+def _unacted(due: Due, marks: Marks) -> bool:
+    row, sent = due.row, marks.of(due.shard)
+    if row.is_lease or row.is_alert:
+        return False
+    return row.ahead_token is None or (sent is not None and not sent.covers(row.due_at, due.position))
