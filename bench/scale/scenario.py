@@ -210,7 +210,7 @@ def _overlapping(world: World) -> int:
     """Ticks that started while another one still ran (claimers apart)."""
     ticks = [t for t in world.ticks if t.kind == "tick"]
     spans = [(t.started_s, t.ended_s if t.ended_s is not None else t.started_s) for t in ticks]
-    return sum(1 for n, (start, _) in enumerate(spans) if any(s < start < e for s, e in spans[:n]))
+    return sum(1 for n, (start, _) in enumerate(spans) if any(s <= start < e for s, e in spans[:n]))
 
 
 def _cross_check(world: World) -> dict[str, Any]:

@@ -144,7 +144,10 @@ class SchedulerFunction:
         self.world.sim.spawn(self._invocation, False, None, detached=True)
 
     def _at_sent(self, env: Environment, total: int, act: Callable[[], None]) -> None:
-        """Does `act` once the job queues have taken `total` messages sent from `env`."""
+        """Does `act` once the job queues have taken `total` messages sent from `env` (now for 0)."""
+        if total <= 0:
+            act()
+            return
         self._when_sent.append((env, total, act))
 
     def _on_put(self) -> None:
