@@ -1,18 +1,22 @@
-"""The scheduler Lambda: EventBridge fires it once a minute; each event is one tick of the engine."""
+"""The scheduler Lambda: EventBridge fires it once a minute, and each such event is one tick of the
+engine. A tick with more due than it can take by its deadline invokes this same function with shares
+of the shards (shared/engine/claimers.py): each such event is a claimer's pass over them."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
+from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions import clients
 from shared import constants as c
 from shared.api.operations import Operations
 from shared.clock import SystemClock
+from shared.engine.claimers import ClaimRequest, LambdaClaimers
 from shared.engine.scheduler import Scheduler, TickReport
 
 # The tick's deadline, this long before the Lambda times out: the sends under way finish, claimed jobs
@@ -29,7 +33,10 @@ tracer = Tracer(service=c.METRICS_SERVICE)
 
 @clients.lazy
 def _scheduler() -> Scheduler:
-    return Scheduler(clients.store(), clients.dispatcher(), SystemClock())
+    # Lambda names the function it runs; elsewhere (a local stack) no claimer is at hand.
+    name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
+    claimers = LambdaClaimers(clients.clients().client("lambda"), name) if name else None
+    return Scheduler(clients.store(), clients.dispatcher(), SystemClock(), claimers=claimers)
 
 
 @clients.lazy
@@ -40,10 +47,19 @@ def _operations() -> Operations:
 @logger.inject_lambda_context(log_event=False)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_source(data_class=EventBridgeEvent)
-def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     clock = SystemClock()
     deadline_ms = clock.now_ms() + context.get_remaining_time_in_millis() - SAFETY_MARGIN_MS
+    request = ClaimRequest.of(event)
+    if request is not None:
+        report = _scheduler().tick(deadline_ms, shards=request.shards)
+        _record(report)
+        logger.info("claimer done", extra={"shards": request.shards, "report": vars(report)})
+        return _answer(report)
+    return _tick(EventBridgeEvent(event), clock, deadline_ms)
+
+
+def _tick(event: EventBridgeEvent, clock: SystemClock, deadline_ms: int) -> dict[str, Any]:
     report = _scheduler().tick(deadline_ms)
     _record(report)
     logger.info("tick done", extra={"event_time": event.time, "report": vars(report)})
@@ -55,6 +71,10 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     else:
         if running:
             logger.info("bulk operations still running", extra={"operations": running})
+    return _answer(report)
+
+
+def _answer(report: TickReport) -> dict[str, Any]:
     return {"claimed": report.claimed, "reclaimed": report.reclaimed, "dispatched": report.dispatched}
 
 

@@ -201,8 +201,18 @@ class Functions(Construct):
         if reserved is not None:
             cast(lambda_.CfnFunction, fn.node.default_child).reserved_concurrent_executions = reserved
         # A tick that could not run is superseded by the next one a minute later: retrying a stale
-        # tick (or queueing it for hours while throttled) would only add load.
+        # tick (or queueing it for hours while throttled) would only add load. The same holds for
+        # a claimer's share of the shards (shared/engine/claimers.py): the next tick reads them again.
         fn.configure_async_invoke(retry_attempts=0, max_event_age=Duration.seconds(c.TICK_SECONDS))
+        # A tick hands shares of a large due window to claimers: invocations of this same function.
+        # A policy of its own: in the role's default policy, the function's ARN would make the
+        # function depend on itself.
+        iam.Policy(
+            self,
+            "SchedulerInvokesClaimers",
+            roles=[_role(fn)],
+            statements=[iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[fn.function_arn])],
+        )
 
 
 def _environment(table_name: str, queues: JobQueues, settings: Settings) -> dict[str, str]:

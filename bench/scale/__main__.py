@@ -31,6 +31,9 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
         type=float,
         help="an extra tick starts this many s after 09:00 (-59: 1 s into the one sending it)",
     )
+    parser.add_argument(
+        "--overlap-tick-after-sends", type=int, help="another tick starts once the first sent this many"
+    )
     parser.add_argument("--through-api", action="store_true", help="create every job by a request")
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", type=Path)
@@ -51,6 +54,7 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
         kill_tick_at=args.kill_tick_at,
         kill_tick_after_sends=args.kill_tick_after_sends,
         overlap_tick_at=args.overlap_tick_at,
+        overlap_tick_after_sends=args.overlap_tick_after_sends,
         through_api=args.through_api,
         settings=settings,
     )

@@ -107,5 +107,14 @@ DEFAULT_LATENCY_S = Figure(0.010, "s", ASSUMPTION + ": any other call")
 # the synchronous invoke of a warm function.
 PICKUP_S = Figure(0.060, "s", ASSUMPTION + ": long-poll answer plus a warm invoke")
 COLD_START_S = Figure(0.400, "s", ASSUMPTION + ": Python runtime with boto3, first use of an environment")
+ASYNC_INVOKE_S = Figure(
+    0.050, "s", ASSUMPTION + ": an asynchronous Invoke's event reaching its invocation (cold start apart)"
+)
+WARM_SCHEDULER_ENVIRONMENTS = Figure(
+    4,
+    "warm environments of the scheduler function when a run starts",
+    ASSUMPTION + ": the ticks and "
+    "claimers of the minutes before left them (Lambda keeps an idle environment for some minutes)",
+)
 TICK_START_S = Figure(0.050, "s", ASSUMPTION + ": EventBridge's schedule invokes the tick this late")
 TARGET_S = Figure(0.050, "s", ASSUMPTION + ": the job's own endpoint answering")

@@ -96,11 +96,17 @@ class Sim:
     # --- tasks ------------------------------------------------------------------------------------------
 
     def spawn(
-        self, fn: Callable[..., Any], *args: Any, env: Environment | None = None, at: float | None = None
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        env: Environment | None = None,
+        at: float | None = None,
+        detached: bool = False,
     ) -> Task:
-        """A new task, in `env` (the running task's when None and one runs), starting at `at`."""
+        """A new task, in `env` (the running task's when None and one runs, unless `detached`: in no
+        environment, as an invocation of another function), starting at `at`."""
         parent = self._current
-        if env is None and parent is not None:
+        if env is None and parent is not None and not detached:
             env = parent.env
         task = Task(greenlet(self._body(fn, args), parent=self._hub), env)
         if env is not None:

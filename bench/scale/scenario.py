@@ -42,6 +42,7 @@ class Scenario:
     kill_tick_at: float | None = None
     kill_tick_after_sends: int | None = None  # the kill lands inside the send that takes this message
     overlap_tick_at: float | None = None
+    overlap_tick_after_sends: int | None = None  # another tick starts once the killable one sent this many
     through_api: bool = False
     break_conditions: bool = False  # a model that lies, for the test that must catch it
     settings: Settings = field(default_factory=Settings)
@@ -105,8 +106,10 @@ def build(scenario: Scenario, sim: Sim) -> tuple[World, JobService]:
         world.store, Dispatcher(*world.dispatch_args), world.clock, allow_private_targets=False
     )
     world.aws.dynamodb.stored_bytes_extra = scenario.active * limits.ITEM_BYTES.value
-    world.kill_tick_at = scenario.kill_tick_at
-    world.kill_tick_after_sends = scenario.kill_tick_after_sends
+    function = world.scheduler_function
+    function.kill_tick_at = scenario.kill_tick_at
+    function.kill_tick_after_sends = scenario.kill_tick_after_sends
+    function.overlap_tick_after_sends = scenario.overlap_tick_after_sends
     world.aws.dynamodb.break_conditions = scenario.break_conditions
     for spec, at in specs:
         due_ms = None if spec.run_at is None else int(spec.run_at.timestamp() * 1000)
@@ -178,9 +181,12 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         "dead_letter_messages": sum(
             len(q.waiting) for q in world.aws.sqs.queues.values() if q.name == c.DEAD_LETTER_QUEUE_NAME
         ),
+        "overlapping_ticks": _overlapping(world),
         "ticks": [
             {
                 "at_s": round(t.started_s - START_S, 1),
+                "kind": t.kind,
+                "claimers": t.claimers,
                 "duration_s": None if t.duration_s is None else round(t.duration_s, 2),
                 "out_of_time": t.out_of_time,
                 "ran_past_deadline": t.duration_s is not None
@@ -198,6 +204,13 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         "green_switches": sim.switches,
         **_cross_check(world),
     }
+
+
+def _overlapping(world: World) -> int:
+    """Ticks that started while another one still ran (claimers apart)."""
+    ticks = [t for t in world.ticks if t.kind == "tick"]
+    spans = [(t.started_s, t.ended_s if t.ended_s is not None else t.started_s) for t in ticks]
+    return sum(1 for n, (start, _) in enumerate(spans) if any(s <= start < e for s, e in spans[:n]))
 
 
 def _cross_check(world: World) -> dict[str, Any]:

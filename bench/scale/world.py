@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -17,21 +18,24 @@ from moto.core.botocore_stubber import MockRawResponse
 
 from bench.scale import limits
 from bench.scale.dynamo import DynamoModel
-from bench.scale.runtime import Environment, GreenEvent, GreenThread, Sim
+from bench.scale.runtime import Environment, GreenThread, Sim
 from bench.scale.sqs import Queue, SqsModel, _clock_now
+from bench.scale.ticks import SchedulerFunction, TickRecord
 from local_stack.resources import table_definition
 from shared import constants as c
 from shared import lifecycle
-from shared.dispatch import Dispatcher, JobMessage, SharedSends
-from shared.engine.scheduler import Scheduler
+from shared.dispatch import JobMessage, SharedSends
+from shared.engine.claimers import WORK_PER_INVOCATION
 from shared.engine.worker import Outcome, Worker
 from shared.models import Job
 from shared.store import DueShards, JobStore
 from shared.targets import Delivery
 
 REGION = "us-east-1"
-SAFETY_MARGIN_S = 10.0  # functions/scheduler.py's SAFETY_MARGIN_MS: the tick's deadline before its timeout
-RETRIES = Config(retries={"mode": "standard"}, connect_timeout=5, read_timeout=30)
+# Requests are still built, signed and parsed by botocore; the model skips only its check of the
+# parameters against the service model, which the functions' own tests run (a quarter of a request's
+# CPU here), and charges what remains.
+RETRIES = Config(retries={"mode": "standard"}, connect_timeout=5, read_timeout=30, parameter_validation=False)
 
 
 class VirtualClock:
@@ -53,6 +57,8 @@ class Settings:
     worker_memory_mb: int = int(limits.WORKER_MEMORY_MB.value)
     scheduler_parallelism: int = 8
     scheduler_senders: int = 8
+    # The work one tick invocation takes on before it hands shares to claimers (in ahead-row sends).
+    tick_capacity: int = WORK_PER_INVOCATION
     # Which table decides the items (bench/scale/tables.py): the native one, moto, or both compared.
     table: str = "native"
 
@@ -65,19 +71,6 @@ class Settings:
             setattr(self, key, type(getattr(self, key))(value))
         else:
             raise ValueError(f"unknown setting {key!r}")
-
-
-@dataclass
-class TickRecord:
-    started_s: float
-    duration_s: float | None = None
-    out_of_time: bool = False
-    killed: bool = False
-    timed_out: bool = False
-    claimed: int = 0
-    dispatched: int = 0
-    errors: int = 0
-    sent_while_running: int = 0  # messages the job queues took from its start to its end or kill
 
 
 @dataclass
@@ -97,6 +90,7 @@ class Aws:
             c.TABLE_NAME, settings.warm_wcu, settings.warm_rcu, REGION, settings.table
         )
         self.sqs = SqsModel()
+        self.on_invoke: Callable[[str, bytes], tuple[int, dict[str, str], bytes]] = _no_function
 
     def client(self, service: str) -> Any:
         session = boto3.session.Session(
@@ -115,11 +109,17 @@ class Aws:
         now_s = self.sim.time()
         if service == "dynamodb":
             status, headers, body = self.dynamodb.answer(operation, request, now_s)
+        elif service == "lambda":
+            status, headers, body = self.on_invoke(operation, request.body)
         else:
             status, headers, body = self.sqs.answer(operation, request.body, now_s)
         if inside:
             self.sim.sleep(latency / 2, charge=False)  # the answer on its way back; answering is AWS's
         return AWSResponse(request.url, status, headers, MockRawResponse(body))
+
+
+def _no_function(operation: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+    return 404, {}, b'{"__type": "ResourceNotFoundException", "message": "no such function"}'
 
 
 class Target:
@@ -159,10 +159,9 @@ class World:
         self.store = JobStore(ddb, c.TABLE_NAME, self.clock, DueShards(settings.due_shards, None))
         self.sqs_client = sqs
         self.target = Target(sim)
-        self.ticks: list[TickRecord] = []
         self.running = 0  # concurrent executions in the account
-        self.kill_tick_at: float | None = None
-        self.kill_tick_after_sends: int | None = None
+        self.scheduler_function = SchedulerFunction(self)
+        self.aws.on_invoke = self.scheduler_function.invoked
         self.dropped_at_fence = 0  # copies (a killed tick's, a redelivery's) the fence refused
         self._warm: list[Environment] = []
         self.jobs: dict[str, tuple[c.Priority, int | None]] = {}  # priority, and a one-off's instant
@@ -171,71 +170,11 @@ class World:
     # --- the tick ---------------------------------------------------------------------------------
 
     def start_ticks(self, first_s: float, until_s: float, extra: list[float] | None = None) -> None:
-        starts = [first_s + minute * c.TICK_SECONDS for minute in range(int((until_s - first_s) // 60) + 1)]
-        for n, at in enumerate(sorted([*starts, *(extra or [])])):
-            # The second tick sends the run's first instant's messages: the one a kill hits.
-            self.sim.spawn(self._tick, n == 1, env=None, at=at + limits.TICK_START_S.value)
+        self.scheduler_function.start(first_s, until_s, extra)
 
-    def _tick(self, may_kill: bool = False) -> None:
-        env = Environment(self.settings.tick_memory_mb)
-        started = self.sim.time()
-        record = TickRecord(started)
-        self.ticks.append(record)
-        timeout = limits.TICK_TIMEOUT_S.value
-        if may_kill and self.kill_tick_at is not None:
-            timeout = min(timeout, self.kill_tick_at)
-        scheduler = Scheduler(
-            self.store,
-            Dispatcher(*self.dispatch_args),
-            self.clock,
-            self.settings.scheduler_parallelism,
-            self.settings.scheduler_senders,
-        )
-        deadline_ms = int((started + limits.TICK_TIMEOUT_S.value - SAFETY_MARGIN_S) * 1000)
-        ended = GreenEvent()
-
-        def run() -> None:
-            try:
-                report = scheduler.tick(deadline_ms)
-            finally:
-                ended.set()
-            record.duration_s = self.sim.time() - started
-            record.out_of_time = report.out_of_time
-            record.claimed, record.dispatched, record.errors = (
-                report.claimed,
-                report.dispatched,
-                report.errors,
-            )
-
-        task = self.sim.spawn(run, env=env)
-        self.running += 1
-        sent_before = self._sent()
-        if may_kill and self.kill_tick_after_sends is not None:
-            self._kill_after_sends(env, ended, sent_before + self.kill_tick_after_sends)
-        finished = ended.wait(timeout) and not env.killed
-        record.sent_while_running = self._sent() - sent_before
-        self.running -= 1
-        if not finished:
-            self.sim.kill(env)
-            record.killed = may_kill
-            record.timed_out = not may_kill
-            record.duration_s = self.sim.time() - started
-        elif task.error is not None:
-            raise task.error
-
-    def _kill_after_sends(self, env: Environment, ended: GreenEvent, total: int) -> None:
-        """Kills the tick the moment the queues have taken `total` messages: inside a send, whose
-        answer it never reads."""
-
-        def on_put() -> None:
-            if not env.killed and self._sent() >= total:
-                self.sim.kill(env)
-                ended.set()
-
-        self.aws.sqs.on_put = on_put
-
-    def _sent(self) -> int:
-        return sum(queue.sent for queue in self.queues.values())
+    @property
+    def ticks(self) -> list[TickRecord]:
+        return self.scheduler_function.records
 
     # --- the workers --------------------------------------------------------------------------------
 

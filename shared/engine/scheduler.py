@@ -5,8 +5,8 @@ Index rows are hints (the index is eventually consistent); each write's conditio
 at once are harmless: the loser of every race gets a failed condition and moves on.
 
 A job placed far ahead waits with its token in an ahead row (shared.lifecycle.Placement.waits_ahead):
-the tick sends its message from the row alone, writing nothing to the job, and then records how far
-it has sent, a mark per shard number (a few writes a tick for every job). The worker's fence starts
+the tick sends its message from the row alone, writing nothing to the job, and records as it goes
+how far it has sent, a mark per shard number (a few writes a second for every job). The worker's fence starts
 it from its waiting status, under the lease the row implies. The row stays until a write moves it,
 so it is also the backstop: once its implied lease has passed, the tick looks at the job as it does
 at any expired lease.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -28,18 +28,20 @@ from shared import lifecycle
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.alerts import send_alert
-from shared.engine.tick_sends import Marks, Outgoing, Senders, Taken
+from shared.engine.claimers import WORK_PER_INVOCATION, HandOff, hand_off
+from shared.engine.tick_sends import SECOND_MS, Due, Marks, Outgoing, Senders, Taken, lateness
 from shared.errors import StaleDelivery
 from shared.models import WAITING, Job, JobStatus, Run, RunStatus, RunSummary
-from shared.store import DueRow, JobStore, SentMarks, new_token
+from shared.store import DueRow, JobStore, SentMark, SentMarks, new_token
 
 logger = logging.getLogger(__name__)
-SECOND_MS = 1000
 # Rows claimed together before their messages go to the senders, which send while the next are claimed.
 CLAIM_CHUNK = 4 * c.SEND_BATCH_SIZE
 # Sender threads: each SendMessageBatch waits on the network, so a few in parallel multiply the rate.
 SENDERS = 8
-PRIORITY_RANK = {priority: rank for rank, priority in enumerate(c.PRIORITIES)}
+# How often a tick records how far it has sent while it sends: a tick killed mid-send costs the
+# next one only the rows sent since (copies), a few mark writes a second.
+MARK_EVERY_MS = 500
 _report_lock = threading.Lock()  # claims run in a pool: counting must not lose an update
 
 
@@ -61,27 +63,12 @@ class TickReport:
     oldest_lateness_ms: int = 0
     out_of_time: bool = False
     unread_shards: int = 0
+    claimers: int = 0  # shares of the shards handed to parallel claimers
     dead_jobs: list[str] = field(default_factory=list)
 
     def count(self, name: str, n: int = 1) -> None:
         with _report_lock:
             setattr(self, name, getattr(self, name) + n)
-
-
-@dataclass(frozen=True)
-class Due:
-    """A row read, with where it was read from."""
-
-    row: DueRow
-    priority: c.Priority
-    shard: int
-
-    @property
-    def order(self) -> tuple[int, int, int]:
-        """Earliest first; within one second (SQS delays are whole seconds, so such messages become
-        visible together) high before medium before low."""
-        due_at = self.row.due_at
-        return due_at // SECOND_MS, PRIORITY_RANK[self.priority], due_at
 
 
 class Scheduler:
@@ -92,25 +79,34 @@ class Scheduler:
         clock: Clock,
         parallelism: int = 8,
         senders: int = SENDERS,
+        claimers: HandOff | None = None,
+        capacity: int = WORK_PER_INVOCATION,
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
         self._parallelism = parallelism
         self._senders = senders
+        self._claimers = claimers
+        self._capacity = capacity
 
-    def tick(self, deadline_ms: int | None = None) -> TickReport:
-        """One pass over every shard's rows, merged by due time. At `deadline_ms` it stops claiming
-        and sending; what is left stays due for the next tick."""
+    def tick(self, deadline_ms: int | None = None, shards: Sequence[int] | None = None) -> TickReport:
+        """One pass over every shard's rows (or, for a claimer, over `shards` alone), merged by due
+        time. When they are more than one invocation can take by its deadline, shares of the shards
+        go to parallel claimers. At `deadline_ms` it stops claiming and sending; what is left stays
+        due for the next tick."""
         report = TickReport()
         now_ms = self._clock.now_ms()
         horizon_ms = now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
-        shards = self._store.shards.read
-        marks = Marks(self._sent_marks(report), horizon_ms, shards)
+        own = list(self._store.shards.read if shards is None else shards)
+        marks = Marks(self._sent_marks(report), horizon_ms, own)
         with ThreadPoolExecutor(self._parallelism) as pool, ThreadPoolExecutor(self._senders) as sending:
-            rows = self._due_rows(pool, shards, horizon_ms, marks, report)
+            rows = self._due_rows(pool, own, horizon_ms, marks, report)
             report.rows_read = len(rows)
-            report.oldest_lateness_ms = max([0, *_lateness(rows, now_ms, marks)])
+            report.oldest_lateness_ms = max([0, *lateness(rows, now_ms, marks)])
+            if shards is None and self._claimers is not None:
+                rows = hand_off(self._claimers, rows, own, marks, now_ms, self._capacity, report)
+            marks.expect(rows)
             args = (self._store, self._dispatcher, self._clock, deadline_ms, marks, report)
             with Senders(sending, self._senders, *args) as senders:
                 self._take_all(pool, rows, marks, senders, report, deadline_ms)
@@ -128,23 +124,26 @@ class Scheduler:
     ) -> None:
 
         def take(due: Due) -> Taken | None:
-            return self._take(due.row, due.priority, marks.of(due.shard), report, deadline_ms)
+            taken = self._take(due, marks, report, deadline_ms)
+            if taken is None or taken.claimed:
+                marks.done(due)  # nothing to send, or claimed: the job's row has moved (unless held)
+            return taken
 
+        marked_at = self._clock.now_ms()
         for start in range(0, len(rows), CLAIM_CHUNK):
             if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
                 report.out_of_time = True
-                for due in rows[start:]:
-                    if due.row.ahead_token is not None:
-                        marks.hold(due.shard, due.row.due_at)
-                return
+                return  # the rows not taken keep their shards' marks below them
             chunk = rows[start : start + CLAIM_CHUNK]
-            outgoing = []
-            for due, taken in zip(chunk, pool.map(take, chunk), strict=True):
-                if taken is not None:
-                    outgoing.append(Outgoing(taken, due.shard))
-                elif due.row.ahead_token is not None:
-                    marks.hold(due.shard, due.row.due_at)  # not sent: an error, or out of time
+            outgoing = [
+                Outgoing(taken, due)
+                for due, taken in zip(chunk, pool.map(take, chunk), strict=True)
+                if taken is not None
+            ]
             senders.send(outgoing)
+            if self._clock.now_ms() - marked_at >= MARK_EVERY_MS:
+                self._mark_sent(pool, marks, report)
+                marked_at = self._clock.now_ms()
 
     def _sent_marks(self, report: TickReport) -> SentMarks | None:
         """How far earlier ticks sent ahead rows; None (ahead rows left to the next tick) when unread."""
@@ -159,9 +158,9 @@ class Scheduler:
         """Moves each shard's mark as far as this tick sent every ahead row of it; a mark not written
         costs copies (the next tick sends those rows again), never a skipped row."""
 
-        def mark(shard: int, until_ms: int) -> None:
+        def mark(shard: int, sent: SentMark) -> None:
             try:
-                self._store.mark_sent(shard, until_ms)
+                self._store.mark_sent(shard, sent)
             except (ClientError, BotoCoreError):
                 logger.warning("tick could not record shard %s's sends; the next sends them again", shard)
                 report.count("errors")
@@ -170,7 +169,7 @@ class Scheduler:
         list(pool.map(mark, moved.keys(), moved.values()))
 
     def _due_rows(
-        self, pool: ThreadPoolExecutor, shards: range, horizon_ms: int, marks: Marks, report: TickReport
+        self, pool: ThreadPoolExecutor, shards: list[int], horizon_ms: int, marks: Marks, report: TickReport
     ) -> list[Due]:
         """Every shard's rows, each shard read in due order, merged into one order."""
 
@@ -189,21 +188,15 @@ class Scheduler:
         per_shard = pool.map(read, priorities, [shard for _ in c.PRIORITIES for shard in shards])
         return list(heapq.merge(*per_shard, key=lambda due: due.order))
 
-    def _take(
-        self,
-        row: DueRow,
-        priority: c.Priority,
-        sent_until: int | None,
-        report: TickReport,
-        deadline_ms: int | None,
-    ) -> Taken | None:
-        now_ms = self._clock.now_ms()
+    def _take(self, due: Due, marks: Marks, report: TickReport, deadline_ms: int | None) -> Taken | None:
+        row, now_ms = due.row, self._clock.now_ms()
         if deadline_ms is not None and now_ms >= deadline_ms:
             report.out_of_time = True
+            marks.hold(due)
             return None
         try:
             if row.ahead_token is not None:
-                return self._ahead(row, priority, now_ms, sent_until, report)
+                return self._ahead(due, now_ms, marks.of(due.shard), report)
             if (row.is_lease or row.is_alert) and row.due_at >= now_ms:
                 return None
             return _claimed(self._act(row, now_ms, report))
@@ -213,25 +206,27 @@ class Scheduler:
         except (ClientError, BotoCoreError):
             logger.warning("tick left job %s for the next tick", row.job_id, exc_info=True)
             report.count("errors")
+            marks.hold(due)
             return None
 
-    def _ahead(
-        self, row: DueRow, priority: c.Priority, now_ms: int, sent_until: int | None, report: TickReport
-    ) -> Taken | None:
+    def _ahead(self, due: Due, now_ms: int, sent: SentMark | None, report: TickReport) -> Taken | None:
         """An ahead row: its message is sent once, without a write, before its due time; once its
-        implied lease has passed, the job is looked at. A row due already and never sent (the ticks
-        stopped for a while) is claimed, so that the misfire policy decides, as for a run row."""
+        implied lease has passed, the job is looked at. A row due already and never sent (a tick
+        was killed, or the ticks stopped for a while) is sent as it is while within the misfire
+        grace, as it would have been; later it is claimed, so that the misfire policy decides."""
+        row = due.row
         token, expires_at = row.ahead_token, row.expires_at
         assert token is not None and expires_at is not None
-        if sent_until is None:
+        if sent is None:
             return None
+        was_sent = sent.covers(row.due_at, due.position)
         if expires_at < now_ms:
-            return _claimed(self._ahead_expired(row, now_ms, row.due_at <= sent_until, report))
-        if row.due_at <= sent_until:
+            return _claimed(self._ahead_expired(row, now_ms, was_sent, report))
+        if was_sent:
             return None  # sent by an earlier tick
-        if row.due_at <= now_ms:
+        if row.due_at < now_ms - c.MISFIRE_GRACE_SECONDS * SECOND_MS:
             return _claimed(self._claim(row, now_ms, report))
-        message = JobMessage(job_id=row.job_id, token=token, due_at=row.due_at, priority=priority)
+        message = JobMessage(job_id=row.job_id, token=token, due_at=row.due_at, priority=due.priority)
         return Taken(message, claimed=False)
 
     def _ahead_expired(self, row: DueRow, now_ms: int, sent: bool, report: TickReport) -> JobMessage | None:
@@ -330,15 +325,3 @@ def _lost_run(job: Job, now_ms: int, status: RunStatus) -> RunSummary:
 
 def _claimed(message: JobMessage | None) -> Taken | None:
     return None if message is None else Taken(message)
-
-
-def _lateness(rows: Iterable[Due], now_ms: int, marks: Marks) -> list[int]:
-    """How late the run times are that nobody has acted on: run rows, and ahead rows never sent."""
-    return [now_ms - due.row.due_at for due in rows if due.row.due_at <= now_ms and _unacted(due, marks)]
-
-
-def _unacted(due: Due, marks: Marks) -> bool:
-    row, sent_until = due.row, marks.of(due.shard)
-    if row.is_lease or row.is_alert:
-        return False
-    return row.ahead_token is None or (sent_until is not None and row.due_at > sent_until)

@@ -20,15 +20,37 @@ from shared import constants as c
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.settle import release
-from shared.store import JobStore, SentMarks
+from shared.store import DueRow, JobStore, SentMark, SentMarks, items
 
 if TYPE_CHECKING:
     from shared.engine.scheduler import TickReport
 
 logger = logging.getLogger(__name__)
+SECOND_MS = 1000
+PRIORITY_RANK = {priority: rank for rank, priority in enumerate(c.PRIORITIES)}
 # Chunks waiting for a sender, per sender: claims pause when the senders fall behind, so that at the
 # deadline only so many chunks are claimed and not sent.
 QUEUED_CHUNKS_PER_SENDER = 2
+
+
+@dataclass(frozen=True)
+class Due:
+    """A row read, with where it was read from."""
+
+    row: DueRow
+    priority: c.Priority
+    shard: int
+
+    @property
+    def order(self) -> tuple[int, int, int]:
+        """Earliest first; within one second (SQS delays are whole seconds, so such messages become
+        visible together) high before medium before low."""
+        due_at = self.row.due_at
+        return due_at // SECOND_MS, PRIORITY_RANK[self.priority], due_at
+
+    @property
+    def position(self) -> str:
+        return items.send_position(self.priority, self.row.due_key)
 
 
 @dataclass(frozen=True)
@@ -41,42 +63,104 @@ class Taken:
 
 @dataclass(frozen=True)
 class Outgoing:
-    """A message on its way, with the shard of the row it came from."""
+    """A message on its way, with the row it came from."""
 
     taken: Taken
-    shard: int
+    due: Due
+
+
+class _Progress:
+    """One shard's ahead rows this tick has to send, in the tick's order, and how far every one of
+    them is sent: the first not sent yet (or held: not sent at all) is where the mark stops."""
+
+    def __init__(self) -> None:
+        self.positions: list[str] = []
+        self.sent: dict[str, bool] = {}
+        self.held: set[str] = set()
+        self.first_unsent = 0
+
+    def frontier(self) -> int:
+        while self.first_unsent < len(self.positions):
+            position = self.positions[self.first_unsent]
+            if position in self.held or not self.sent[position]:
+                break
+            self.first_unsent += 1
+        return self.first_unsent
 
 
 class Marks:
-    """Per shard, how far this tick may record its sends: up to its horizon, held below the first
-    ahead row whose message it did not send. A shard the tick could not read keeps its mark."""
+    """Per shard, how far this tick may record its sends: up to its horizon, or just below the
+    first ahead row whose message is not sent yet, or not sent at all. A tick records that as it
+    goes (`moved`), so a kill or a deadline costs only the rows sent since. A shard the tick could
+    not read keeps its mark."""
 
     def __init__(self, read: SentMarks | None, horizon_ms: int, shards: Iterable[int]) -> None:
         self._read = read
-        self._until = {} if read is None else dict.fromkeys(shards, horizon_ms)
+        self._horizon_ms = horizon_ms
+        self._progress = {} if read is None else {shard: _Progress() for shard in shards}
+        self._written: dict[int, SentMark] = {}
         self._lock = threading.Lock()
 
-    def of(self, shard: int) -> int | None:
+    def of(self, shard: int) -> SentMark | None:
         """The shard's mark as read; None when unread (its ahead rows are left to the next tick)."""
-        return None if self._read is None else self._read.of(shard)
+        return None if self._read is None else self._read.mark(shard)
 
-    def hold(self, shard: int, due_at: int) -> None:
-        """An ahead row due at `due_at` may not have been sent: the mark stays below it."""
-        read = self.of(shard)
-        if read is None or due_at <= read:
-            return  # sent by an earlier tick, or the mark is not written anyway
-        with self._lock:
-            if shard in self._until:
-                self._until[shard] = min(self._until[shard], due_at - 1)
+    def expect(self, rows: Iterable[Due]) -> None:
+        """The ahead rows read that no earlier tick sent: the marks wait for each of them."""
+        for due in rows:
+            progress, read = self._progress.get(due.shard), self.of(due.shard)
+            if progress is None or read is None or due.row.ahead_token is None:
+                continue
+            position = due.position
+            if not read.covers(due.row.due_at, position) and position not in progress.sent:
+                progress.positions.append(position)
+                progress.sent[position] = False
+        for progress in self._progress.values():
+            progress.positions.sort()
+
+    def done(self, due: Due) -> None:
+        """The row needs nothing more of this tick: its message is sent, or it was claimed."""
+        progress = self._progress.get(due.shard)
+        if progress is not None and due.position in progress.sent:
+            with self._lock:
+                progress.sent[due.position] = True
+
+    def hold(self, due: Due) -> None:
+        """The row's message may not have been sent: the mark stays below it."""
+        progress = self._progress.get(due.shard)
+        if progress is not None and due.position in progress.sent:
+            with self._lock:
+                progress.held.add(due.position)
 
     def unread(self, shard: int) -> None:
         with self._lock:
-            self._until.pop(shard, None)
+            self._progress.pop(shard, None)
 
-    def moved(self) -> dict[int, int]:
-        """The shards whose mark this tick moves forward, and where to."""
+    def moved(self) -> dict[int, SentMark]:
+        """The shards whose mark this tick moves forward since it last recorded them, and where to."""
         with self._lock:
-            return {shard: until for shard, until in self._until.items() if until > (self.of(shard) or 0)}
+            marks = {shard: self._mark(shard, progress) for shard, progress in self._progress.items()}
+            moved = {
+                shard: mark
+                for shard, mark in marks.items()
+                if mark.after(self._written.get(shard) or self._read_mark(shard))
+            }
+            self._written.update(moved)
+            return moved
+
+    def _read_mark(self, shard: int) -> SentMark:
+        return self.of(shard) or SentMark(0)
+
+    def _mark(self, shard: int, progress: _Progress) -> SentMark:
+        read, first = self._read_mark(shard), progress.frontier()
+        if first == len(progress.positions):
+            return SentMark(max(read.until, self._horizon_ms), read.within)
+        # Every row before the first unsent one is sent: the seconds before its own, and its own
+        # second up to the row before it.
+        unsent_second = int(progress.positions[first][:10])
+        until = max(read.until, unsent_second * SECOND_MS - 1)
+        within = max(read.within, progress.positions[first - 1]) if first else read.within
+        return SentMark(until, within)
 
 
 class Senders:
@@ -131,6 +215,8 @@ class Senders:
             failed = {id(message) for message in self._dispatcher.send([o.taken.message for o in batch])}
             self._hand_back([o for o in batch if id(o.taken.message) in failed])
             sent = [o for o in batch if id(o.taken.message) not in failed]
+            for o in sent:
+                self._marks.done(o.due)
             self._report.count("dispatched", len(sent))
             self._report.count("sent_ahead", sum(1 for o in sent if not o.taken.claimed))
             self._report.count("send_failures", len(failed))
@@ -139,7 +225,7 @@ class Senders:
         release(self._store, self._clock, [o.taken.message for o in unsent if o.taken.claimed])
         for o in unsent:
             if not o.taken.claimed:
-                self._marks.hold(o.shard, o.taken.message.due_at)
+                self._marks.hold(o.due)
 
 
 def _batches(outgoing: Sequence[Outgoing]) -> list[list[Outgoing]]:
@@ -153,3 +239,15 @@ def _batches(outgoing: Sequence[Outgoing]) -> list[list[Outgoing]]:
         for messages in [by_priority.get(priority, [])]
         for start in range(0, len(messages), c.SEND_BATCH_SIZE)
     ]
+
+
+def lateness(rows: Iterable[Due], now_ms: int, marks: Marks) -> list[int]:
+    """How late the run times are that nobody has acted on: run rows, and ahead rows never sent."""
+    return [now_ms - due.row.due_at for due in rows if due.row.due_at <= now_ms and _unacted(due, marks)]
+
+
+def _unacted(due: Due, marks: Marks) -> bool:
+    row, sent = due.row, marks.of(due.shard)
+    if row.is_lease or row.is_alert:
+        return False
+    return row.ahead_token is None or (sent is not None and not sent.covers(row.due_at, due.position))

@@ -3,7 +3,7 @@
 from shared.store.items import DueShards
 from shared.store.jobs import IdempotencyRecord, JobStore, new_token
 from shared.store.listing import Listed, ListFilter
-from shared.store.reads import DueRow, SentMarks
+from shared.store.reads import DueRow, SentMark, SentMarks
 
 __all__ = [
     "DueRow",
@@ -12,6 +12,7 @@ __all__ = [
     "JobStore",
     "ListFilter",
     "Listed",
+    "SentMark",
     "SentMarks",
     "new_token",
 ]

@@ -231,6 +231,14 @@ def ahead_attributes(
 
 
 SENT_MARK_PREFIX = "SHARD#"
+SENT_UNTIL, SENT_WITHIN = "sent_until", "sent_within"
+
+
+def send_position(priority: str, due_key: str) -> str:
+    """Where the tick takes a row in its order (earliest second first, high before medium before low
+    within a second, then by row): within one shard number, a text that sorts as the tick goes."""
+    due_at = parse_due_key(due_key)[0]
+    return f"{due_at // 1000:010d}#{c.PRIORITIES.index(c.Priority(priority))}#{due_key}"
 
 
 def sent_mark_key(shard: int | None) -> dict[str, Any]:

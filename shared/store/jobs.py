@@ -24,7 +24,7 @@ from shared.models import Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
 from shared.store import items
 from shared.store.operations import OperationStore
-from shared.store.reads import DueRow
+from shared.store.reads import DueRow, SentMark
 from shared.store.writes import Item, is_condition_failure
 
 SECOND_MS = 1000
@@ -111,17 +111,26 @@ class JobStore(OperationStore):
         change.condition_values.update({":seen_due_key": seen_due_key, ":now": now_ms})
         return self._settle(Event.RECLAIM, job, placement, run, change)
 
-    def mark_sent(self, shard: int, until_ms: int) -> None:
-        """Records that the tick sent every ahead row's message of `shard` due up to `until_ms`;
-        never moves back (a slow tick finishing after a faster one leaves the later mark)."""
+    def mark_sent(self, shard: int, mark: SentMark) -> None:
+        """Records that the tick sent every ahead row's message of `shard` that `mark` covers; never
+        moves back (a slow tick finishing after a faster one leaves the later mark). A mark without
+        a position inside a second leaves the one written before: it is still true."""
+        names = {"#until": items.SENT_UNTIL}
+        values: dict[str, Any] = {":until": {"N": str(mark.until)}}
+        update, condition = "SET #until = :until", "attribute_not_exists(#until) OR #until < :until"
+        if mark.within:
+            names["#within"] = items.SENT_WITHIN
+            values[":within"] = {"S": mark.within}
+            update += ", #within = :within"
+            condition += " OR (#until = :until AND (attribute_not_exists(#within) OR #within < :within))"
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key=items.sent_mark_key(shard),
-                UpdateExpression="SET #until = :until",
-                ConditionExpression="attribute_not_exists(#until) OR #until < :until",
-                ExpressionAttributeNames={"#until": "sent_until"},
-                ExpressionAttributeValues={":until": {"N": str(until_ms)}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
             )
         except ClientError as exc:
             if not is_condition_failure(exc):

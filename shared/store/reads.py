@@ -67,16 +67,36 @@ class DueRow:
 
 
 @dataclass(frozen=True)
-class SentMarks:
-    """How far the tick has sent the messages of ahead rows, shard by shard. A shard without a mark
-    of its own starts from the one mark of all shards that earlier versions kept (0 without one):
-    that mark was true of every shard, so the upgrade neither skips nor repeats a send."""
+class SentMark:
+    """How far the tick has sent one shard's ahead rows: every row due at or before `until`, and
+    every row at or before `within` in the tick's own order (items.send_position), which a tick
+    records as it goes, inside a second. Both are facts once written, so a stale one stays true."""
 
-    own: dict[int, int]
+    until: int
+    within: str = ""
+
+    def covers(self, due_at: int, position: str) -> bool:
+        return due_at <= self.until or (bool(self.within) and position <= self.within)
+
+    def after(self, other: SentMark) -> bool:
+        """Whether this mark says more than `other` (as the store's condition orders them)."""
+        return (self.until, self.within) > (other.until, other.within)
+
+
+@dataclass(frozen=True)
+class SentMarks:
+    """Every shard's sent mark. A shard without a mark of its own starts from the one mark of all
+    shards that earlier versions kept (0 without one): that mark was true of every shard, so the
+    upgrade neither skips nor repeats a send."""
+
+    own: dict[int, SentMark]
     shared: int = 0
 
     def of(self, shard: int) -> int:
-        return self.own.get(shard, self.shared)
+        return self.mark(shard).until
+
+    def mark(self, shard: int) -> SentMark:
+        return self.own.get(shard, SentMark(self.shared))
 
 
 class StoreReads:
@@ -118,13 +138,14 @@ class StoreReads:
             ExpressionAttributeValues={":pk": partition},
             ConsistentRead=True,
         )
-        own: dict[int, int] = {}
+        own: dict[int, SentMark] = {}
         shared = 0
         for page in pages:
             for item in page["Items"]:
-                sort_key, until = item[c.SORT_KEY]["S"], int(item["sent_until"]["N"])
+                sort_key, until = item[c.SORT_KEY]["S"], int(item[items.SENT_UNTIL]["N"])
                 if sort_key.startswith(items.SENT_MARK_PREFIX):
-                    own[int(sort_key.removeprefix(items.SENT_MARK_PREFIX))] = until
+                    within = item.get(items.SENT_WITHIN, {}).get("S", "")
+                    own[int(sort_key.removeprefix(items.SENT_MARK_PREFIX))] = SentMark(until, within)
                 else:
                     shared = until
         return SentMarks(own, shared)

@@ -19,9 +19,10 @@ from shared.api.models import JobCreate
 from shared.api.service import JobService
 from shared.clock import FixedClock, format_rfc3339
 from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.scheduler import PRIORITY_RANK, Scheduler, Taken, TickReport
+from shared.engine.scheduler import Scheduler, TickReport
+from shared.engine.tick_sends import PRIORITY_RANK, Due, Taken
 from shared.engine.worker import Outcome
-from shared.store import DueRow, DueShards, JobStore, items
+from shared.store import DueShards, JobStore, items
 from tests.adapter.conftest import Engine, python_target
 
 SECOND = 1000
@@ -113,9 +114,9 @@ def test_the_rows_of_all_shards_are_taken_in_due_order_and_high_first_within_a_s
     taken: list[tuple[int, c.Priority]] = []
     take = Scheduler._take
 
-    def noted(self: Scheduler, row: DueRow, priority: c.Priority, *args: Any) -> Taken | None:
-        taken.append((row.due_at, priority))
-        return take(self, row, priority, *args)
+    def noted(self: Scheduler, due: Due, *args: Any) -> Taken | None:
+        taken.append((due.row.due_at, due.priority))
+        return take(self, due, *args)
 
     monkeypatch.setattr(Scheduler, "_take", noted)
     engine.clock.set(first_at - 30 * SECOND)
@@ -226,3 +227,89 @@ def test_a_changed_shard_count_loses_nothing_while_readers_cover_both_counts(eng
     assert (first.sent_ahead, second.sent_ahead) == (60, 0)
     outcomes = run_everything(engine, first_at + 10 * SECOND)
     assert outcomes == Counter({Outcome.SUCCEEDED: 60})
+
+
+class Killed(BaseException):
+    """The tick's process ending where it stands, as a timed-out Lambda does."""
+
+
+class DiesMidSend(SlowSends):
+    """Sends the first `batches` requests, then dies: no more message leaves, and no answer is read."""
+
+    def __init__(self, engine: Engine, clock: SharedClock, batches: int) -> None:
+        super().__init__(engine, clock)
+        self.left = batches
+
+    def send(self, messages: Sequence[JobMessage]) -> list[JobMessage]:
+        if self.left <= 0:
+            raise Killed
+        self.left -= 1
+        return super().send(messages)
+
+
+def test_a_tick_killed_mid_send_costs_the_next_only_the_rows_sent_since_its_last_mark(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("shared.engine.scheduler.MARK_EVERY_MS", 0)  # a mark after every chunk
+    instant = engine.clock.now_ms() + 10 * MINUTE
+    jobs = ahead_jobs(engine, 200, instant, apart_ms=0)  # all due at once: one second, one ms
+    clock = SharedClock(instant - 30 * SECOND)
+    dying = DiesMidSend(engine, clock, batches=10)
+
+    with pytest.raises(Killed):
+        Scheduler(engine.store, dying, clock).tick(clock.now_ms() + 50 * SECOND)
+
+    sent_first = {json.loads(entry["MessageBody"])["job_id"] for entry in engine.sent}
+    assert len(sent_first) == 100
+    marks = engine.store.sent_marks()
+    assert any(marks.mark(shard).within for shard in range(c.DUE_SHARDS))  # recorded inside the second
+    # The next tick runs after the instant: the rows the marks cover are not sent again, and the
+    # rest go as they are (within the misfire grace), without a claim.
+    clock.set(instant + 2 * SECOND)
+    rest = Scheduler(engine.store, engine.dispatcher, clock).tick()
+    copies = rest.sent_ahead - (len(jobs) - len(sent_first))
+    assert rest.claimed == 0
+    assert 0 <= copies < len(sent_first) // 2
+    outcomes = run_everything(engine, instant + 3 * SECOND)
+    assert outcomes == Counter({Outcome.SUCCEEDED: len(jobs)}) + Counter({Outcome.DROPPED: copies})
+    assert all(engine.targets.count(job_id) == 1 for job_id in jobs)
+
+
+def test_a_window_too_large_for_one_invocation_goes_to_parallel_claimers_and_runs_once(
+    engine: Engine,
+) -> None:
+    first_at = engine.clock.now_ms() + 10 * MINUTE
+    jobs = ahead_jobs(engine, 60, first_at)
+    handed: list[Sequence[int]] = []
+    engine.clock.set(first_at - 30 * SECOND)
+    tick = Scheduler(engine.store, engine.dispatcher, engine.clock, claimers=handed.append, capacity=20)
+
+    report = tick.tick()
+
+    assert report.claimers == len(handed) >= 2
+    shares = [set(share) for share in handed]
+    assert all(not a & b for n, a in enumerate(shares) for b in shares[n + 1 :])
+    kept = set(range(c.DUE_SHARDS)) - set().union(*shares)
+    assert kept  # the tick keeps a share of its own
+    in_kept = {job_id for job_id in jobs if items.shard_number(job_id) in kept}
+    assert report.sent_ahead == len(in_kept)
+    # Each claimer takes its shards alone, and hands nothing on.
+    claimed = [tick.tick(shards=share) for share in handed]
+    assert sum(r.sent_ahead for r in claimed) == len(jobs) - len(in_kept)
+    assert all(r.claimers == 0 for r in claimed)
+    assert Scheduler(engine.store, engine.dispatcher, engine.clock).tick().sent_ahead == 0  # all marked
+    assert run_everything(engine, first_at + 10 * SECOND) == Counter({Outcome.SUCCEEDED: len(jobs)})
+
+
+def test_shards_no_claimer_took_are_the_ticks_own(engine: Engine) -> None:
+    first_at = engine.clock.now_ms() + 10 * MINUTE
+    jobs = ahead_jobs(engine, 60, first_at)
+
+    def refused(shards: Sequence[int]) -> None:
+        raise ClientError({"Error": {"Code": "TooManyRequestsException"}}, "Invoke")
+
+    engine.clock.set(first_at - 30 * SECOND)
+    report = Scheduler(engine.store, engine.dispatcher, engine.clock, claimers=refused, capacity=20).tick()
+
+    assert (report.claimers, report.sent_ahead) == (0, len(jobs))
+    assert run_everything(engine, first_at + 10 * SECOND) == Counter({Outcome.SUCCEEDED: len(jobs)})

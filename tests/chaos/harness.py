@@ -31,7 +31,8 @@ from shared.api.models import JobCreate, JobUpdate
 from shared.api.service import JobService
 from shared.clock import FixedClock
 from shared.dispatch import Dispatcher, JobMessage, SharedSends
-from shared.engine.scheduler import Scheduler, Taken, TickReport
+from shared.engine.scheduler import Scheduler, TickReport
+from shared.engine.tick_sends import Due, Marks, Taken
 from shared.engine.worker import AttemptResult, Outcome, Worker
 from shared.errors import Conflict
 from shared.models import Job, Run, RunSummary
@@ -201,19 +202,12 @@ class RecordingScheduler(Scheduler):
     report: TickReport | None = None
     errors: list[str]
 
-    def _take(
-        self,
-        row: DueRow,
-        priority: c.Priority,
-        sent_until: int | None,
-        report: TickReport,
-        deadline_ms: int | None,
-    ) -> Taken | None:
+    def _take(self, due: Due, marks: Marks, report: TickReport, deadline_ms: int | None) -> Taken | None:
         self.report = report
         try:
-            return super()._take(row, priority, sent_until, report, deadline_ms)
+            return super()._take(due, marks, report, deadline_ms)
         except (AssertionError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            self.errors.append(f"{self._clock.now_ms()}: job {row.job_id}: {type(exc).__name__}: {exc}")
+            self.errors.append(f"{self._clock.now_ms()}: job {due.row.job_id}: {type(exc).__name__}: {exc}")
             return None
 
 

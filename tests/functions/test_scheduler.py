@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from functions import clients
 from functions.scheduler import handler
@@ -18,6 +19,7 @@ from shared.api.models import JobCreate
 from shared.api.service import JobService
 from shared.clock import FixedClock, format_rfc3339
 from shared.models import JobStatus
+from shared.store import items
 from tests.functions.conftest import emf_metrics, load_event
 
 SECOND = 1000
@@ -39,7 +41,7 @@ def overdue_job(late_ms: int) -> str:
 def test_a_tick_claims_and_dispatches_what_is_due(
     env: Resources, sqs: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    job_id = overdue_job(late_ms=30 * SECOND)
+    job_id = overdue_job(late_ms=90 * SECOND)  # past the misfire grace: claimed, not sent as it is
 
     result = handler(load_event("eventbridge_scheduled.json"), new_context("scheduler", "us-east-1"))
 
@@ -66,3 +68,19 @@ def test_a_tick_without_time_left_claims_nothing(env: Resources) -> None:
 
     assert result == {"claimed": 0, "reclaimed": 0, "dispatched": 0}
     assert clients.store().get(job_id).status is JobStatus.PENDING
+
+
+def test_a_claimer_event_takes_only_the_shards_it_names(env: Resources) -> None:
+    job_id = overdue_job(late_ms=90 * SECOND)
+    shard = items.shard_number(job_id)
+    context = new_context("scheduler", "us-east-1")
+
+    elsewhere = handler({"shards": [(shard + 1) % c.DUE_SHARDS]}, context)
+    assert elsewhere == {"claimed": 0, "reclaimed": 0, "dispatched": 0}
+    assert handler({"shards": [shard]}, context) == {"claimed": 1, "reclaimed": 0, "dispatched": 1}
+    assert clients.store().get(job_id).status is JobStatus.QUEUED
+
+
+def test_a_claimer_event_without_shards_is_refused(env: Resources) -> None:
+    with pytest.raises(ValidationError, match="shards"):
+        handler({"shards": []}, new_context("scheduler", "us-east-1"))

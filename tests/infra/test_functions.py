@@ -112,6 +112,17 @@ def test_stale_ticks_are_dropped(synthesised: Synthesised) -> None:
     )
 
 
+def test_the_scheduler_may_invoke_itself_as_a_claimer_and_no_other_function(
+    synthesised: Synthesised,
+) -> None:
+    scheduler_id, _ = _functions(synthesised)["scheduler"]
+    invokes = {
+        function: _granted(_statements(synthesised, function), "lambda:InvokeFunction")
+        for function in HANDLERS
+    }
+    assert invokes == {"api": [], "scheduler": [{"Fn::GetAtt": [scheduler_id, "Arn"]}], "worker": []}
+
+
 def _event_sources(synthesised: Synthesised) -> dict[str, dict[str, Any]]:
     """Queue name -> event source mapping properties."""
     names = {k: v for v, k in _queue_ids(synthesised).items()}
@@ -265,8 +276,11 @@ def test_worker_may_call_exactly_the_targets_in_context(configured: Synthesised)
     assert sent == {arns[2]}
     assert _granted(statements, "sns:Publish") == [arns[3]]
     assert _granted(statements, "events:PutEvents") == [arns[4]]
-    for function in ("api", "scheduler"):
-        assert not _granted(_statements(configured, function), "lambda:InvokeFunction")
+    assert not _granted(_statements(configured, "api"), "lambda:InvokeFunction")
+    # The scheduler invokes itself (its claimers), never a target.
+    assert all(
+        isinstance(r, dict) for r in _granted(_statements(configured, "scheduler"), "lambda:InvokeFunction")
+    )
     # The one action each target type calls, not what a grant helper adds (GetQueueUrl, ...).
     for arn, action in (
         (arns[2], "sqs:SendMessage"),

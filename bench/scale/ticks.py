@@ -1,0 +1,162 @@
+"""The scheduler function in the model: EventBridge invokes it once a minute (a tick), and a tick
+invokes it asynchronously with shares of the shards (a claimer, shared/engine/claimers.py). Each
+invocation runs the engine's Scheduler in an environment of its own, killed at its timeout; a
+scenario may kill the tick that sends its first instant's messages mid-send, and start another
+tick inside it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bench.scale import limits
+from bench.scale.runtime import Environment, GreenEvent
+from shared import constants as c
+from shared.dispatch import Dispatcher
+from shared.engine.claimers import ClaimRequest, LambdaClaimers
+from shared.engine.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from bench.scale.world import World
+
+SAFETY_MARGIN_S = 10.0  # functions/scheduler.py's SAFETY_MARGIN_MS: the tick's deadline before its timeout
+FUNCTION_NAME = "sundial-scheduler"
+
+
+@dataclass
+class TickRecord:
+    started_s: float
+    kind: str = "tick"  # or "claimer"
+    duration_s: float | None = None
+    out_of_time: bool = False
+    killed: bool = False
+    timed_out: bool = False
+    claimed: int = 0
+    dispatched: int = 0
+    errors: int = 0
+    claimers: int = 0  # shares this tick handed to claimers
+    sent_while_running: int = 0  # messages the job queues took from its start to its end or kill
+    ended_s: float | None = None
+
+
+class SchedulerFunction:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.records: list[TickRecord] = []
+        self.kill_tick_at: float | None = None
+        self.kill_tick_after_sends: int | None = None
+        self.overlap_tick_after_sends: int | None = None  # another tick starts inside the killable one
+        self._when_sent: list[tuple[Environment, int, Callable[[], None]]] = []
+        self._sent: dict[Environment | None, int] = {}  # messages each running invocation sent
+        world.aws.sqs.on_put = self._on_put
+        self._lambda = world.aws.client("lambda")
+        # Environments left by ended invocations, warm for the next ones.
+        self._warm = int(limits.WARM_SCHEDULER_ENVIRONMENTS.value)
+
+    def start(self, first_s: float, until_s: float, extra: list[float] | None = None) -> None:
+        starts = [first_s + minute * c.TICK_SECONDS for minute in range(int((until_s - first_s) // 60) + 1)]
+        for n, at in enumerate(sorted([*starts, *(extra or [])])):
+            # The second tick sends the run's first instant's messages: the one a kill hits.
+            self.world.sim.spawn(self._invocation, n == 1, None, env=None, at=at + limits.TICK_START_S.value)
+
+    def invoked(self, operation: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        """Lambda's answer to an asynchronous Invoke: the event is queued, the claimer starts soon."""
+        request = ClaimRequest.model_validate_json(body)
+        sim = self.world.sim
+        at = sim.time() + limits.ASYNC_INVOKE_S.value
+        sim.spawn(self._invocation, False, request.shards, detached=True, at=at)
+        return 202, {}, b""
+
+    def _scheduler(self) -> Scheduler:
+        world = self.world
+        settings = world.settings
+        return Scheduler(
+            world.store,
+            Dispatcher(*world.dispatch_args),
+            world.clock,
+            settings.scheduler_parallelism,
+            settings.scheduler_senders,
+            claimers=LambdaClaimers(self._lambda, FUNCTION_NAME),
+            capacity=settings.tick_capacity,
+        )
+
+    def _invocation(self, may_kill: bool, shards: Sequence[int] | None) -> None:
+        sim, world = self.world.sim, self.world
+        if self._warm:
+            self._warm -= 1
+        else:
+            sim.sleep(limits.COLD_START_S.value, charge=False)
+        env = Environment(world.settings.tick_memory_mb)
+        started = sim.time()
+        record = TickRecord(started, "tick" if shards is None else "claimer")
+        self.records.append(record)
+        timeout = limits.TICK_TIMEOUT_S.value
+        if may_kill and self.kill_tick_at is not None:
+            timeout = min(timeout, self.kill_tick_at)
+        scheduler = self._scheduler()
+        deadline_ms = int((started + limits.TICK_TIMEOUT_S.value - SAFETY_MARGIN_S) * 1000)
+        ended = GreenEvent()
+
+        def run() -> None:
+            try:
+                report = scheduler.tick(deadline_ms, shards)
+            finally:
+                ended.set()
+            record.duration_s = sim.time() - started
+            record.out_of_time = report.out_of_time
+            record.claimed, record.dispatched = report.claimed, report.dispatched
+            record.errors, record.claimers = report.errors, report.claimers
+
+        task = sim.spawn(run, env=env)
+        world.running += 1
+        self._sent[env] = 0
+        if may_kill and self.kill_tick_after_sends is not None:
+            self._kill_after_sends(env, ended, self.kill_tick_after_sends)
+        if may_kill and self.overlap_tick_after_sends is not None:
+            self._at_sent(env, self.overlap_tick_after_sends, self._overlapping_tick)
+        finished = ended.wait(timeout) and not env.killed
+        record.sent_while_running = self._sent.pop(env)
+        record.ended_s = sim.time()
+        world.running -= 1
+        self._warm += 1
+        if not finished:
+            sim.kill(env)
+            record.killed = may_kill
+            record.timed_out = not may_kill
+            record.duration_s = sim.time() - started
+        elif task.error is not None:
+            raise task.error
+
+    def _kill_after_sends(self, env: Environment, ended: GreenEvent, total: int) -> None:
+        """Kills the tick the moment the queues have taken `total` of its messages: inside a send,
+        whose answer it never reads."""
+
+        def kill() -> None:
+            if not env.killed:
+                self.world.sim.kill(env)
+                ended.set()
+
+        self._at_sent(env, total, kill)
+
+    def _overlapping_tick(self) -> None:
+        """Another tick, as EventBridge starts one while a slow one still runs."""
+        self.world.sim.spawn(self._invocation, False, None, detached=True)
+
+    def _at_sent(self, env: Environment, total: int, act: Callable[[], None]) -> None:
+        """Does `act` once the job queues have taken `total` messages sent from `env` (now for 0)."""
+        if total <= 0:
+            act()
+            return
+        self._when_sent.append((env, total, act))
+
+    def _on_put(self) -> None:
+        task = self.world.sim.current()
+        env = None if task is None else task.env
+        if env not in self._sent:
+            return
+        self._sent[env] += 1
+        due = [then for at_env, at, then in self._when_sent if at_env is env and self._sent[env] >= at]
+        self._when_sent = [w for w in self._when_sent if not (w[0] is env and self._sent[env] >= w[1])]
+        for then in due:
+            then()
