@@ -46,6 +46,7 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     deadline_ms = clock.now_ms() + context.get_remaining_time_in_millis() - SAFETY_MARGIN_MS
     report = _scheduler().tick(deadline_ms)
     _record(report)
+    _annotate(report)
     logger.info("tick done", extra={"event_time": event.time, "report": vars(report)})
     try:
         running = _operations().advance_all(min(deadline_ms, clock.now_ms() + OPERATIONS_MS))
@@ -56,6 +57,15 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
         if running:
             logger.info("bulk operations still running", extra={"operations": running})
     return {"claimed": report.claimed, "reclaimed": report.reclaimed, "dispatched": report.dispatched}
+
+
+def _annotate(report: TickReport) -> None:
+    """Names the first jobs the tick sent, and their traces, on its X-Ray segment: an occurrence's
+    tick is found by `annotation.trace_id CONTAINS "<id>"`, as its API call and its worker are."""
+    if report.sent_jobs:
+        tracer.put_annotation(key=c.JOB_ANNOTATION, value=" ".join(report.sent_jobs))
+    if report.sent_traces:
+        tracer.put_annotation(key=c.TRACE_ANNOTATION, value=" ".join(report.sent_traces))
 
 
 def _record(report: TickReport) -> None:

@@ -131,6 +131,9 @@ INLINE_PAYLOAD_BYTES: Final = 400
 # --- Metrics --------------------------------------------------------------------------------------
 METRICS_NAMESPACE: Final = "Sundial"
 METRICS_SERVICE: Final = "sundial"  # Powertools adds it as the one dimension: {"service": "sundial"}
+# The X-Ray annotations that find one occurrence's API, tick and worker segments (docs/operations.md).
+TRACE_ANNOTATION: Final = "trace_id"
+JOB_ANNOTATION: Final = "job_id"
 
 
 class Metric(StrEnum):

@@ -281,6 +281,11 @@ class RunView(BaseModel):
     finished_at: str | None
     error: str | None
     worker: str | None
+    trace_id: str | None = Field(
+        default=None,
+        description="The W3C trace id this attempt's delivery carried (its `traceparent`); null for "
+        "an attempt recorded before traces.",
+    )
 
     @classmethod
     def of(cls, run: Run) -> RunView:
@@ -292,6 +297,7 @@ class RunView(BaseModel):
             finished_at=_time(run.finished_at),
             error=run.error,
             worker=run.worker,
+            trace_id=run.trace_id,
         )
 
 

@@ -79,6 +79,7 @@ class JobService:
         self._clock = clock
         self._allow_private = allow_private_targets
         self._operation: str | None = None
+        self._trace: str | None = None
 
     def for_operation(self, operation_id: str) -> JobService:
         """This service acting for a bulk operation: a job its action already changed is answered as
@@ -87,6 +88,15 @@ class JobService:
         acting._store = self._store.for_operation(operation_id)
         acting._operation = operation_id
         return acting
+
+    def traced(self, traceparent: str | None) -> JobService:
+        """This service for a call whose W3C `traceparent` (shared/tracing.py) goes with the runs
+        it schedules: a created job's, a trigger's, a retry's, a resume's and a change's that places
+        an occurrence."""
+        traced = copy.copy(self)
+        traced._store = self._store.traced(traceparent)
+        traced._trace = traceparent
+        return traced
 
     @property
     def list_indexes(self) -> frozenset[str] | None:
@@ -320,6 +330,7 @@ class JobService:
             overlap_policy=spec.overlap_policy,
             created_at=now_ms,
             updated_at=now_ms,
+            traceparent=self._trace,
             **fields,
         )
         check_job_window(job)

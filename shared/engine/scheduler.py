@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import constants as c
-from shared import lifecycle
+from shared import lifecycle, tracing
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.alerts import send_alert
@@ -40,6 +40,8 @@ CLAIM_CHUNK = 4 * c.SEND_BATCH_SIZE
 # Sender threads: each SendMessageBatch waits on the network, so a few in parallel multiply the rate.
 SENDERS = 8
 PRIORITY_RANK = {priority: rank for rank, priority in enumerate(c.PRIORITIES)}
+# How many sent messages a report names (an X-Ray annotation is a bounded string).
+NOTED_SENDS = 20
 _report_lock = threading.Lock()  # claims run in a pool: counting must not lose an update
 
 
@@ -62,10 +64,23 @@ class TickReport:
     out_of_time: bool = False
     unread_shards: int = 0
     dead_jobs: list[str] = field(default_factory=list)
+    # The first messages sent, for the tick's X-Ray segment: their jobs, and the traces they carry.
+    sent_jobs: list[str] = field(default_factory=list)
+    sent_traces: list[str] = field(default_factory=list)
 
     def count(self, name: str, n: int = 1) -> None:
         with _report_lock:
             setattr(self, name, getattr(self, name) + n)
+
+    def note_sent(self, messages: Iterable[JobMessage]) -> None:
+        with _report_lock:
+            for message in messages:
+                if len(self.sent_jobs) >= NOTED_SENDS:
+                    return
+                self.sent_jobs.append(message.job_id)
+                trace_id = tracing.trace_id_of(message.traceparent)
+                if trace_id is not None:
+                    self.sent_traces.append(trace_id)
 
 
 @dataclass(frozen=True)
@@ -325,6 +340,7 @@ def _lost_run(job: Job, now_ms: int, status: RunStatus) -> RunSummary:
         finished_at=now_ms,
         error=f"lease expired: worker {job.worker or '?'} stopped answering",
         worker=job.worker,
+        trace_id=tracing.of_attempt(job).trace_id,
     )
 
 

@@ -132,6 +132,7 @@ class Senders:
             self._hand_back([o for o in batch if id(o.taken.message) in failed])
             sent = [o for o in batch if id(o.taken.message) not in failed]
             self._report.count("dispatched", len(sent))
+            self._report.note_sent(o.taken.message for o in sent)
             self._report.count("sent_ahead", sum(1 for o in sent if not o.taken.claimed))
             self._report.count("send_failures", len(failed))
 

@@ -21,8 +21,8 @@ from functools import partial
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import constants as c
-from shared import lifecycle
-from shared.clock import Clock, format_rfc3339
+from shared import lifecycle, tracing
+from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.alerts import send_alert
 from shared.engine.heartbeat import Heartbeat
@@ -71,6 +71,7 @@ class AttemptResult:
     lateness_ms: int | None = None
     error: str | None = None
     dead_in_a_row: int | None = None  # a recurring job's occurrence died: how many in a row have
+    trace_id: str | None = None  # the trace the attempt's delivery carried
 
 
 @dataclass(frozen=True)
@@ -146,17 +147,19 @@ class Worker:
         limit = self._limit_seconds(job, deadline_ms)
         with Heartbeat(self._store, job, token, self._clock, self._heartbeat_seconds) as heartbeat:
             end = self._attempt(job, self._delivery(job), limit, outlives=deadline_ms is not None)
+        trace_id = tracing.of_attempt(job).trace_id
+        lost = AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error, trace_id=trace_id)
         if heartbeat.lost:
-            return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
+            return lost
         # A call that may still run ends with the invocation, at its deadline: its retry waits for that.
         not_before = deadline_ms if end.still_running and deadline_ms is not None else 0
         try:
             outcome = self.finish(job, token, started, end, not_before, deadline_ms)
         except StaleDelivery:
-            return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
+            return lost
         # The settle counted this death on the count the fence read (no other settle holds the token).
         streak = job.consecutive_failures + 1 if outcome is Outcome.DEAD and job.is_recurring else None
-        return AttemptResult(outcome, job.id, job.attempt, lateness, end.error, streak)
+        return AttemptResult(outcome, job.id, job.attempt, lateness, end.error, streak, trace_id)
 
     def _limit_seconds(self, job: Job, deadline_ms: int | None) -> float:
         """The job's timeout, cut to what the invocation has left after settling's headroom."""
@@ -176,13 +179,14 @@ class Worker:
         return limit
 
     def _delivery(self, job: Job) -> Delivery:
-        scheduled = format_rfc3339(job.scheduled_at if job.scheduled_at is not None else job.due_at or 0)
+        scheduled = tracing.scheduled_text(job)
         return Delivery(
             job_id=job.id,
             scheduled_at=scheduled,
             attempt=job.attempt,
-            idempotency_key=f"{job.id}:{scheduled}",
+            idempotency_key=tracing.occurrence_key(job),
             payload=self._store.load_payload(job),
+            traceparent=tracing.of_attempt(job).header,
         )
 
     def _attempt(self, job: Job, delivery: Delivery, limit_seconds: float, outlives: bool) -> AttemptEnd:
@@ -287,6 +291,7 @@ class Worker:
             finished_at=finished,
             error=error,
             worker=self._worker_id,
+            trace_id=tracing.of_attempt(job).trace_id,
         )
 
 

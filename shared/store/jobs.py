@@ -56,6 +56,7 @@ class JobStore(OperationStore):
     bulk operations that act on them."""
 
     _operation: str | None = None
+    _trace: str | None = None
 
     def for_operation(self, operation_id: str) -> JobStore:
         """This store with every user action it writes marked as `operation_id`'s, in the action's
@@ -63,6 +64,13 @@ class JobStore(OperationStore):
         marked = copy.copy(self)
         marked._operation = operation_id
         return marked
+
+    def traced(self, traceparent: str | None) -> JobStore:
+        """This store with every user action that schedules a run (a trigger, a retry, a resume or a
+        change that places an occurrence) recording `traceparent` as the job's trace, in its write."""
+        traced = copy.copy(self)
+        traced._trace = traceparent
+        return traced
 
     # --- the tick ---------------------------------------------------------------------------------
 
@@ -302,6 +310,8 @@ class JobStore(OperationStore):
         change.set(updated_at=self._now(), **fields).increment("revision")
         if self._operation is not None:
             change.set(operation=self._operation)
+        if self._trace is not None and _schedules(event, placement):
+            change.set(traceparent=self._trace)
         change.condition_values[":version"] = job.version
         return self._transition(event, job.id, change, put=put)
 
@@ -424,6 +434,13 @@ def _occurrence_fields(change: x.Change, job: Job, placement: Placement) -> None
         # Another occurrence, this one over, or the schedule resuming after a triggered run: even
         # at the same instant (a run moved to it), the occurrence resumed is not the triggered one.
         change.remove("extra_run")
+
+
+def _schedules(event: Event, placement: Placement | None) -> bool:
+    """Whether a user action schedules a run: its trace goes with that run (shared/tracing.py)."""
+    return event in (Event.TRIGGER, Event.RETRY) or (
+        placement is not None and placement.due_at is not None and event in (Event.RESUME, Event.UPDATE)
+    )
 
 
 def _names_job(found: Item, job_id: str) -> bool:
