@@ -124,10 +124,20 @@ def _now() -> datetime:
     "answers the first job; --in then means the instant of the key's first use, remembered for 24 h in "
     "$XDG_STATE_HOME/sundial (default ~/.local/state/sundial)",
 )
+@click.option(
+    "--traceparent",
+    metavar="HEADER",
+    help="a W3C traceparent: the job's deliveries carry its trace (default: the API starts one)",
+)
 @output_option
 @connection_options
 def create(
-    connection: Connection, output: str, file: str | None, idempotency_key: str | None, **flags: Any
+    connection: Connection,
+    output: str,
+    file: str | None,
+    idempotency_key: str | None,
+    traceparent: str | None,
+    **flags: Any,
 ) -> None:
     """Create a job from flags, a JSON file, or both (flags override the file's fields)."""
     if idempotency_key and flags.get("run_in") is not None and flags.get("run_at") is None:
@@ -139,7 +149,8 @@ def create(
     if target is not None:
         body["target"] = target
     job = validated(JobCreate, body)
-    print_one(connection.client().create_job(job, idempotency_key=idempotency_key), output, job_details)
+    created = connection.client().create_job(job, idempotency_key=idempotency_key, traceparent=traceparent)
+    print_one(created, output, job_details)
 
 
 @jobs.command()
