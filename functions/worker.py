@@ -34,10 +34,11 @@ from functions import clients
 from shared import constants as c
 from shared import lifecycle, tracing
 from shared.clock import SystemClock
-from shared.dispatch import JobMessage
+from shared.dispatch import AlertMessage, JobMessage
 from shared.engine.worker import AttemptResult, Outcome, Worker
 from shared.models import Job
 from shared.targets import Delivery, deliver
+from shared.targets.alert_delivery import AlertNotice, deliver_alert
 
 # Not in shared.constants.Metric: it counts messages, not jobs.
 ATTEMPT_METRICS = {
@@ -67,6 +68,17 @@ def _deliver(job: Job, delivery: Delivery, limit_seconds: float) -> None:
     )
 
 
+def _send_route(job: Job, notice: AlertNotice) -> None:
+    assert job.on_dead is not None  # send_route sends only to a job that has a route
+    deliver_alert(
+        job.on_dead,
+        notice,
+        clients=clients.aws_clients(),
+        allow_private=clients.settings().allow_private_targets,
+        keys=clients.delivery_keys(),
+    )
+
+
 @clients.lazy
 def _worker() -> Worker:
     config = clients.settings()
@@ -77,7 +89,16 @@ def _worker() -> Worker:
         _deliver,
         config.worker_id,
         history=config.history,
+        route=_send_route,
     )
+
+
+def _alert_errand(body: str) -> AlertMessage | None:
+    """The tick's errand to send an owed route alert, when the record is one."""
+    try:
+        return AlertMessage.model_validate_json(body)
+    except ValidationError:
+        return None
 
 
 def record_handler(
@@ -89,6 +110,10 @@ def record_handler(
     try:
         message = JobMessage.model_validate_json(record.body)
     except ValidationError as exc:
+        errand = _alert_errand(record.body)
+        if errand is not None:
+            _worker().send_owed_route(errand.job_id, errand.alert)
+            return
         _dead_letter(record, str(exc.errors(include_url=False)[0]["msg"]))
         return
     logger.thread_safe_append_keys(job_id=message.job_id)

@@ -124,6 +124,8 @@ ERROR_TEXT_LIMIT: Final = 1000
 # Triggered runs that may wait at once for one job (each runs in turn): a bound on what one client
 # can pile up, far above what a person pressing "run now" asks for.
 MAX_WAITING_TRIGGERS: Final = 10
+# The longest on_failure_streak the API takes (docs/api.md, "Alert route").
+MAX_FAILURE_STREAK: Final = 1000
 PAYLOAD_LIMIT_BYTES: Final = 256 * 1024
 # Payloads larger than this live in their own item, so that state changes write under 1 KB.
 INLINE_PAYLOAD_BYTES: Final = 400

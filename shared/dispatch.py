@@ -6,7 +6,7 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -59,6 +59,18 @@ class JobMessage(BaseModel):
             timeout_seconds=job.retry.timeout_seconds,
             traceparent=job.traceparent,
         )
+
+
+class AlertMessage(BaseModel):
+    """A worker's errand that is not an attempt: send the owed route alert `alert` of a job
+    (shared.engine.alerts.send_route). The tick sends it for an alert its writer did not send."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    kind: Literal["alert"] = "alert"
+    job_id: str
+    alert: str  # the owed item's sort key
+    priority: c.Priority
 
 
 def delay_seconds(
@@ -129,6 +141,12 @@ class Dispatcher:
             "priority": job.priority.value,
         }
         self._sqs.send_message(QueueUrl=self._dead_letter_url, MessageBody=json.dumps(body))
+
+    def send_alert_errand(self, message: AlertMessage) -> None:
+        """Hands an owed route alert to a worker, through its job's priority queue."""
+        self._sqs.send_message(
+            QueueUrl=self._queue_urls[message.priority], MessageBody=message.model_dump_json()
+        )
 
     def _send_batch(self, batch: list[JobMessage]) -> list[JobMessage]:
         pending = {str(i): message for i, message in enumerate(batch)}

@@ -26,12 +26,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import constants as c
 from shared import lifecycle, tracing
 from shared.clock import Clock
-from shared.dispatch import Dispatcher, JobMessage
+from shared.dispatch import AlertMessage, Dispatcher, JobMessage
 from shared.engine.alerts import send_alert
 from shared.engine.tick_sends import Marks, Outgoing, Senders, Taken
 from shared.errors import StaleDelivery
 from shared.models import WAITING, Job, JobStatus, Run, RunStatus, RunSummary
-from shared.store import DueRow, JobStore, SentMarks, new_token
+from shared.store import DueRow, JobStore, SentMarks, new_token, routes
 
 logger = logging.getLogger(__name__)
 SECOND_MS = 1000
@@ -60,6 +60,7 @@ class TickReport:
     caught_up: int = 0  # missed occurrences moved by their misfire policy
     dead: int = 0
     alerts_sent: int = 0  # owed dead-job alerts the tick sent
+    routes_handed_on: int = 0  # owed alerts of jobs' own routes handed to a worker to send
     oldest_lateness_ms: int = 0
     out_of_time: bool = False
     unread_shards: int = 0
@@ -221,7 +222,7 @@ class Scheduler:
                 return self._ahead(row, priority, now_ms, sent_until, report)
             if (row.is_lease or row.is_alert) and row.due_at >= now_ms:
                 return None
-            return _claimed(self._act(row, now_ms, report))
+            return _claimed(self._act(row, priority, now_ms, report))
         except StaleDelivery:
             report.count("lost_races")
             return None
@@ -263,7 +264,10 @@ class Scheduler:
         report.count("resent")
         return JobMessage.for_job(claimed)
 
-    def _act(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
+    def _act(self, row: DueRow, priority: c.Priority, now_ms: int, report: TickReport) -> JobMessage | None:
+        if row.is_alert and routes.is_route_key(row.sort_key):
+            self._hand_on_route(row.job_id, row.sort_key, priority, now_ms, report)
+            return None
         if row.is_alert:
             self._send_owed_alert(row, report)
             return None
@@ -310,12 +314,28 @@ class Scheduler:
             self._store.put_run(Run.of(job.id, run))
             if placement.alert:
                 self._alert(job.id, run, report)
-        except (ClientError, BotoCoreError):
+            if placement.alert and job.on_dead is not None:
+                route_key = routes.route_sk(run.scheduled_at, run.attempt)
+                self._hand_on_route(job.id, route_key, job.priority, now_ms, report)
+        except (ClientError, BotoCoreError, StaleDelivery):
             # The job is settled; an alert left owed is sent by a later tick.
             logger.warning("tick could not record job %s's lost attempt", job.id, exc_info=True)
         if next_token is None or placement.due_at is None:
             return None
         return JobMessage.placed(job, next_token, placement.due_at)
+
+    def _hand_on_route(
+        self, job_id: str, sort_key: str, priority: c.Priority, now_ms: int, report: TickReport
+    ) -> None:
+        """An owed route alert goes to a worker, which calls the route (the tick calls no target);
+        it is first moved on by a growing wait, so that it comes back if the worker fails too.
+        Raises StaleDelivery when another tick handed it on first."""
+        owed = self._store.owed_route(job_id, sort_key)
+        if owed is None:
+            return
+        self._store.hand_on_route(owed, now_ms)
+        self._dispatcher.send_alert_errand(AlertMessage(job_id=job_id, alert=sort_key, priority=priority))
+        report.count("routes_handed_on")
 
     def _send_owed_alert(self, row: DueRow, report: TickReport) -> None:
         run = self._store.owed_alert(row.job_id, row.sort_key)

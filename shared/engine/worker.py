@@ -24,14 +24,14 @@ from shared import constants as c
 from shared import lifecycle, tracing
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.alerts import send_alert
+from shared.engine.alerts import RouteSender, send_alert, send_route
 from shared.engine.heartbeat import Heartbeat
 from shared.engine.patience import Patience
 from shared.engine.settle import settle
 from shared.errors import StaleDelivery
 from shared.lifecycle import Placement
 from shared.models import Job, Run, RunStatus, RunSummary
-from shared.store import JobStore, new_token
+from shared.store import JobStore, new_token, routes
 from shared.targets import Delivery, TargetTimedOut
 
 logger = logging.getLogger(__name__)
@@ -95,7 +95,10 @@ class Worker:
         sleep: Callable[[float], None] = time.sleep,
         heartbeat_seconds: float = c.HEARTBEAT_EVERY_SECONDS,
         history: c.History = c.History.ALL,
+        route: RouteSender | None = None,
     ) -> None:
+        """`route` sends a job's owed route alerts (on_dead); without it they wait for a worker
+        that has one."""
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
@@ -104,6 +107,7 @@ class Worker:
         self._sleep = sleep
         self._heartbeat_seconds = heartbeat_seconds
         self._history = history
+        self._route = route
 
     def process(self, message: JobMessage, deadline_ms: int | None = None) -> AttemptResult:
         """Handles one delivery end to end; `deadline_ms` is when the invocation ends (and with it
@@ -252,13 +256,15 @@ class Worker:
         else:
             decide = lambda current: lifecycle.after_failure(current, now_ms, started, None, not_before)  # noqa: E731
             write = self._store.fail
-        _, placement, run = settle(
+        settled, placement, run = settle(
             write, job, token, decide, record, self._store, self._dispatcher, self._clock, patience
         )
         if self._keeps_history(job, run):
             patience.call(partial(self._store.put_run, Run.of(job.id, run)), f"history of job {job.id}")
         if placement.alert:
             self._alert(job, run)
+            if settled.on_dead is not None:
+                self.send_owed_route(job.id, routes.route_sk(run.scheduled_at, run.attempt))
             return Outcome.DEAD
         return Outcome.SUCCEEDED if end.error is None else Outcome.FAILED
 
@@ -279,6 +285,17 @@ class Worker:
             send_alert(self._store, self._dispatcher, job.id, run)
         except (ClientError, BotoCoreError):
             logger.warning("dead job %s: its alert stays owed for the tick", job.id, exc_info=True)
+
+    def send_owed_route(self, job_id: str, sort_key: str) -> bool:
+        """Sends a job's owed route alert, if it is still owed; a failure leaves it owed, and the
+        tick hands it on again later. True when it went out."""
+        if self._route is None:
+            return False
+        try:
+            return send_route(self._store, self._route, job_id, sort_key)
+        except Exception:  # a route's failure, or AWS's: the alert stays owed either way
+            logger.warning("job %s: its route alert stays owed for the tick", job_id, exc_info=True)
+            return False
 
     def _summary(
         self, job: Job, started: int, finished: int, status: RunStatus, error: str | None

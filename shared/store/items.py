@@ -23,6 +23,7 @@ PAYLOAD_SK = "PAYLOAD"
 RUN_PREFIX = "RUN#"
 LIST_PK = "JOBS"  # by_created's one partition before it was sharded: read until the upgrade ends
 ALERT_PREFIX = "ALERT#"
+ROUTE_PREFIX = "ROUTE#"  # an owed alert of the job's own route (on_dead), beside the stack's
 RUN_KIND = "run"
 LEASE_KIND = "lease"
 ALERT_KIND = "alert"
@@ -277,7 +278,7 @@ def alert_item(job: Job, run: RunSummary, due_at: int, shards: int = c.DUE_SHARD
         c.PARTITION_KEY: job_pk(job.id),
         c.SORT_KEY: alert_sk(run.scheduled_at, run.attempt),
         c.DUE_SHARD_ATTRIBUTE: due_shard(job.priority, job.id, shards),
-        c.DUE_KEY_ATTRIBUTE: f"{due_at:013d}#{ALERT_KIND}",
+        c.DUE_KEY_ATTRIBUTE: alert_due_key(due_at),
         "run": run.model_dump_json(exclude_none=True),
     }
     return serialize(values)
@@ -285,6 +286,10 @@ def alert_item(job: Job, run: RunSummary, due_at: int, shards: int = c.DUE_SHARD
 
 def item_to_alert(item: dict[str, Any]) -> RunSummary:
     return RunSummary.model_validate_json(deserialize(item)["run"])
+
+
+def alert_due_key(due_at: int) -> str:
+    return f"{due_at:013d}#{ALERT_KIND}"
 
 
 def _plain(value: Any) -> Any:

@@ -22,9 +22,10 @@ from shared.errors import Conflict, JobNotFound, StaleDelivery
 from shared.lifecycle import TRANSITIONS, Event, Placement
 from shared.models import Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
-from shared.store import items
+from shared.store import items, routes
 from shared.store.operations import OperationStore
 from shared.store.reads import DueRow
+from shared.store.routes import RouteAlerts
 from shared.store.writes import Item, is_condition_failure
 
 SECOND_MS = 1000
@@ -51,7 +52,7 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-class JobStore(OperationStore):
+class JobStore(OperationStore, RouteAlerts):
     """Reads (StoreReads) and every conditional write on jobs, their history, their alerts and the
     bulk operations that act on them."""
 
@@ -294,8 +295,14 @@ class JobStore(OperationStore):
         change.set(**lifecycle.health_after(job, placement, run.status))
         if not placement.alert:
             return self._transition(event, job.id, change)
-        alert = items.alert_item(job, run, self._now() + ALERT_GRACE_MS, self._written)
-        return self._transition(event, job.id, change, put=alert)
+        due_at = self._now() + ALERT_GRACE_MS
+        alert = items.alert_item(job, run, due_at, self._written)
+        in_a_row = lifecycle.route_owed(job, placement)
+        if in_a_row is None:
+            return self._transition(event, job.id, change, put=alert)
+        # The job's own route is owed in the same write, as the stack's alert is.
+        route = routes.route_alert_item(job, run, in_a_row, due_at, self._written)
+        return self._transition(event, job.id, change, put=alert, also=route)
 
     def _user_change(
         self,
@@ -323,8 +330,10 @@ class JobStore(OperationStore):
         *extra: str,
         token: str | None = None,
         put: Item | None = None,
+        also: Item | None = None,
     ) -> Job:
-        """One write of the table's row for `event`: its sources and guards as the condition."""
+        """One write of the table's row for `event`: its sources and guards as the condition, with
+        `put` (and `also`) written in the same transaction."""
         row = TRANSITIONS[event]
         status = change.sets.get("status")
         if status is not None and JobStatus(status) not in row.targets:
@@ -337,7 +346,7 @@ class JobStore(OperationStore):
         change.set(**items.index_moves(job_id, change.sets, change.removes))
         if put is None:
             return self._write(job_id, change, condition)
-        return self._write_with(job_id, change, condition, put)
+        return self._write_with(job_id, change, condition, put, *([also] if also is not None else []))
 
     def _placement_change(self, job: Job, placement: Placement, next_token: str | None) -> x.Change:
         """The fields of a placement. Dispatched in the same write (`next_token`), it is QUEUED under
