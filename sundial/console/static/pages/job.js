@@ -8,7 +8,7 @@ import { editForm } from "./edit.js";
 import { previewTable } from "./preview.js";
 
 const FIELDS = ["id", "name", "status", "paused", "priority", "schedule", "timezone", "run_at", "next_run_at", "start_at", "end_at",
-  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "triggers_waiting", "created_at", "updated_at"];
+  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "on_failure_streak", "triggers_waiting", "created_at", "updated_at"];
 
 export async function render(root, params) {
   const id = params.id;
@@ -106,6 +106,8 @@ function drawFields(node, job) {
   rows.push(h("tr", {}, h("th", { scope: "row" }, "last_run"),
     h("td", {}, last ? `${last.status}, started ${when(last.started_at, job.timezone)} (scheduled ${when(last.scheduled_at, job.timezone)})${last.error ? ": " + last.error : ""}` : "–")));
   rows.push(h("tr", {}, h("th", { scope: "row" }, "target"), h("td", {}, h("pre", {}, JSON.stringify(masked(job.target), null, 2)))));
+  rows.push(h("tr", {}, h("th", { scope: "row" }, "on_dead"),
+    h("td", {}, job.on_dead ? h("pre", {}, JSON.stringify(masked(job.on_dead), null, 2)) : "–")));
   rows.push(h("tr", {}, h("th", { scope: "row" }, "payload"), h("td", {}, h("pre", {}, JSON.stringify(job.payload, null, 2)))));
   replace(node, scroller(h("table", {}, h("caption", {}, "Every field of the job"), h("tbody", {}, rows))));
 }
