@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from http import HTTPStatus
 from typing import Annotated, Any
@@ -21,8 +20,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions import api_bulk, api_errors, api_stats, clients
 from functions import api_openapi as doc
+from functions.traces import TraceHeader, traced_service
 from shared import constants as c
-from shared import tracing
 from shared.api.models import (
     JOB_ID_EXAMPLE,
     JOB_ID_PATTERN,
@@ -36,7 +35,6 @@ from shared.api.models import (
     RunList,
 )
 from shared.api.requests import NAME_FILTER_LIMIT
-from shared.api.service import JobService
 from shared.errors import InvalidInput, SundialError
 from shared.models import Health, JobStatus
 
@@ -48,9 +46,6 @@ DESCRIPTION = (
 B, N, C = HTTPStatus.BAD_REQUEST, HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
 LARGE, NOT_JSON = HTTPStatus.REQUEST_ENTITY_TOO_LARGE, HTTPStatus.UNSUPPORTED_MEDIA_TYPE
 OK = HTTPStatus.OK
-# Where Lambda puts the X-Ray trace header of the invocation, when tracing is active.
-XRAY_TRACE_ENV = "_X_AMZN_TRACE_ID"
-TRACE_ANNOTATION = c.TRACE_ANNOTATION
 
 logger = Logger(service=c.METRICS_SERVICE)
 tracer = Tracer(service=c.METRICS_SERVICE)
@@ -87,18 +82,6 @@ JobId = Annotated[
 _service = clients.job_service
 
 
-def _traced() -> JobService:
-    """The service for a call that may schedule a run: the W3C `traceparent` it brought goes with
-    that run, or one started here when it brought none or one that is malformed (the spec has a
-    receiver ignore a header it cannot read). The X-Ray segment is annotated with the trace id, so
-    that the API's segment, and the tick's and the worker's, are found by it."""
-    trace = tracing.parse(app.current_event.headers.get("traceparent"))
-    if trace is None:
-        trace = tracing.started(os.environ.get(XRAY_TRACE_ENV))
-    tracer.put_annotation(key=TRACE_ANNOTATION, value=trace.trace_id)
-    return _service().traced(trace.header)
-
-
 @app.post(
     "/jobs",
     summary="Create a job",
@@ -110,10 +93,12 @@ def _traced() -> JobService:
     responses=doc.created(JobView, doc.JOB, B, C, LARGE, NOT_JSON),
 )
 def create_job(
-    spec: Annotated[JobCreate, Body(openapi_examples=doc.CREATE_EXAMPLES)], key: IdempotencyKey = None
+    spec: Annotated[JobCreate, Body(openapi_examples=doc.CREATE_EXAMPLES)],
+    key: IdempotencyKey = None,
+    traceparent: TraceHeader = None,
 ) -> Response[JobView]:
     _require_object()
-    view, created = _traced().create(spec, key)
+    view, created = traced_service(traceparent).create(spec, key)
     status, headers = (201, {"Location": _location(view.id)}) if created else (200, {})
     return Response(status, content_types.APPLICATION_JSON, view, headers)
 
@@ -195,10 +180,12 @@ def get_job(job_id: JobId) -> JobView:
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB, B, N, C, LARGE, NOT_JSON),
 )
 def update_job(
-    job_id: JobId, patch: Annotated[JobUpdate, Body(openapi_examples=doc.UPDATE_EXAMPLES)]
+    job_id: JobId,
+    patch: Annotated[JobUpdate, Body(openapi_examples=doc.UPDATE_EXAMPLES)],
+    traceparent: TraceHeader = None,
 ) -> JobView:
     _require_object()
-    return _traced().update(job_id, patch)
+    return traced_service(traceparent).update(job_id, patch)
 
 
 @app.delete(
@@ -238,8 +225,8 @@ def pause_job(job_id: JobId) -> JobView:
     operation_id="resume_job",
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB, B, N, C),
 )
-def resume_job(job_id: JobId) -> JobView:
-    return _traced().resume(job_id)
+def resume_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
+    return traced_service(traceparent).resume(job_id)
 
 
 @app.post(
@@ -253,8 +240,8 @@ def resume_job(job_id: JobId) -> JobView:
     operation_id="trigger_job",
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),
 )
-def trigger_job(job_id: JobId) -> JobView:
-    return _traced().trigger(job_id)
+def trigger_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
+    return traced_service(traceparent).trigger(job_id)
 
 
 @app.post(
@@ -265,8 +252,8 @@ def trigger_job(job_id: JobId) -> JobView:
     operation_id="retry_job",
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),
 )
-def retry_job(job_id: JobId) -> JobView:
-    return _traced().retry(job_id)
+def retry_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
+    return traced_service(traceparent).retry(job_id)
 
 
 @app.get(

@@ -87,3 +87,15 @@ def test_a_trigger_s_trace_goes_with_the_run_it_schedules(env: Resources, sqs: A
     [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
     run(sqs_event(body))
     assert tracing.trace_id_of(delivered[0].traceparent) == "ab" * 16
+
+
+def test_a_batch_create_s_trace_goes_with_each_job(env: Resources, sqs: Any) -> None:
+    jobs = [{"target": {"type": "python", "handler": "noop"}} for _ in range(2)]
+
+    answer = invoke_api(
+        api_event("POST", "/jobs/batch", {"jobs": jobs}, headers={"traceparent": TRACEPARENT})
+    )
+
+    assert [item["status"] for item in answer.body["results"]] == [201, 201]
+    bodies = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    assert [json.loads(body)["traceparent"] for body in bodies] == [TRACEPARENT, TRACEPARENT]
