@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shared.clock import format_rfc3339
-from shared.dispatch import Dispatcher
+from shared.constants import Priority
+from shared.dispatch import AlertMessage, Dispatcher
 from shared.models import Job, JobStatus, RunSummary
 from shared.store import JobStore
 from shared.store.routes import OwedRoute
@@ -44,6 +45,21 @@ def send_route(store: JobStore, route: RouteSender, job_id: str, sort_key: str) 
         return False
     route(job, notice_of(job, owed))
     store.route_sent(job_id, sort_key)
+    return True
+
+
+def hand_on_route(
+    store: JobStore, dispatcher: Dispatcher, job_id: str, sort_key: str, priority: Priority, now_ms: int
+) -> bool:
+    """The tick's part: an owed route alert goes to a worker as an errand on the job's queue (the
+    tick calls no target), moved on first by a growing wait so that it comes back should the worker
+    fail too. False when it was sent meanwhile. Raises StaleDelivery when another tick handed it on
+    first, ClientError or BotoCoreError (it stays owed)."""
+    owed = store.owed_route(job_id, sort_key)
+    if owed is None:
+        return False
+    store.hand_on_route(owed, now_ms)
+    dispatcher.send_alert_errand(AlertMessage(job_id=job_id, alert=sort_key, priority=priority))
     return True
 
 

@@ -26,8 +26,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import constants as c
 from shared import lifecycle, tracing
 from shared.clock import Clock
-from shared.dispatch import AlertMessage, Dispatcher, JobMessage
-from shared.engine.alerts import send_alert
+from shared.dispatch import Dispatcher, JobMessage
+from shared.engine.alerts import hand_on_route, send_alert
 from shared.engine.tick_sends import Marks, Outgoing, Senders, Taken
 from shared.errors import StaleDelivery
 from shared.models import WAITING, Job, JobStatus, Run, RunStatus, RunSummary
@@ -318,8 +318,8 @@ class Scheduler:
                 route_key = routes.route_sk(run.scheduled_at, run.attempt)
                 self._hand_on_route(job.id, route_key, job.priority, now_ms, report)
         except (ClientError, BotoCoreError, StaleDelivery):
-            # The job is settled; an alert left owed is sent by a later tick.
-            logger.warning("tick could not record job %s's lost attempt", job.id, exc_info=True)
+            # The job is settled; an alert left owed is sent, or handed on, by a later tick.
+            logger.warning("tick could not record job %s's lost attempt or alert it", job.id, exc_info=True)
         if next_token is None or placement.due_at is None:
             return None
         return JobMessage.placed(job, next_token, placement.due_at)
@@ -327,15 +327,8 @@ class Scheduler:
     def _hand_on_route(
         self, job_id: str, sort_key: str, priority: c.Priority, now_ms: int, report: TickReport
     ) -> None:
-        """An owed route alert goes to a worker, which calls the route (the tick calls no target);
-        it is first moved on by a growing wait, so that it comes back if the worker fails too.
-        Raises StaleDelivery when another tick handed it on first."""
-        owed = self._store.owed_route(job_id, sort_key)
-        if owed is None:
-            return
-        self._store.hand_on_route(owed, now_ms)
-        self._dispatcher.send_alert_errand(AlertMessage(job_id=job_id, alert=sort_key, priority=priority))
-        report.count("routes_handed_on")
+        if hand_on_route(self._store, self._dispatcher, job_id, sort_key, priority, now_ms):
+            report.count("routes_handed_on")
 
     def _send_owed_alert(self, row: DueRow, report: TickReport) -> None:
         run = self._store.owed_alert(row.job_id, row.sort_key)

@@ -224,3 +224,19 @@ def test_a_failure_streak_is_heard_of_once_at_its_length(engine: Engine, routes:
     assert engine.store.get(job_id).consecutive_failures == 3
     assert all(not row.sort_key.startswith(items.ROUTE_PREFIX) for row in engine.index_rows())
     assert c.MAX_FAILURE_STREAK >= 3
+
+
+def test_a_lost_attempt_that_ends_its_occurrence_owes_the_route_too(engine: Engine, routes: RouteLog) -> None:
+    job_id = create(engine)
+    [message] = engine.receive()
+    engine.store.fence(message.job_id, message.token, "crashed-worker", engine.clock.now_ms())
+
+    engine.clock.advance(c.LEASE_CHUNK_SECONDS + c.LEASE_MARGIN_SECONDS + 1)
+    report = engine.scheduler.tick()
+
+    assert (report.reclaimed, report.routes_handed_on) == (1, 1)
+    assert run_errands(engine) == 1
+    [notice] = routes.notices
+    assert (notice.job_id, notice.attempts) == (job_id, 1)
+    assert notice.error is not None and "stopped answering" in notice.error
+    assert owed_routes(engine, job_id) == []
