@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions import api_bulk, api_errors, api_stats, clients
 from functions import api_openapi as doc
+from functions.traces import TraceHeader, traced_service
 from shared import constants as c
 from shared.api.models import (
     JOB_ID_EXAMPLE,
@@ -92,10 +93,12 @@ _service = clients.job_service
     responses=doc.created(JobView, doc.JOB, B, C, LARGE, NOT_JSON),
 )
 def create_job(
-    spec: Annotated[JobCreate, Body(openapi_examples=doc.CREATE_EXAMPLES)], key: IdempotencyKey = None
+    spec: Annotated[JobCreate, Body(openapi_examples=doc.CREATE_EXAMPLES)],
+    key: IdempotencyKey = None,
+    traceparent: TraceHeader = None,
 ) -> Response[JobView]:
     _require_object()
-    view, created = _service().create(spec, key)
+    view, created = traced_service(traceparent).create(spec, key)
     status, headers = (201, {"Location": _location(view.id)}) if created else (200, {})
     return Response(status, content_types.APPLICATION_JSON, view, headers)
 
@@ -177,10 +180,12 @@ def get_job(job_id: JobId) -> JobView:
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB, B, N, C, LARGE, NOT_JSON),
 )
 def update_job(
-    job_id: JobId, patch: Annotated[JobUpdate, Body(openapi_examples=doc.UPDATE_EXAMPLES)]
+    job_id: JobId,
+    patch: Annotated[JobUpdate, Body(openapi_examples=doc.UPDATE_EXAMPLES)],
+    traceparent: TraceHeader = None,
 ) -> JobView:
     _require_object()
-    return _service().update(job_id, patch)
+    return traced_service(traceparent).update(job_id, patch)
 
 
 @app.delete(
@@ -220,8 +225,8 @@ def pause_job(job_id: JobId) -> JobView:
     operation_id="resume_job",
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB, B, N, C),
 )
-def resume_job(job_id: JobId) -> JobView:
-    return _service().resume(job_id)
+def resume_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
+    return traced_service(traceparent).resume(job_id)
 
 
 @app.post(
@@ -235,8 +240,8 @@ def resume_job(job_id: JobId) -> JobView:
     operation_id="trigger_job",
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),
 )
-def trigger_job(job_id: JobId) -> JobView:
-    return _service().trigger(job_id)
+def trigger_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
+    return traced_service(traceparent).trigger(job_id)
 
 
 @app.post(
@@ -247,8 +252,8 @@ def trigger_job(job_id: JobId) -> JobView:
     operation_id="retry_job",
     responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),
 )
-def retry_job(job_id: JobId) -> JobView:
-    return _service().retry(job_id)
+def retry_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
+    return traced_service(traceparent).retry(job_id)
 
 
 @app.get(

@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from functions import api_openapi as doc
 from functions import clients
+from functions.traces import TraceHeader, traced_service
 from shared.api.batch import create_batch
 from shared.api.bulk_models import ActionRequest, BatchAnswer, JobBatch, OperationView
 from shared.api.models import JOB_ID_EXAMPLE, JOB_ID_PATTERN
@@ -43,9 +44,11 @@ OperationId = Annotated[
     operation_id="create_jobs",
     responses=doc.answers(HTTPStatus.OK, BatchAnswer, "Each item's result.", doc.BATCH_ANSWER, B, NOT_JSON),
 )
-def create_jobs(batch: Annotated[JobBatch, Body(openapi_examples=doc.BATCH_EXAMPLES)]) -> BatchAnswer:
+def create_jobs(
+    batch: Annotated[JobBatch, Body(openapi_examples=doc.BATCH_EXAMPLES)], traceparent: TraceHeader = None
+) -> BatchAnswer:
     _require_object()
-    return create_batch(clients.job_service(), batch.jobs)
+    return create_batch(traced_service(traceparent), batch.jobs)
 
 
 @router.post(

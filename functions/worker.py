@@ -32,12 +32,13 @@ from pydantic import ValidationError
 
 from functions import clients
 from shared import constants as c
-from shared import lifecycle
+from shared import lifecycle, tracing
 from shared.clock import SystemClock
-from shared.dispatch import JobMessage
+from shared.dispatch import AlertMessage, JobMessage
 from shared.engine.worker import AttemptResult, Outcome, Worker
 from shared.models import Job
 from shared.targets import Delivery, deliver
+from shared.targets.alert_delivery import AlertNotice, deliver_alert
 
 # Not in shared.constants.Metric: it counts messages, not jobs.
 ATTEMPT_METRICS = {
@@ -67,6 +68,17 @@ def _deliver(job: Job, delivery: Delivery, limit_seconds: float) -> None:
     )
 
 
+def _send_route(job: Job, notice: AlertNotice) -> None:
+    assert job.on_dead is not None  # send_route sends only to a job that has a route
+    deliver_alert(
+        job.on_dead,
+        notice,
+        clients=clients.aws_clients(),
+        allow_private=clients.settings().allow_private_targets,
+        keys=clients.delivery_keys(),
+    )
+
+
 @clients.lazy
 def _worker() -> Worker:
     config = clients.settings()
@@ -77,20 +89,39 @@ def _worker() -> Worker:
         _deliver,
         config.worker_id,
         history=config.history,
+        route=_send_route,
     )
 
 
-def record_handler(record: SQSRecord, deadline_ms: int | None = None) -> None:
+def _alert_errand(body: str) -> AlertMessage | None:
+    """The tick's errand to send an owed route alert, when the record is one."""
+    try:
+        return AlertMessage.model_validate_json(body)
+    except ValidationError:
+        return None
+
+
+def record_handler(
+    record: SQSRecord, deadline_ms: int | None = None, traced: list[tuple[str, str | None]] | None = None
+) -> None:
     """One job message. Raising reports the record failed, and SQS redelivers it; the fence makes
-    the redelivery harmless. `deadline_ms` is when the invocation ends: attempts nest inside it."""
+    the redelivery harmless. `deadline_ms` is when the invocation ends: attempts nest inside it.
+    `traced` collects each attempt's job id and trace id for the invocation's X-Ray segment."""
     try:
         message = JobMessage.model_validate_json(record.body)
     except ValidationError as exc:
+        errand = _alert_errand(record.body)
+        if errand is not None:
+            _worker().send_owed_route(errand.job_id, errand.alert)
+            return
         _dead_letter(record, str(exc.errors(include_url=False)[0]["msg"]))
         return
     logger.thread_safe_append_keys(job_id=message.job_id)
     try:
-        _record(_worker().process(message, deadline_ms))
+        result = _worker().process(message, deadline_ms)
+        if traced is not None:
+            traced.append((result.job_id, result.trace_id or tracing.trace_id_of(message.traceparent)))
+        _record(result)
     except Exception:
         # Named here, since the batch only reports the record: its job waits for the redelivery or
         # for its lease, which can be minutes, and whoever looks should find why.
@@ -109,14 +140,29 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     processor = AsyncBatchProcessor(EventType.SQS, raise_on_entire_batch_failure=False)
     deadline_ms = SystemClock().now_ms() + context.get_remaining_time_in_millis()
     records = event.get("Records") or []
+    traced: list[tuple[str, str | None]] = []
     # A thread per record: a job's wait for its instant and its target's call hold only its own.
     with ThreadPoolExecutor(max(1, len(records)), thread_name_prefix="record") as pool:
 
         async def in_thread(record: SQSRecord) -> None:
-            await asyncio.get_running_loop().run_in_executor(pool, record_handler, record, deadline_ms)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(pool, record_handler, record, deadline_ms, traced)
 
         response = async_process_partial_response(event, in_thread, processor, context)
+    _annotate(traced)
     return dict(response)
+
+
+def _annotate(traced: list[tuple[str, str | None]]) -> None:
+    """Names the batch's jobs and traces on the invocation's segment, in its own thread: X-Ray's
+    context does not follow the records' threads. A search `annotation.trace_id CONTAINS "<id>"`
+    finds the invocation that ran an attempt of that trace."""
+    if not traced:
+        return
+    tracer.put_annotation(key=c.JOB_ANNOTATION, value=" ".join(job_id for job_id, _ in traced))
+    tracer.put_annotation(
+        key=c.TRACE_ANNOTATION, value=" ".join(trace_id for _, trace_id in traced if trace_id)
+    )
 
 
 def _return_soon(record: SQSRecord, message: JobMessage) -> None:

@@ -124,6 +124,8 @@ ERROR_TEXT_LIMIT: Final = 1000
 # Triggered runs that may wait at once for one job (each runs in turn): a bound on what one client
 # can pile up, far above what a person pressing "run now" asks for.
 MAX_WAITING_TRIGGERS: Final = 10
+# The longest on_failure_streak the API takes (docs/api.md, "Alert route").
+MAX_FAILURE_STREAK: Final = 1000
 PAYLOAD_LIMIT_BYTES: Final = 256 * 1024
 # Payloads larger than this live in their own item, so that state changes write under 1 KB.
 INLINE_PAYLOAD_BYTES: Final = 400
@@ -131,6 +133,9 @@ INLINE_PAYLOAD_BYTES: Final = 400
 # --- Metrics --------------------------------------------------------------------------------------
 METRICS_NAMESPACE: Final = "Sundial"
 METRICS_SERVICE: Final = "sundial"  # Powertools adds it as the one dimension: {"service": "sundial"}
+# The X-Ray annotations that find one occurrence's API, tick and worker segments (docs/operations.md).
+TRACE_ANNOTATION: Final = "trace_id"
+JOB_ANNOTATION: Final = "job_id"
 
 
 class Metric(StrEnum):

@@ -6,11 +6,12 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from shared import constants as c
+from shared import tracing
 from shared.clock import Clock, format_rfc3339
 from shared.models import Job, RunSummary
 
@@ -35,6 +36,9 @@ class JobMessage(BaseModel):
     priority: c.Priority
     # The fence leaves the lease as it is when it covers this attempt's start (a lease for this limit).
     timeout_seconds: int = c.LEASE_CHUNK_SECONDS
+    # The W3C trace of the call that scheduled it (shared/tracing.py); a message the tick builds from
+    # an ahead row alone has none, and the worker takes the job's after its fence.
+    traceparent: str | None = None
 
     @classmethod
     def for_job(cls, job: Job) -> JobMessage:
@@ -53,7 +57,20 @@ class JobMessage(BaseModel):
             due_at=due_at,
             priority=job.priority,
             timeout_seconds=job.retry.timeout_seconds,
+            traceparent=job.traceparent,
         )
+
+
+class AlertMessage(BaseModel):
+    """A worker's errand that is not an attempt: send the owed route alert `alert` of a job
+    (shared.engine.alerts.send_route). The tick sends it for an alert its writer did not send."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    kind: Literal["alert"] = "alert"
+    job_id: str
+    alert: str  # the owed item's sort key
+    priority: c.Priority
 
 
 def delay_seconds(
@@ -125,6 +142,12 @@ class Dispatcher:
         }
         self._sqs.send_message(QueueUrl=self._dead_letter_url, MessageBody=json.dumps(body))
 
+    def send_alert_errand(self, message: AlertMessage) -> None:
+        """Hands an owed route alert to a worker, through its job's priority queue."""
+        self._sqs.send_message(
+            QueueUrl=self._queue_urls[message.priority], MessageBody=message.model_dump_json()
+        )
+
     def _send_batch(self, batch: list[JobMessage]) -> list[JobMessage]:
         pending = {str(i): message for i, message in enumerate(batch)}
         for _ in range(SEND_ATTEMPTS):
@@ -148,6 +171,7 @@ class Dispatcher:
                 "DelaySeconds": delay_seconds(
                     message.due_at, now_ms, self._extra_lead_seconds, self._precision
                 ),
+                **_trace_header(message),
             }
             for entry_id, message in entries
         ]
@@ -156,6 +180,16 @@ class Dispatcher:
         except Exception:
             return {entry_id for entry_id, _ in entries}
         return {failure["Id"] for failure in response.get("Failed", [])}
+
+
+def _trace_header(message: JobMessage) -> dict[str, Any]:
+    """The message's trace as X-Ray reads it from SQS: the worker's invocation joins that trace."""
+    trace = tracing.parse(message.traceparent)
+    if trace is None:
+        return {}
+    sampled = int(trace.flags, 16) & 1
+    header = f"Root={trace.xray_trace_id};Parent={trace.span_id};Sampled={sampled}"
+    return {"MessageSystemAttributes": {"AWSTraceHeader": {"DataType": "String", "StringValue": header}}}
 
 
 @dataclass

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.constants import Priority
 from shared.schedules import MisfirePolicy
-from shared.targets.models import Target
+from shared.targets.models import AlertRoute, Target
 
 
 class JobStatus(StrEnum):
@@ -75,6 +75,7 @@ class RunSummary(BaseModel):
     finished_at: int | None = None
     error: str | None = None
     worker: str | None = None
+    trace_id: str | None = None  # the W3C trace the attempt's delivery carried (shared/tracing.py)
 
 
 class Job(BaseModel):
@@ -116,6 +117,11 @@ class Job(BaseModel):
     deferred_at: int | None = None  # the schedule resumes here after the triggered extra run
     last_run: RunSummary | None = None
     idempotency_key: str | None = None
+    # the W3C traceparent of the call that last scheduled it: each attempt's delivery carries its trace
+    traceparent: str | None = None
+    # where a dead occurrence's summary goes, and after how many dead occurrences in a row (None: each)
+    on_dead: AlertRoute | None = None
+    on_failure_streak: int | None = None
     created_at: int
     updated_at: int
     version: int = 0  # bumped by every write: what the API's read-decide-write guards on

@@ -13,6 +13,7 @@ from shared.clock import format_rfc3339, to_epoch_ms
 from shared.constants import (
     LONGEST_TIMEOUT_SECONDS,
     MAX_EARLY_WAIT_SECONDS,
+    MAX_FAILURE_STREAK,
     SETTLE_HEADROOM_SECONDS,
     WORKER_FUNCTION_TIMEOUT_SECONDS,
     Priority,
@@ -28,7 +29,7 @@ from shared.models import (
     RunSummary,
 )
 from shared.schedules import RANGE_TEXT, MisfirePolicy, in_range
-from shared.targets.models import Target, masked
+from shared.targets.models import AlertRoute, Target, masked
 
 # A job id is a ULID in its canonical form: 26 Crockford base-32 characters, the first at most 7
 # (a ULID is 128 bits). Anything else names no job.
@@ -101,6 +102,17 @@ TimeoutSeconds = Annotated[
 ]
 
 
+FailureStreak = Annotated[StrictInt, Field(ge=1, le=MAX_FAILURE_STREAK)]
+ON_DEAD_TEXT = (
+    "The job's alert route: an http, sqs or sns target that receives `{job_id, name, scheduled_at, "
+    "attempts, error, consecutive_failures, trace_id}` when an occurrence dies, signed as deliveries are."
+)
+STREAK_TEXT = (
+    "Recurring jobs with `on_dead`: the route hears only of the death that makes this many dead "
+    "occurrences in a row, once a streak (a success starts it again)."
+)
+
+
 class JobCreate(BaseModel):
     """POST /jobs."""
 
@@ -111,6 +123,8 @@ class JobCreate(BaseModel):
     schedule: ScheduleText | None = None
     timezone: ZoneName = "UTC"
     target: Target
+    on_dead: AlertRoute | None = Field(default=None, description=ON_DEAD_TEXT)
+    on_failure_streak: FailureStreak | None = Field(default=None, description=STREAK_TEXT)
     payload: Any = None
     priority: Priority = Priority.MEDIUM
     max_retries: MaxRetries = 5
@@ -131,6 +145,10 @@ class JobUpdate(BaseModel):
     schedule: ScheduleText | None = None
     timezone: ZoneName | None = None
     run_at: Instant | None = None
+    on_dead: AlertRoute | None = Field(default=None, description=f"{ON_DEAD_TEXT} null removes it.")
+    on_failure_streak: FailureStreak | None = Field(
+        default=None, description=f"{STREAK_TEXT} null removes it."
+    )
     payload: Any = None
     priority: Priority | None = None
     max_retries: MaxRetries | None = None
@@ -214,6 +232,8 @@ class JobView(BaseModel):
     overlap_policy: OverlapPolicy
     start_at: str | None
     end_at: str | None
+    on_dead: AlertRoute | None = Field(default=None, description="The alert route, its secrets masked.")
+    on_failure_streak: int | None = None
     last_run: LastRun | None
     created_at: str
     updated_at: str
@@ -255,6 +275,8 @@ class JobView(BaseModel):
             overlap_policy=job.overlap_policy,
             start_at=_time(job.start_at),
             end_at=_time(job.end_at),
+            on_dead=masked(job.on_dead) if job.on_dead is not None else None,
+            on_failure_streak=job.on_failure_streak,
             last_run=LastRun.of(job.last_run) if job.last_run else None,
             created_at=format_rfc3339(job.created_at),
             updated_at=format_rfc3339(job.updated_at),
@@ -281,6 +303,11 @@ class RunView(BaseModel):
     finished_at: str | None
     error: str | None
     worker: str | None
+    trace_id: str | None = Field(
+        default=None,
+        description="The W3C trace id this attempt's delivery carried (its `traceparent`); null for "
+        "an attempt recorded before traces.",
+    )
 
     @classmethod
     def of(cls, run: Run) -> RunView:
@@ -292,6 +319,7 @@ class RunView(BaseModel):
             finished_at=_time(run.finished_at),
             error=run.error,
             worker=run.worker,
+            trace_id=run.trace_id,
         )
 
 

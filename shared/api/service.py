@@ -14,6 +14,7 @@ from ulid import ULID
 
 from shared import constants as c
 from shared import lifecycle
+from shared.api.alert_routes import check_alert_route, route_changes
 from shared.api.effects import Action, effects_of
 from shared.api.models import (
     JOB_ID_PATTERN,
@@ -79,6 +80,7 @@ class JobService:
         self._clock = clock
         self._allow_private = allow_private_targets
         self._operation: str | None = None
+        self._trace: str | None = None
 
     def for_operation(self, operation_id: str) -> JobService:
         """This service acting for a bulk operation: a job its action already changed is answered as
@@ -87,6 +89,15 @@ class JobService:
         acting._store = self._store.for_operation(operation_id)
         acting._operation = operation_id
         return acting
+
+    def traced(self, traceparent: str | None) -> JobService:
+        """This service for a call whose W3C `traceparent` (shared/tracing.py) goes with the runs
+        it schedules: a created job's, a trigger's, a retry's, a resume's and a change's that places
+        an occurrence."""
+        traced = copy.copy(self)
+        traced._store = self._store.traced(traceparent)
+        traced._trace = traceparent
+        return traced
 
     @property
     def list_indexes(self) -> frozenset[str] | None:
@@ -168,9 +179,10 @@ class JobService:
         def decide(job: Job) -> tuple[Job, Placement | None]:
             if job.status is JobStatus.RUNNING:
                 raise Conflict(f"job '{job_id}' is running; change it after this attempt")
-            changes = changes_of(job, patch)
+            changes = changes_of(job, patch) | self._route_changes(job, patch)
             updated = job.model_copy(update=changes)
             check_job_window(updated)
+            self._check_route(updated, new_route="on_dead" in patch.model_fields_set)
             if not any(name in patch.model_fields_set for name in TIMING_FIELDS):
                 return self._store.update(job, changes, None, None), None
             refusal = lifecycle.timing_change_refusal(job)
@@ -286,7 +298,26 @@ class JobService:
         sealed header values)."""
         if self._sealer is None:
             return job
-        return job.model_copy(update={"target": self._sealer.sealed(job.target, job.id)})
+        sealed: dict[str, Any] = {"target": self._sealer.sealed(job.target, job.id)}
+        if job.on_dead is not None:
+            sealed["on_dead"] = self._sealer.sealed(job.on_dead, job.id)
+        return job.model_copy(update=sealed)
+
+    def _route_changes(self, job: Job, patch: JobUpdate) -> dict[str, Any]:
+        """The alert route a PATCH sets, its inline header values sealed as a create seals them."""
+        changes = route_changes(patch)
+        route = changes.get("on_dead")
+        if route is not None and self._sealer is not None:
+            changes["on_dead"] = self._sealer.sealed(route, job.id)
+        return changes
+
+    def _check_route(self, job: Job, new_route: bool) -> None:
+        check_alert_route(
+            job,
+            new_route=new_route,
+            allow_private=self._allow_private,
+            forbidden_queue_urls=self._dispatcher.own_queue_urls,
+        )
 
     def _view(self, job: Job) -> JobView:
         return JobView.of(job, self._store.load_payload(job))
@@ -320,9 +351,13 @@ class JobService:
             overlap_policy=spec.overlap_policy,
             created_at=now_ms,
             updated_at=now_ms,
+            traceparent=self._trace,
+            on_dead=spec.on_dead,
+            on_failure_streak=spec.on_failure_streak,
             **fields,
         )
         check_job_window(job)
+        self._check_route(job, new_route=True)
         first = self._replacement(job)
         return _placed(job, first, now_ms)
 

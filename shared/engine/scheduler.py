@@ -17,22 +17,22 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import constants as c
-from shared import lifecycle
+from shared import lifecycle, tracing
 from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.alerts import send_alert
+from shared.engine.alerts import hand_on_route, send_alert
 from shared.engine.claimers import WORK_PER_INVOCATION, HandOff, hand_off
 from shared.engine.tick_sends import SECOND_MS, Due, Marks, Outgoing, Senders, Taken, lateness
 from shared.errors import StaleDelivery
 from shared.models import WAITING, Job, JobStatus, Run, RunStatus, RunSummary
-from shared.store import DueRow, JobStore, SentMark, SentMarks, new_token
+from shared.store import DueRow, JobStore, SentMark, SentMarks, new_token, routes
 
 logger = logging.getLogger(__name__)
 # Rows claimed together before their messages go to the senders, which send while the next are claimed.
@@ -42,6 +42,8 @@ SENDERS = 8
 # How often a tick records how far it has sent while it sends: a tick killed mid-send costs the
 # next one only the rows sent since (copies), a few mark writes a second.
 MARK_EVERY_MS = 500
+# How many sent messages a report names (an X-Ray annotation is a bounded string).
+NOTED_SENDS = 20
 _report_lock = threading.Lock()  # claims run in a pool: counting must not lose an update
 
 
@@ -60,15 +62,29 @@ class TickReport:
     caught_up: int = 0  # missed occurrences moved by their misfire policy
     dead: int = 0
     alerts_sent: int = 0  # owed dead-job alerts the tick sent
+    routes_handed_on: int = 0  # owed alerts of jobs' own routes handed to a worker to send
     oldest_lateness_ms: int = 0
     out_of_time: bool = False
     unread_shards: int = 0
     claimers: int = 0  # shares of the shards handed to parallel claimers
     dead_jobs: list[str] = field(default_factory=list)
+    # The first messages sent, for the tick's X-Ray segment: their jobs, and the traces they carry.
+    sent_jobs: list[str] = field(default_factory=list)
+    sent_traces: list[str] = field(default_factory=list)
 
     def count(self, name: str, n: int = 1) -> None:
         with _report_lock:
             setattr(self, name, getattr(self, name) + n)
+
+    def note_sent(self, messages: Iterable[JobMessage]) -> None:
+        with _report_lock:
+            for message in messages:
+                if len(self.sent_jobs) >= NOTED_SENDS:
+                    return
+                self.sent_jobs.append(message.job_id)
+                trace_id = tracing.trace_id_of(message.traceparent)
+                if trace_id is not None:
+                    self.sent_traces.append(trace_id)
 
 
 class Scheduler:
@@ -199,7 +215,7 @@ class Scheduler:
                 return self._ahead(due, now_ms, marks.of(due.shard), report)
             if (row.is_lease or row.is_alert) and row.due_at >= now_ms:
                 return None
-            return _claimed(self._act(row, now_ms, report))
+            return _claimed(self._act(row, due.priority, now_ms, report))
         except StaleDelivery:
             report.count("lost_races")
             return None
@@ -243,7 +259,10 @@ class Scheduler:
         report.count("resent")
         return JobMessage.for_job(claimed)
 
-    def _act(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
+    def _act(self, row: DueRow, priority: c.Priority, now_ms: int, report: TickReport) -> JobMessage | None:
+        if row.is_alert and routes.is_route_key(row.sort_key):
+            self._hand_on_route(row.job_id, row.sort_key, priority, now_ms, report)
+            return None
         if row.is_alert:
             self._send_owed_alert(row, report)
             return None
@@ -290,12 +309,21 @@ class Scheduler:
             self._store.put_run(Run.of(job.id, run))
             if placement.alert:
                 self._alert(job.id, run, report)
-        except (ClientError, BotoCoreError):
-            # The job is settled; an alert left owed is sent by a later tick.
-            logger.warning("tick could not record job %s's lost attempt", job.id, exc_info=True)
+            if placement.alert and job.on_dead is not None:
+                route_key = routes.route_sk(run.scheduled_at, run.attempt)
+                self._hand_on_route(job.id, route_key, job.priority, now_ms, report)
+        except (ClientError, BotoCoreError, StaleDelivery):
+            # The job is settled; an alert left owed is sent, or handed on, by a later tick.
+            logger.warning("tick could not record job %s's lost attempt or alert it", job.id, exc_info=True)
         if next_token is None or placement.due_at is None:
             return None
         return JobMessage.placed(job, next_token, placement.due_at)
+
+    def _hand_on_route(
+        self, job_id: str, sort_key: str, priority: c.Priority, now_ms: int, report: TickReport
+    ) -> None:
+        if hand_on_route(self._store, self._dispatcher, job_id, sort_key, priority, now_ms):
+            report.count("routes_handed_on")
 
     def _send_owed_alert(self, row: DueRow, report: TickReport) -> None:
         run = self._store.owed_alert(row.job_id, row.sort_key)
@@ -320,6 +348,7 @@ def _lost_run(job: Job, now_ms: int, status: RunStatus) -> RunSummary:
         finished_at=now_ms,
         error=f"lease expired: worker {job.worker or '?'} stopped answering",
         worker=job.worker,
+        trace_id=tracing.of_attempt(job).trace_id,
     )
 
 

@@ -218,6 +218,7 @@ class Senders:
             for o in sent:
                 self._marks.done(o.due)
             self._report.count("dispatched", len(sent))
+            self._report.note_sent(o.taken.message for o in sent)
             self._report.count("sent_ahead", sum(1 for o in sent if not o.taken.claimed))
             self._report.count("send_failures", len(failed))
 

@@ -21,17 +21,17 @@ from functools import partial
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import constants as c
-from shared import lifecycle
-from shared.clock import Clock, format_rfc3339
+from shared import lifecycle, tracing
+from shared.clock import Clock
 from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.alerts import send_alert
+from shared.engine.alerts import RouteSender, send_alert, send_route
 from shared.engine.heartbeat import Heartbeat
 from shared.engine.patience import Patience
 from shared.engine.settle import settle
 from shared.errors import StaleDelivery
 from shared.lifecycle import Placement
 from shared.models import Job, Run, RunStatus, RunSummary
-from shared.store import JobStore, new_token
+from shared.store import JobStore, new_token, routes
 from shared.targets import Delivery, TargetTimedOut
 
 logger = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class AttemptResult:
     lateness_ms: int | None = None
     error: str | None = None
     dead_in_a_row: int | None = None  # a recurring job's occurrence died: how many in a row have
+    trace_id: str | None = None  # the trace the attempt's delivery carried
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,10 @@ class Worker:
         sleep: Callable[[float], None] = time.sleep,
         heartbeat_seconds: float = c.HEARTBEAT_EVERY_SECONDS,
         history: c.History = c.History.ALL,
+        route: RouteSender | None = None,
     ) -> None:
+        """`route` sends a job's owed route alerts (on_dead); without it they wait for a worker
+        that has one."""
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
@@ -103,6 +107,7 @@ class Worker:
         self._sleep = sleep
         self._heartbeat_seconds = heartbeat_seconds
         self._history = history
+        self._route = route
 
     def process(self, message: JobMessage, deadline_ms: int | None = None) -> AttemptResult:
         """Handles one delivery end to end; `deadline_ms` is when the invocation ends (and with it
@@ -146,17 +151,19 @@ class Worker:
         limit = self._limit_seconds(job, deadline_ms)
         with Heartbeat(self._store, job, token, self._clock, self._heartbeat_seconds) as heartbeat:
             end = self._attempt(job, self._delivery(job), limit, outlives=deadline_ms is not None)
+        trace_id = tracing.of_attempt(job).trace_id
+        lost = AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error, trace_id=trace_id)
         if heartbeat.lost:
-            return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
+            return lost
         # A call that may still run ends with the invocation, at its deadline: its retry waits for that.
         not_before = deadline_ms if end.still_running and deadline_ms is not None else 0
         try:
             outcome = self.finish(job, token, started, end, not_before, deadline_ms)
         except StaleDelivery:
-            return AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error)
+            return lost
         # The settle counted this death on the count the fence read (no other settle holds the token).
         streak = job.consecutive_failures + 1 if outcome is Outcome.DEAD and job.is_recurring else None
-        return AttemptResult(outcome, job.id, job.attempt, lateness, end.error, streak)
+        return AttemptResult(outcome, job.id, job.attempt, lateness, end.error, streak, trace_id)
 
     def _limit_seconds(self, job: Job, deadline_ms: int | None) -> float:
         """The job's timeout, cut to what the invocation has left after settling's headroom."""
@@ -176,13 +183,14 @@ class Worker:
         return limit
 
     def _delivery(self, job: Job) -> Delivery:
-        scheduled = format_rfc3339(job.scheduled_at if job.scheduled_at is not None else job.due_at or 0)
+        scheduled = tracing.scheduled_text(job)
         return Delivery(
             job_id=job.id,
             scheduled_at=scheduled,
             attempt=job.attempt,
-            idempotency_key=f"{job.id}:{scheduled}",
+            idempotency_key=tracing.occurrence_key(job),
             payload=self._store.load_payload(job),
+            traceparent=tracing.of_attempt(job).header,
         )
 
     def _attempt(self, job: Job, delivery: Delivery, limit_seconds: float, outlives: bool) -> AttemptEnd:
@@ -248,13 +256,15 @@ class Worker:
         else:
             decide = lambda current: lifecycle.after_failure(current, now_ms, started, None, not_before)  # noqa: E731
             write = self._store.fail
-        _, placement, run = settle(
+        settled, placement, run = settle(
             write, job, token, decide, record, self._store, self._dispatcher, self._clock, patience
         )
         if self._keeps_history(job, run):
             patience.call(partial(self._store.put_run, Run.of(job.id, run)), f"history of job {job.id}")
         if placement.alert:
             self._alert(job, run)
+            if settled.on_dead is not None:
+                self.send_owed_route(job.id, routes.route_sk(run.scheduled_at, run.attempt))
             return Outcome.DEAD
         return Outcome.SUCCEEDED if end.error is None else Outcome.FAILED
 
@@ -276,6 +286,17 @@ class Worker:
         except (ClientError, BotoCoreError):
             logger.warning("dead job %s: its alert stays owed for the tick", job.id, exc_info=True)
 
+    def send_owed_route(self, job_id: str, sort_key: str) -> bool:
+        """Sends a job's owed route alert, if it is still owed; a failure leaves it owed, and the
+        tick hands it on again later. True when it went out."""
+        if self._route is None:
+            return False
+        try:
+            return send_route(self._store, self._route, job_id, sort_key)
+        except Exception:  # a route's failure, or AWS's: the alert stays owed either way
+            logger.warning("job %s: its route alert stays owed for the tick", job_id, exc_info=True)
+            return False
+
     def _summary(
         self, job: Job, started: int, finished: int, status: RunStatus, error: str | None
     ) -> RunSummary:
@@ -287,6 +308,7 @@ class Worker:
             finished_at=finished,
             error=error,
             worker=self._worker_id,
+            trace_id=tracing.of_attempt(job).trace_id,
         )
 
 

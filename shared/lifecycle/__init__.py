@@ -20,7 +20,7 @@ from shared.lifecycle.decide import (
     unstarted_extra,
     waiting_triggers,
 )
-from shared.lifecycle.health import health_after
+from shared.lifecycle.health import health_after, route_owed
 from shared.lifecycle.leases import (
     ahead_lease,
     lease_seconds,
@@ -57,6 +57,7 @@ __all__ = [
     "queued_lease",
     "replaces_occurrence",
     "resend_lease",
+    "route_owed",
     "running_lease",
     "shortest_running_lease",
     "timing_change_refusal",

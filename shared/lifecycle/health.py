@@ -19,3 +19,15 @@ def health_after(job: Job, placement: Placement, outcome: RunStatus) -> dict[str
     if placement.status is JobStatus.FAILED and job.health is not Health.DEAD:
         return {"health": Health.FAILING}
     return {}
+
+
+def route_owed(job: Job, placement: Placement) -> int | None:
+    """The dead occurrences in a row when an occurrence's death owes the job's route its summary:
+    every death, or with `on_failure_streak` N the one that makes N in a row (once a streak: a
+    success starts the count again). None when no route alert is owed."""
+    if not placement.alert or job.on_dead is None:
+        return None
+    in_a_row = job.consecutive_failures + 1  # as health_after counts it in the same write
+    if job.on_failure_streak is not None and in_a_row != job.on_failure_streak:
+        return None
+    return in_a_row

@@ -128,7 +128,8 @@ TRANSITIONS: dict[Event, Transition] = {
             (G.TOKEN, G.REVISION, G.DUE_UNCHANGED, G.LEASE_EXPIRED),
             {Q, F, D, X, P},
             "lease row (retry now), run row at the next occurrence, or removed",
-            "the retry's message; a dead job's alert; `lost` history after the write",
+            "the retry's message; a dead job's alerts (and its route's when owed); `lost` history after "
+            "the write",
         ),
         _row(
             Event.FENCE,
@@ -157,7 +158,8 @@ TRANSITIONS: dict[Event, Transition] = {
             (G.TOKEN, G.REVISION),
             {F, Q, D, X, P},
             "run row at the retry or next occurrence, lease row when dispatched, or removed",
-            "the retry's message, when due soon; a dead job's alert; history after the write",
+            "the retry's message, when due soon; a dead job's alerts (and its route's when owed); "
+            "history after the write",
         ),
         _row(
             Event.CANCEL,

@@ -16,13 +16,14 @@ from pydantic import TypeAdapter
 
 from shared import constants as c
 from shared.models import IN_FLIGHT, WAITING, Health, Job, JobStatus, RetryPolicy, Run, RunSummary
-from shared.targets.models import Target
+from shared.targets.models import AlertRoute, Target
 
 JOB_SK = "JOB"
 PAYLOAD_SK = "PAYLOAD"
 RUN_PREFIX = "RUN#"
 LIST_PK = "JOBS"  # by_created's one partition before it was sharded: read until the upgrade ends
 ALERT_PREFIX = "ALERT#"
+ROUTE_PREFIX = "ROUTE#"  # an owed alert of the job's own route (on_dead), beside the stack's
 RUN_KIND = "run"
 LEASE_KIND = "lease"
 ALERT_KIND = "alert"
@@ -32,6 +33,7 @@ Item = dict[str, Any]
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 _target_adapter: TypeAdapter[Target] = TypeAdapter(Target)
+_route_adapter: TypeAdapter[AlertRoute] = TypeAdapter(AlertRoute)
 
 
 def job_pk(job_id: str) -> str:
@@ -198,10 +200,12 @@ def job_to_item(job: Job, write_id: str, shards: int = c.DUE_SHARDS) -> dict[str
         c.PARTITION_KEY: job_pk(job.id),
         c.SORT_KEY: JOB_SK,
         **listing_attributes(job),
-        **job.model_dump(exclude={"target", "retry", "last_run", "payload"}, exclude_none=True),
+        **job.model_dump(exclude={"target", "retry", "last_run", "payload", "on_dead"}, exclude_none=True),
         "target": job.target.model_dump_json(),
         "retry": job.retry.model_dump_json(),
     }
+    if job.on_dead is not None:
+        values["on_dead"] = job.on_dead.model_dump_json()
     if not job.payload_stored_apart:
         values["payload"] = json.dumps(job.payload)
     if job.due_at is not None and job.status in WAITING and job.token is not None:
@@ -255,6 +259,8 @@ def item_to_job(item: dict[str, Any]) -> Job:
         values["payload"] = json.loads(values["payload"])
     if "last_run" in values:
         values["last_run"] = RunSummary.model_validate_json(values["last_run"])
+    if "on_dead" in values:
+        values["on_dead"] = _route_adapter.validate_json(values["on_dead"])
     if values.pop("trigger_requested", False) and "triggers" not in values:
         values["triggers"] = 1  # written before triggers were counted; the next write of them removes it
     return Job.model_validate(values)
@@ -280,7 +286,7 @@ def alert_item(job: Job, run: RunSummary, due_at: int, shards: int = c.DUE_SHARD
         c.PARTITION_KEY: job_pk(job.id),
         c.SORT_KEY: alert_sk(run.scheduled_at, run.attempt),
         c.DUE_SHARD_ATTRIBUTE: due_shard(job.priority, job.id, shards),
-        c.DUE_KEY_ATTRIBUTE: f"{due_at:013d}#{ALERT_KIND}",
+        c.DUE_KEY_ATTRIBUTE: alert_due_key(due_at),
         "run": run.model_dump_json(exclude_none=True),
     }
     return serialize(values)
@@ -288,6 +294,10 @@ def alert_item(job: Job, run: RunSummary, due_at: int, shards: int = c.DUE_SHARD
 
 def item_to_alert(item: dict[str, Any]) -> RunSummary:
     return RunSummary.model_validate_json(deserialize(item)["run"])
+
+
+def alert_due_key(due_at: int) -> str:
+    return f"{due_at:013d}#{ALERT_KIND}"
 
 
 def _plain(value: Any) -> Any:
@@ -325,7 +335,7 @@ def plain_fields(changes: dict[str, Any]) -> dict[str, Any]:
     """Model-valued fields as the item holds them (JSON text for nested models)."""
     out: dict[str, Any] = {}
     for name, value in changes.items():
-        if name in ("target", "retry", "last_run"):
+        if name in ("target", "retry", "last_run", "on_dead"):
             out[name] = value.model_dump_json() if value is not None else None
         elif name == "payload":
             out[name] = json.dumps(value)

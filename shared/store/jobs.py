@@ -22,9 +22,10 @@ from shared.errors import Conflict, JobNotFound, StaleDelivery
 from shared.lifecycle import TRANSITIONS, Event, Placement
 from shared.models import Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
-from shared.store import items
+from shared.store import items, routes
 from shared.store.operations import OperationStore
 from shared.store.reads import DueRow, SentMark
+from shared.store.routes import RouteAlerts
 from shared.store.writes import Item, is_condition_failure
 
 SECOND_MS = 1000
@@ -51,11 +52,12 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-class JobStore(OperationStore):
+class JobStore(OperationStore, RouteAlerts):
     """Reads (StoreReads) and every conditional write on jobs, their history, their alerts and the
     bulk operations that act on them."""
 
     _operation: str | None = None
+    _trace: str | None = None
 
     def for_operation(self, operation_id: str) -> JobStore:
         """This store with every user action it writes marked as `operation_id`'s, in the action's
@@ -63,6 +65,13 @@ class JobStore(OperationStore):
         marked = copy.copy(self)
         marked._operation = operation_id
         return marked
+
+    def traced(self, traceparent: str | None) -> JobStore:
+        """This store with every user action that schedules a run (a trigger, a retry, a resume or a
+        change that places an occurrence) recording `traceparent` as the job's trace, in its write."""
+        traced = copy.copy(self)
+        traced._trace = traceparent
+        return traced
 
     # --- the tick ---------------------------------------------------------------------------------
 
@@ -295,8 +304,14 @@ class JobStore(OperationStore):
         change.set(**lifecycle.health_after(job, placement, run.status))
         if not placement.alert:
             return self._transition(event, job.id, change)
-        alert = items.alert_item(job, run, self._now() + ALERT_GRACE_MS, self._written)
-        return self._transition(event, job.id, change, put=alert)
+        due_at = self._now() + ALERT_GRACE_MS
+        alert = items.alert_item(job, run, due_at, self._written)
+        in_a_row = lifecycle.route_owed(job, placement)
+        if in_a_row is None:
+            return self._transition(event, job.id, change, put=alert)
+        # The job's own route is owed in the same write, as the stack's alert is.
+        route = routes.route_alert_item(job, run, in_a_row, due_at, self._written)
+        return self._transition(event, job.id, change, put=alert, also=route)
 
     def _user_change(
         self,
@@ -311,6 +326,8 @@ class JobStore(OperationStore):
         change.set(updated_at=self._now(), **fields).increment("revision")
         if self._operation is not None:
             change.set(operation=self._operation)
+        if self._trace is not None and _schedules(event, placement):
+            change.set(traceparent=self._trace)
         change.condition_values[":version"] = job.version
         return self._transition(event, job.id, change, put=put)
 
@@ -322,8 +339,10 @@ class JobStore(OperationStore):
         *extra: str,
         token: str | None = None,
         put: Item | None = None,
+        also: Item | None = None,
     ) -> Job:
-        """One write of the table's row for `event`: its sources and guards as the condition."""
+        """One write of the table's row for `event`: its sources and guards as the condition, with
+        `put` (and `also`) written in the same transaction."""
         row = TRANSITIONS[event]
         status = change.sets.get("status")
         if status is not None and JobStatus(status) not in row.targets:
@@ -336,7 +355,7 @@ class JobStore(OperationStore):
         change.set(**items.index_moves(job_id, change.sets, change.removes))
         if put is None:
             return self._write(job_id, change, condition)
-        return self._write_with(job_id, change, condition, put)
+        return self._write_with(job_id, change, condition, put, *([also] if also is not None else []))
 
     def _placement_change(self, job: Job, placement: Placement, next_token: str | None) -> x.Change:
         """The fields of a placement. Dispatched in the same write (`next_token`), it is QUEUED under
@@ -433,6 +452,13 @@ def _occurrence_fields(change: x.Change, job: Job, placement: Placement) -> None
         # Another occurrence, this one over, or the schedule resuming after a triggered run: even
         # at the same instant (a run moved to it), the occurrence resumed is not the triggered one.
         change.remove("extra_run")
+
+
+def _schedules(event: Event, placement: Placement | None) -> bool:
+    """Whether a user action schedules a run: its trace goes with that run (shared/tracing.py)."""
+    return event in (Event.TRIGGER, Event.RETRY) or (
+        placement is not None and placement.due_at is not None and event in (Event.RESUME, Event.UPDATE)
+    )
 
 
 def _names_job(found: Item, job_id: str) -> bool:

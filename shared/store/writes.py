@@ -53,10 +53,11 @@ class StoreWrites(StoreReads):
             return self._recognise(job_id, change, exc)
         return items.item_to_job(response["Attributes"])
 
-    def _write_with(self, job_id: str, change: x.Change, condition: str, put: Item) -> Job:
-        """The job's UpdateItem and one more item's Put, both or neither. Raises StaleDelivery."""
+    def _write_with(self, job_id: str, change: x.Change, condition: str, put: Item, *more: Item) -> Job:
+        """The job's UpdateItem and the Put of one item or more, all or none. Raises StaleDelivery."""
         update = {"TableName": self._table, "Key": items.job_key(job_id), **change.request(condition)}
-        transaction: list[Any] = [{"Update": update}, {"Put": {"TableName": self._table, "Item": put}}]
+        puts = [{"Put": {"TableName": self._table, "Item": item}} for item in (put, *more)]
+        transaction: list[Any] = [{"Update": update}, *puts]
         try:
             _retry_conflicts(lambda: self._client.transact_write_items(TransactItems=transaction))
         except ClientError as exc:

@@ -42,7 +42,7 @@ def invoke_lambda(
 
     Raises TargetError when the call fails or the function reports an error.
     """
-    with _aws_errors(f"lambda Invoke of {target.function_arn}"):
+    with aws_errors(f"lambda Invoke of {target.function_arn}"):
         response = client.invoke(
             FunctionName=target.function_arn,
             InvocationType="RequestResponse",
@@ -62,8 +62,8 @@ def send_sqs(target: SqsTarget, delivery: Delivery, client: Any, signer: Signer 
 
     Raises TargetError when the queue does not accept the message.
     """
-    fifo = _fifo_ids(delivery) if target.queue_url.endswith(".fifo") else {}
-    with _aws_errors(f"sqs SendMessage to {target.queue_url}"):
+    fifo = fifo_ids(delivery) if target.queue_url.endswith(".fifo") else {}
+    with aws_errors(f"sqs SendMessage to {target.queue_url}"):
         client.send_message(QueueUrl=target.queue_url, MessageBody=envelope_json(delivery, signer), **fifo)
 
 
@@ -72,8 +72,8 @@ def publish_sns(target: SnsTarget, delivery: Delivery, client: Any, signer: Sign
 
     Raises TargetError when the topic does not accept the message.
     """
-    fifo = _fifo_ids(delivery) if target.topic_arn.endswith(".fifo") else {}
-    with _aws_errors(f"sns Publish to {target.topic_arn}"):
+    fifo = fifo_ids(delivery) if target.topic_arn.endswith(".fifo") else {}
+    with aws_errors(f"sns Publish to {target.topic_arn}"):
         client.publish(TopicArn=target.topic_arn, Message=envelope_json(delivery, signer), **fifo)
 
 
@@ -90,7 +90,7 @@ def put_event(
         "DetailType": target.detail_type,
         "Detail": envelope_json(delivery, signer),
     }
-    with _aws_errors(f"eventbridge PutEvents to {target.event_bus_name}"):
+    with aws_errors(f"eventbridge PutEvents to {target.event_bus_name}"):
         response = client.put_events(Entries=[entry])
     if response.get("FailedEntryCount", 0) > 0:
         failed = (response.get("Entries") or [{}])[0]
@@ -98,7 +98,7 @@ def put_event(
         raise TargetError(f"eventbridge bus {target.event_bus_name} rejected the event: {reason}")
 
 
-def _fifo_ids(delivery: Delivery) -> dict[str, str]:
+def fifo_ids(delivery: Delivery) -> dict[str, str]:
     key = delivery.idempotency_key
     if len(key) > _FIFO_ID_LIMIT:
         key = hashlib.sha256(key.encode()).hexdigest()
@@ -121,7 +121,7 @@ def _code_and_message(code: str | None, message: str | None) -> str:
 
 
 @contextlib.contextmanager
-def _aws_errors(call: str) -> Iterator[None]:
+def aws_errors(call: str) -> Iterator[None]:
     """Turns what boto3 raises into TargetError naming the call, the AWS error code and message;
     into TargetTimedOut when the client's timeouts, set to fit the attempt's limit, ran out."""
     try:

@@ -156,6 +156,8 @@ def request_headers(
         "Sundial-Scheduled-At": delivery.scheduled_at,
         "Sundial-Attempt": str(delivery.attempt),
     }
+    if delivery.traceparent is not None:
+        sundial["traceparent"] = delivery.traceparent
     if keys.signer is not None:
         sundial |= keys.signer.headers(delivery.message_id, body or b"")
     user = {name: _value(name, value, keys, delivery.job_id) for name, value in target.headers.items()}

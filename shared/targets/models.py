@@ -191,6 +191,8 @@ class PythonTarget(_TargetBase):
 
 AnyTarget = HttpTarget | LambdaTarget | SqsTarget | SnsTarget | EventBridgeTarget | PythonTarget
 Target = Annotated[AnyTarget, Field(discriminator="type")]
+# What a job's alert route may name: a dead occurrence's summary is a message, not a run.
+AlertRoute = Annotated[HttpTarget | SqsTarget | SnsTarget, Field(discriminator="type")]
 
 # (field, the form it must have, what to say when it does not)
 _FORMS: dict[type[BaseModel], tuple[tuple[str, str, str], ...]] = {
@@ -330,6 +332,7 @@ class Delivery(BaseModel):
     attempt: int  # 1 for the first attempt
     idempotency_key: str
     payload: Any = None
+    traceparent: str | None = None  # this attempt's W3C trace context (shared/tracing.py)
 
     @property
     def message_id(self) -> str:

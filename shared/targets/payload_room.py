@@ -30,6 +30,8 @@ _LONGEST_JOB_ID = "7" * 26
 _LONGEST_INSTANT = "9999-12-30T23:59:59.999Z"
 _MOST_ATTEMPTS = 21
 _LONGEST_TIMESTAMP = 9_999_999_999
+# Every traceparent an attempt carries has this length (shared/tracing.py).
+_A_TRACEPARENT = f"00-{'f' * 32}-{'f' * 16}-01"
 
 
 @functools.cache
@@ -42,6 +44,7 @@ def envelope_overhead_bytes() -> int:
         attempt=_MOST_ATTEMPTS,
         idempotency_key=f"{_LONGEST_JOB_ID}:{_LONGEST_INSTANT}",
         payload=None,
+        traceparent=_A_TRACEPARENT,
     )
     signer = Signer(lambda _service: _MostKeys(), "sizing", wall_clock=lambda: _LONGEST_TIMESTAMP)
     return len(envelope_json(delivery, signer).encode()) - len(b"null")

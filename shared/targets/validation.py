@@ -29,6 +29,7 @@ _RESERVED = frozenset(
         "webhook-id",
         "webhook-timestamp",
         "webhook-signature",
+        "traceparent",
     }
 )
 _RESERVED_PREFIX = "sundial-"

@@ -89,12 +89,17 @@ class SundialClient:
     # --- jobs -------------------------------------------------------------------------------------
 
     def create_job(
-        self, job: JobCreate | Mapping[str, Any], *, idempotency_key: str | None = None
+        self,
+        job: JobCreate | Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        traceparent: str | None = None,
     ) -> JobView:
         """POST /jobs. A key is generated unless given; retries send the same key and body, so a
-        create whose answer was lost is answered with the job it made rather than made twice."""
+        create whose answer was lost is answered with the job it made rather than made twice.
+        `traceparent` (W3C) is the trace its deliveries carry; without one the API starts one."""
         spec = validated(JobCreate, job)
-        key = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        key = {"Idempotency-Key": idempotency_key or str(uuid.uuid4()), **_traced(traceparent)}
         return self._call("POST", "/jobs", JobView, body=spec, headers=key, safe=True)
 
     def create_jobs(self, jobs: Sequence[JobCreate | Mapping[str, Any]]) -> BatchAnswer:
@@ -195,10 +200,13 @@ class SundialClient:
 
         return _each(page, lambda answer: answer.jobs)
 
-    def update_job(self, job_id: str, patch: JobUpdate | Mapping[str, Any]) -> JobView:
+    def update_job(
+        self, job_id: str, patch: JobUpdate | Mapping[str, Any], *, traceparent: str | None = None
+    ) -> JobView:
         """PATCH: only the fields set on `patch` are sent, so only they change."""
         body = validated(JobUpdate, patch)
-        return self._call("PATCH", _job_path(job_id), JobView, body=body, safe=False)
+        headers = _traced(traceparent)
+        return self._call("PATCH", _job_path(job_id), JobView, body=body, headers=headers, safe=False)
 
     def cancel_job(self, job_id: str) -> JobView:
         # Safe to repeat: cancelling a cancelled job changes nothing and answers it.
@@ -207,14 +215,17 @@ class SundialClient:
     def pause_job(self, job_id: str) -> JobView:
         return self._call("POST", f"{_job_path(job_id)}/pause", JobView, safe=False)
 
-    def resume_job(self, job_id: str) -> JobView:
-        return self._call("POST", f"{_job_path(job_id)}/resume", JobView, safe=False)
+    def resume_job(self, job_id: str, *, traceparent: str | None = None) -> JobView:
+        path, headers = f"{_job_path(job_id)}/resume", _traced(traceparent)
+        return self._call("POST", path, JobView, headers=headers, safe=False)
 
-    def trigger_job(self, job_id: str) -> JobView:
-        return self._call("POST", f"{_job_path(job_id)}/trigger", JobView, safe=False)
+    def trigger_job(self, job_id: str, *, traceparent: str | None = None) -> JobView:
+        path, headers = f"{_job_path(job_id)}/trigger", _traced(traceparent)
+        return self._call("POST", path, JobView, headers=headers, safe=False)
 
-    def retry_job(self, job_id: str) -> JobView:
-        return self._call("POST", f"{_job_path(job_id)}/retry", JobView, safe=False)
+    def retry_job(self, job_id: str, *, traceparent: str | None = None) -> JobView:
+        path, headers = f"{_job_path(job_id)}/retry", _traced(traceparent)
+        return self._call("POST", path, JobView, headers=headers, safe=False)
 
     # --- runs, schedules, service -----------------------------------------------------------------
 
@@ -315,6 +326,11 @@ class SundialClient:
         # Signed again on every attempt: the signature covers its instant.
         signed = self.signer.sign(method, url, headers, data) if self.signer else headers
         return {**signed, "User-Agent": USER_AGENT}
+
+
+def _traced(traceparent: str | None) -> dict[str, str]:
+    """The W3C trace header of a call that schedules a run: its deliveries carry that trace."""
+    return {"traceparent": traceparent} if traceparent is not None else {}
 
 
 def _batch_item(job: JobCreate | Mapping[str, Any]) -> dict[str, Any]:

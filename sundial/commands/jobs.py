@@ -15,6 +15,7 @@ from shared.schedules import MisfirePolicy
 from sundial.client import LOCAL_API_URL
 from sundial.client.bodies import validated
 from sundial.commands import bulk, spec
+from sundial.commands.alerts import alert_fields, alert_flags
 from sundial.commands.completion import complete_zone, job_id_argument
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import (
@@ -116,6 +117,7 @@ def _now() -> datetime:
 
 @jobs.command()
 @job_fields
+@alert_flags
 @target_flags
 @click.option(
     "--idempotency-key",
@@ -124,32 +126,44 @@ def _now() -> datetime:
     "answers the first job; --in then means the instant of the key's first use, remembered for 24 h in "
     "$XDG_STATE_HOME/sundial (default ~/.local/state/sundial)",
 )
+@click.option(
+    "--traceparent",
+    metavar="HEADER",
+    help="a W3C traceparent: the job's deliveries carry its trace (default: the API starts one)",
+)
 @output_option
 @connection_options
 def create(
-    connection: Connection, output: str, file: str | None, idempotency_key: str | None, **flags: Any
+    connection: Connection,
+    output: str,
+    file: str | None,
+    idempotency_key: str | None,
+    traceparent: str | None,
+    **flags: Any,
 ) -> None:
     """Create a job from flags, a JSON file, or both (flags override the file's fields)."""
     if idempotency_key and flags.get("run_in") is not None and flags.get("run_at") is None:
         where = connection.stack or connection.api or LOCAL_API_URL
         instant = run_at_for_key(where, idempotency_key, flags["run_in"], _now(), state_file())
         flags = {**flags, "run_in": None, "run_at": spec.rfc3339(instant)}
-    body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now)}
+    body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now), **alert_fields(flags)}
     target = spec.target_from_flags(flags)
     if target is not None:
         body["target"] = target
     job = validated(JobCreate, body)
-    print_one(connection.client().create_job(job, idempotency_key=idempotency_key), output, job_details)
+    created = connection.client().create_job(job, idempotency_key=idempotency_key, traceparent=traceparent)
+    print_one(created, output, job_details)
 
 
 @jobs.command()
 @job_id_argument
 @job_fields
+@alert_flags
 @output_option
 @connection_options
 def update(connection: Connection, output: str, job_id: str, file: str | None, **flags: Any) -> None:
     """Change only the fields given (PATCH): every other field keeps its value."""
-    body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now)}
+    body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now), **alert_fields(flags)}
     if not body:
         raise click.UsageError("give at least one field to change (see --help)")
     patch = validated(JobUpdate, body)

@@ -164,11 +164,13 @@ def runs_table(runs: Sequence[RunView]) -> str:
             run.started_at or "",
             run.finished_at or "",
             run.worker or "",
+            run.trace_id or "",
             _short(run.error or ""),
         )
         for run in runs
     ]
-    return table(("SCHEDULED", "ATTEMPT", "STATUS", "STARTED", "FINISHED", "WORKER", "ERROR"), rows)
+    headers = ("SCHEDULED", "ATTEMPT", "STATUS", "STARTED", "FINISHED", "WORKER", "TRACE", "ERROR")
+    return table(headers, rows)
 
 
 def instants_table(instants: Sequence[str], timezone: str) -> str:

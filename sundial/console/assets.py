@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import mimetypes
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,13 +28,15 @@ class ConsoleAssets:
     """Serves the console at `prefix` ("/console", or "" for the whole site), its page calling the API
     at `api_base` ("" when the API is on the same origin's root)."""
 
-    def __init__(self, prefix: str = "/console", api_base: str = "") -> None:
+    def __init__(self, prefix: str = "/console", api_base: str = "", trace_url: str = "") -> None:
+        """`trace_url` links each run's trace: a URL with `{trace_id}` or `{xray_trace_id}` in it."""
         self.prefix = prefix.rstrip("/")
         self._page = (
             (STATIC / "index.html")
             .read_text()
             .replace("{{API_BASE}}", api_base)
             .replace("{{ASSETS}}", f"{self.prefix}/static")
+            .replace("{{TRACE_URL}}", html.escape(trace_url))
             .encode()
         )
 

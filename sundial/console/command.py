@@ -7,6 +7,8 @@ import click
 from sundial.commands.connection import API_URL_ENV, given_value
 from sundial.console.server import DEFAULT_PORT, Target, build_server
 
+TRACE_URL_ENV = "SUNDIAL_TRACE_URL"
+
 
 @click.command("console")
 @click.option(
@@ -21,17 +23,27 @@ from sundial.console.server import DEFAULT_PORT, Target, build_server
     help="Sign the API calls with SigV4 (default: for execute-api URLs only).",
 )
 @click.option("--region", help="The region to sign for, when the URL does not name one.")
-def console(api: str | None, port: int, sign: bool | None, region: str | None) -> None:
+@click.option(
+    "--trace-url",
+    envvar=TRACE_URL_ENV,
+    help="Link each run's trace: an http(s) URL holding {trace_id} (W3C) or {xray_trace_id} (X-Ray), "
+    "such as https://console.aws.amazon.com/cloudwatch/home#xray:traces/{xray_trace_id} "
+    f"[env {TRACE_URL_ENV}].",
+)
+def console(api: str | None, port: int, sign: bool | None, region: str | None, trace_url: str | None) -> None:
     """Serve the console on loopback, forwarding its API calls (signed for a deployed stage)."""
     api_url, region = given_value("api", api), given_value("region", region)
     if not api_url:
         raise click.UsageError(f"give the API's URL with --api or ${API_URL_ENV}")
+    trace_url = trace_url or ""
+    if trace_url and not _links_traces(trace_url):
+        raise click.UsageError("--trace-url must be an http(s) URL holding {trace_id} or {xray_trace_id}")
     try:
         target = Target.of(api_url, sign, region)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     try:
-        server = build_server(target, port)
+        server = build_server(target, port, trace_url)
     except OSError as exc:  # most often: the port is taken
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc}") from exc
     host, bound = server.server_address[:2]
@@ -45,3 +57,7 @@ def console(api: str | None, port: int, sign: bool | None, region: str | None) -
         pass
     finally:
         server.server_close()
+
+
+def _links_traces(url: str) -> bool:
+    return url.startswith(("https://", "http://")) and ("{trace_id}" in url or "{xray_trace_id}" in url)

@@ -65,10 +65,10 @@ class Target:
 class ConsoleProxy:
     """WSGI: /api/* forwarded to the target, everything else the console's page and assets."""
 
-    def __init__(self, target: Target, allowed_hosts: Iterable[str]) -> None:
+    def __init__(self, target: Target, allowed_hosts: Iterable[str], trace_url: str = "") -> None:
         self._target = target
         self._guard = SiteGuard.of(allowed_hosts)
-        self._assets = ConsoleAssets(prefix="", api_base=API_PREFIX)
+        self._assets = ConsoleAssets(prefix="", api_base=API_PREFIX, trace_url=trace_url)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO") or "/")
@@ -176,11 +176,12 @@ class _QuietHandler(WSGIRequestHandler):
         logger.debug(format, *args)
 
 
-def build_server(target: Target, port: int = DEFAULT_PORT) -> WSGIServer:
-    """The console on 127.0.0.1:`port` (0: a free port), not yet serving."""
+def build_server(target: Target, port: int = DEFAULT_PORT, trace_url: str = "") -> WSGIServer:
+    """The console on 127.0.0.1:`port` (0: a free port), not yet serving; `trace_url` links runs'
+    traces (sundial.console.assets.ConsoleAssets)."""
     server = make_server(HOST, port, _placeholder, server_class=_ThreadingServer, handler_class=_QuietHandler)
     bound = server.server_address[1]
-    server.set_app(ConsoleProxy(target, [f"{HOST}:{bound}", f"localhost:{bound}"]))
+    server.set_app(ConsoleProxy(target, [f"{HOST}:{bound}", f"localhost:{bound}"], trace_url))
     return server
 
 

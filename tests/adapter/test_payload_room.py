@@ -24,6 +24,7 @@ LONGEST = Delivery(
     scheduled_at="9999-12-30T23:59:59.999Z",
     attempt=21,
     idempotency_key="7ZZZZZZZZZZZZZZZZZZZZZZZZZ:9999-12-30T23:59:59.999Z",
+    traceparent="00-4bf92f3577b34da6a3ce929d0e0736aa-00f067aa0ba902b7-01",  # every attempt carries one
 )
 
 

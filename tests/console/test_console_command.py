@@ -27,6 +27,7 @@ from tests.support.sigv4_stub import Received, Reply, StubApi
 
 pytestmark = pytest.mark.e2e
 KEY, SECRET = "AKIDCONSOLETEST", "console-test-secret"
+TRACE_URL = "https://traces.example/#/{xray_trace_id}?w3c={trace_id}"
 
 
 def _forwarder(api_url: str) -> object:
@@ -75,6 +76,8 @@ def console_url(signed_api: StubApi, tmp_path_factory: pytest.TempPathFactory) -
         "us-east-1",
         "--port",
         str(port),
+        "--trace-url",
+        TRACE_URL,
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment)
@@ -118,6 +121,30 @@ def test_the_console_works_through_a_signed_forwarder(
     assert {c.path.split("?")[0] for c in calls} >= {"/jobs", "/stats", "/schedules/preview"}
     assert not signed_api.refused, signed_api.refused
     assert all(c.headers["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={KEY}/") for c in calls)
+
+
+def test_a_run_links_its_trace_to_the_trace_url_given(
+    browser: Browser, console_stack: Stack, console_url: str
+) -> None:
+    name = "traced-run"
+    job = console_stack.api.create(name=name, target={"type": "python", "handler": "noop"})
+    console_stack.api.wait_for_status(job["id"], {"succeeded"}, 60)
+    [run] = console_stack.api.runs(job["id"])
+    trace_id = run["trace_id"]
+    browser.open(f"{console_url}/#/jobs/{job['id']}")
+    browser.find("heading", f"Job {name}")
+
+    link = browser.find("link", trace_id)
+
+    xray = f"1-{trace_id[:8]}-{trace_id[8:]}"
+    assert link.get_attribute("href") == f"https://traces.example/#/{xray}?w3c={trace_id}"
+
+
+def test_a_trace_url_that_names_no_trace_is_refused() -> None:
+    script = Path(sys.executable).parent / "sundial"
+    command = [str(script), "console", "--api", "http://127.0.0.1:9", "--trace-url", "https://x.example/"]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and "--trace-url must be an http(s) URL" in done.stderr
 
 
 def test_only_the_consoles_own_calls_are_forwarded(signed_api: StubApi, console_url: str) -> None:

@@ -97,6 +97,7 @@ def test_open_a_job_and_see_its_runs(browser: Browser, console_stack: Stack) -> 
     runs = browser.find("table", "Attempts, newest first")
     (row,) = browser.rows(runs)
     assert row[1:3] == ["1", "succeeded"], row
+    assert row[7] == console_stack.api.runs(job["id"])[0]["trace_id"], row
     assert field(browser, "status") == "succeeded"
     browser.screenshot("job-one-off")
 

@@ -5,6 +5,7 @@ import { announce, h } from "../dom.js";
 import { isRecurring } from "../lifecycle.js";
 import { fieldErrors } from "./form.js";
 import { livePreview, sharedFields, sharedValues } from "./jobform.js";
+import { alertFields, alertValues } from "./alertform.js";
 
 export function editForm(job, label, done) {
   const inputs = {};
@@ -17,7 +18,7 @@ export function editForm(job, label, done) {
     event.preventDefault();
     let patch;
     try {
-      patch = changes(job, sharedValues(inputs));
+      patch = changes(job, { ...sharedValues(inputs), ...alertValues(inputs, job) });
     } catch (error) {
       return fieldErrors(form, formError, error);
     }
@@ -35,6 +36,7 @@ export function editForm(job, label, done) {
   const form = h("form", { class: "card", "aria-label": "Edit job", onsubmit: submit, novalidate: true },
     h("h2", {}, "Edit job"),
     sharedFields("e", inputs, job, timing),
+    alertFields("e", inputs, job),
     job.schedule ? h("section", { "aria-label": "Preview of the edited schedule" }, h("h3", {}, "Next runs after this edit"), preview) : null,
     formError,
     h("div", { class: "toolbar" }, h("button", { type: "submit", class: "primary" }, "Save changes"), h("button", { type: "button", onclick: done }, "Close editor")));

@@ -8,7 +8,7 @@ import { editForm } from "./edit.js";
 import { previewTable } from "./preview.js";
 
 const FIELDS = ["id", "name", "status", "paused", "priority", "schedule", "timezone", "run_at", "next_run_at", "start_at", "end_at",
-  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "triggers_waiting", "created_at", "updated_at"];
+  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "on_failure_streak", "triggers_waiting", "created_at", "updated_at"];
 
 export async function render(root, params) {
   const id = params.id;
@@ -106,14 +106,29 @@ function drawFields(node, job) {
   rows.push(h("tr", {}, h("th", { scope: "row" }, "last_run"),
     h("td", {}, last ? `${last.status}, started ${when(last.started_at, job.timezone)} (scheduled ${when(last.scheduled_at, job.timezone)})${last.error ? ": " + last.error : ""}` : "–")));
   rows.push(h("tr", {}, h("th", { scope: "row" }, "target"), h("td", {}, h("pre", {}, JSON.stringify(masked(job.target), null, 2)))));
+  rows.push(h("tr", {}, h("th", { scope: "row" }, "on_dead"),
+    h("td", {}, job.on_dead ? h("pre", {}, JSON.stringify(masked(job.on_dead), null, 2)) : "–")));
   rows.push(h("tr", {}, h("th", { scope: "row" }, "payload"), h("td", {}, h("pre", {}, JSON.stringify(job.payload, null, 2)))));
   replace(node, scroller(h("table", {}, h("caption", {}, "Every field of the job"), h("tbody", {}, rows))));
 }
 
 function drawRuns(node, runs, zone) {
   if (!runs.length) return replace(node, h("p", { class: "muted" }, "No attempt has run yet."));
-  replace(node, table("Attempts, newest first", ["Scheduled", { text: "Attempt", num: true }, "Status", "Started", "Finished", "Error", "Worker"],
-    runs.map((r) => [when(r.scheduled_at, zone), { num: r.attempt }, statusBadge(r.status), when(r.started_at, zone), when(r.finished_at, zone), r.error || "–", r.worker || "–"])));
+  replace(node, table("Attempts, newest first", ["Scheduled", { text: "Attempt", num: true }, "Status", "Started", "Finished", "Error", "Worker", "Trace"],
+    runs.map((r) => [when(r.scheduled_at, zone), { num: r.attempt }, statusBadge(r.status), when(r.started_at, zone), when(r.finished_at, zone), r.error || "–", r.worker || "–", traceCell(r.trace_id)])));
+}
+
+// A run's trace: a link when the console was given a trace viewer's URL (`sundial console
+// --trace-url`), else its id. {trace_id} is the W3C id, {xray_trace_id} the same trace as X-Ray writes it.
+const traceUrl = document.querySelector('meta[name="sundial-trace-url"]')?.content || "";
+
+function traceCell(traceId) {
+  if (!traceId) return "–";
+  const code = h("code", { class: "trace" }, traceId);
+  if (!traceUrl) return code;
+  const xray = `1-${traceId.slice(0, 8)}-${traceId.slice(8)}`;
+  const href = traceUrl.replaceAll("{trace_id}", traceId).replaceAll("{xray_trace_id}", xray);
+  return h("a", { href, rel: "noopener noreferrer", target: "_blank", title: "Open the trace" }, code);
 }
 
 // The next runs are the API's next_run_at, then the schedule after it: the same phase the scheduler

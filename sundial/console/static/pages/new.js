@@ -4,6 +4,7 @@ import { announce, h } from "../dom.js";
 import { fieldErrors } from "./form.js";
 import { livePreview, sharedFields, sharedValues } from "./jobform.js";
 import { targetFields } from "./target.js";
+import { alertFields, alertValues } from "./alertform.js";
 
 export async function render(root) {
   const inputs = {};
@@ -13,7 +14,7 @@ export async function render(root) {
 
   // What the reader filled in; the API's defaults stand for the rest.
   function body() {
-    const values = sharedValues(inputs);
+    const values = { ...sharedValues(inputs), ...alertValues(inputs, null) };
     const spec = Object.fromEntries(Object.entries(values).filter(([, v]) => v !== null));
     spec.timezone = spec.timezone || "UTC";
     spec.target = target.value();
@@ -39,7 +40,7 @@ export async function render(root) {
   }
 
   const form = h("form", { "aria-label": "New job", onsubmit: submit, novalidate: true },
-    sharedFields("n", inputs, null), target.nodes, formError,
+    sharedFields("n", inputs, null), target.nodes, alertFields("n", inputs, null), formError,
     h("button", { type: "submit", class: "primary" }, "Create job"));
   livePreview(form, formError, inputs, preview);
 
