@@ -77,7 +77,7 @@ class Counts:
     failed: int = 0  # 5xx: the function raised
     cold_starts: int = 0
     peak_invocations: int = 0
-    created: list[tuple[float, int]] = field(default_factory=list)  # (virtual s, jobs created)
+    created: list[tuple[float, int]] = field(default_factory=list)  # (virtual s, jobs answered made)
 
 
 class Api:
@@ -108,7 +108,9 @@ class Api:
         status, answer = self._invoke(body or b"{}")
         self.sim.sleep(limits.APIGW_S.value + rtt / 2)
         if status == 200:
-            self.counts.created.append((self.sim.time(), json.loads(answer)["created"]))
+            # A job made by a request that failed later (a 502) is answered by its retry as there.
+            answered = json.loads(answer)
+            self.counts.created.append((self.sim.time(), answered["created"] + answered["existing"]))
         return Answer(status, {"content-type": "application/json"}, answer)
 
     def _invoke(self, body: bytes) -> tuple[int, bytes]:
@@ -284,8 +286,11 @@ def _steady_rate(created: list[tuple[float, int]]) -> float:
 # --- `make scale`'s goals ---------------------------------------------------------------------------
 
 # The stage's limits raised for bulk loads (sundial:apiRateLimit, sundial:apiBurstLimit): 300 imports
-# side by side send about 100 requests a second, the default's whole rate.
+# side by side send about 100 requests a second, the default's whole rate. And 16 due shards a
+# priority (sundial:dueShards): an import at one priority puts every job in its priority's due
+# shards, and 8 of them (1,000 write units a second each) held it to about 7,500 creates a second.
 RECOMMENDED_STAGE = (200.0, 400.0)
+RECOMMENDED_DUE_SHARDS = "16"
 SIDE_BY_SIDE = 300
 
 
@@ -296,7 +301,8 @@ class Goal:
 
     def holds(self, report: dict[str, Any]) -> bool:
         minutes = report["ten_million_minutes"]
-        ok = report["imports_exited"]["other"] == 0 and report["created"] == report["jobs"]
+        made = report["created"] == report["job_items_in_table"] == report["jobs"]
+        ok = report["imports_exited"]["other"] == 0 and made
         if self.imports.importers == 1:
             return ok and minutes is not None and minutes <= GOAL_MINUTES
         fast = report["creates_per_second"] >= GOAL_PER_SECOND
@@ -311,10 +317,17 @@ def goals(recommended: dict[str, str]) -> list[Goal]:
             f"one `sundial jobs import`, defaults: 10M jobs in <= {GOAL_MINUTES} min",
         ),
         Goal(
-            Imports("creates-recommended", SIDE_BY_SIDE, 200, rate, burst, recommended),
+            Imports(
+                "creates-recommended",
+                SIDE_BY_SIDE,
+                200,
+                rate,
+                burst,
+                {**recommended, "due_shards": RECOMMENDED_DUE_SHARDS},
+            ),
             f">= {GOAL_PER_SECOND:,} creates a second, 10M jobs in <= {GOAL_MINUTES} min: "
             f"{SIDE_BY_SIDE} imports side by side, recommended settings, "
-            f"stage {rate:.0f}/s (burst {burst:.0f})",
+            f"stage {rate:.0f}/s (burst {burst:.0f}), {RECOMMENDED_DUE_SHARDS} due shards",
         ),
     ]
 
