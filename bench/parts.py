@@ -16,9 +16,11 @@ from typing import Any
 
 from bench import (
     bench_next_runs,
+    bulk_cancel,
     burst,
     console_page,
     cost,
+    dead_listing,
     lateness,
     local_state,
     priority,
@@ -123,6 +125,14 @@ def _console(context: Context) -> list[Row]:
     return [console_page.measure(context.work / "console")]
 
 
+def _dead_listing(context: Context) -> list[Row]:
+    return [dead_listing.measure(context.work / "dead-listing")]
+
+
+def _bulk_cancel(context: Context) -> list[Row]:
+    return [bulk_cancel.measure(context.work / "bulk-cancel")]
+
+
 def _next_runs(context: Context) -> list[Row]:
     runs = [bench_next_runs.measure() for _ in range(NEXT_RUNS_REPETITIONS)]
     cron = {"expression": bench_next_runs.CRON, "timezone": bench_next_runs.TIMEZONE}
@@ -184,6 +194,16 @@ PARTS = (
     ),
     Part(
         "console", "the console's jobs page with 10,000 jobs in headless Chromium (about a minute)", _console
+    ),
+    Part(
+        "dead-listing",
+        "GET /jobs?status=dead, first page, 2 dead among 100,000 jobs on `sundial local` (a few minutes)",
+        _dead_listing,
+    ),
+    Part(
+        "bulk-cancel",
+        "a bulk cancel of 10,000 jobs on `sundial local`, killed mid-way (about ten minutes)",
+        _bulk_cancel,
     ),
     Part("next-runs", "next_runs per call", _next_runs),
     Part(

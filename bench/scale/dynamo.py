@@ -124,7 +124,8 @@ class DynamoModel:
         before = self.table.item(key)
         put_size = size(body["Item"]) if operation == "PutItem" else 0
         units = _write_units(max(put_size, size(before)))
-        throttled = self._write_throttle(key, before, units, now_s)
+        incoming = body["Item"] if operation == "PutItem" else None  # a create's index entries
+        throttled = self._write_throttle(key, before, units, now_s, incoming)
         if throttled:
             return throttled
         answer = self.table.answer(operation, body, request)
@@ -150,13 +151,13 @@ class DynamoModel:
         return answer
 
     def _write_throttle(
-        self, key: KEY, before: Any, units: float, now_s: float
+        self, key: KEY, before: Any, units: float, now_s: float, incoming: Any = None
     ) -> tuple[int, dict[str, str], bytes] | None:
         second = int(now_s)
         if not self.writes.room("table", second, units, self._allowed("table", second, self.warm_wcu)):
             self.throttles.table += 1
             return _error("ThrottlingException", "Throughput exceeds the current capacity of your table")
-        partitions = [("pk", key[0]), *(_index_keys(before))]
+        partitions = [("pk", key[0]), *dict.fromkeys([*_index_keys(before), *_index_keys(incoming)])]
         for partition in partitions:
             if not self.writes.room(partition, second, units, limits.PARTITION_WCU.value):
                 self.throttles.partition += 1

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bench.scale import creates, listing
 from bench.scale.scenario import Scenario, run
 from bench.scale.world import Settings
 
@@ -169,6 +170,13 @@ def main() -> None:
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / f"{goal.name.replace(':', '')}.json").write_text(json.dumps(report, indent=2))
         _print(goal, report, args.scale)
+    # Measured beside the scenarios: the listing's reads (bench/scale/listing.py), the creates'
+    # rate (bench/scale/creates.py).
+    if not args.only or "listing-10M" in args.only:
+        listing.main(int(listing.JOBS * args.scale))
+    for create_goal in creates.goals(RECOMMENDED):
+        if not args.only or create_goal.imports.name in args.only:
+            creates.print_goal(create_goal, args.scale)
 
 
 def _print(goal: Goal, report: dict[str, Any], scale: float) -> None:

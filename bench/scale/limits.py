@@ -118,3 +118,22 @@ WARM_SCHEDULER_ENVIRONMENTS = Figure(
 )
 TICK_START_S = Figure(0.050, "s", ASSUMPTION + ": EventBridge's schedule invokes the tick this late")
 TARGET_S = Figure(0.050, "s", ASSUMPTION + ": the job's own endpoint answering")
+
+# --- API Gateway and the API function (creates, bench/scale/creates.py) ------------------------------
+APIGW_QUOTAS = (
+    "Amazon API Gateway: Amazon API Gateway quotas — "
+    "https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html"
+)
+APIGW_THROTTLING = (
+    "Amazon API Gateway: Throttle requests to your REST APIs for better throughput in API Gateway — "
+    "https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-request-throttling.html"
+)
+# Token buckets: the account's, then the stage's (the stack sets the stage's from its settings).
+ACCOUNT_API_RATE = Figure(10_000, "requests/s per account and region, steady", APIGW_QUOTAS)
+ACCOUNT_API_BURST = Figure(5_000, "requests per account and region at once (the bucket)", APIGW_QUOTAS)
+STAGE_API_RATE = Figure(100, "requests/s to the stage: sundial:apiRateLimit (default)", APIGW_THROTTLING)
+STAGE_API_BURST = Figure(200, "requests at once to the stage: sundial:apiBurstLimit", APIGW_THROTTLING)
+API_TIMEOUT_S = Figure(29, "seconds an integration may take before API Gateway answers 504", APIGW_QUOTAS)
+API_MEMORY_MB = Figure(512, "MB of the api function (infra/functions.py)", ASSUMPTION)
+APIGW_S = Figure(0.010, "s", ASSUMPTION + ": API Gateway's own work each way, a REST API in the region")
+CLIENT_RTT_S = Figure(0.020, "s", ASSUMPTION + ": the importing machine to the region and back")

@@ -1,0 +1,27 @@
+"""The creates model (bench/scale/creates.py) runs `sundial jobs import` through modelled API Gateway
+and api function invocations onto the modelled table: every line becomes one job item, each answered
+as created; and an empty stage bucket answers 429, which the client retries and, past its retries,
+the import reports, with no job made twice."""
+
+from __future__ import annotations
+
+from bench.scale.creates import Imports, run
+
+
+def test_imports_side_by_side_create_every_line_once() -> None:
+    report = run(Imports("small", importers=3, jobs_each=150))
+
+    assert report["imports_exited"] == {"ok": 3, "other": 0}
+    assert report["created"] == report["jobs"] == report["job_items_in_table"] == 450
+    assert report["requests"] == 6 and report["throttled_429"] == 0  # 100 lines a request
+    assert report["cold_starts"] == report["peak_invocations"] == 3
+    assert report["creates_per_second"] > 0
+
+
+def test_a_stage_out_of_tokens_answers_429_and_no_job_is_made_twice() -> None:
+    report = run(Imports("throttled", importers=8, jobs_each=100, stage_rate=0.5, stage_burst=1))
+
+    assert report["throttled_429"] > 0
+    assert report["imports_exited"]["other"] >= 1  # gave up after the client's retries
+    assert any("Throttled" in error for error in report["import_errors"])
+    assert report["job_items_in_table"] == report["created"] < report["jobs"]
