@@ -97,6 +97,8 @@ class Job(BaseModel):
     retry: RetryPolicy = RetryPolicy()
     misfire_policy: MisfirePolicy = MisfirePolicy.RUN_ONCE
     overlap_policy: OverlapPolicy = OverlapPolicy.SKIP
+    # each occurrence starts inside [instant, instant + window) (shared.schedules.windows)
+    window_seconds: int = 0
     start_at: int | None = None
     end_at: int | None = None
     attempt: int = 0  # attempts started for the current occurrence

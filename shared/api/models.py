@@ -27,7 +27,7 @@ from shared.models import (
     Run,
     RunSummary,
 )
-from shared.schedules import RANGE_TEXT, MisfirePolicy, in_range
+from shared.schedules import MAX_WINDOW_SECONDS, RANGE_TEXT, MisfirePolicy, in_range
 from shared.targets.models import Target, masked
 
 # A job id is a ULID in its canonical form: 26 Crockford base-32 characters, the first at most 7
@@ -93,6 +93,15 @@ def _honourable_timeout(value: int) -> int:
     return value
 
 
+WindowSeconds = Annotated[
+    StrictInt,
+    Field(
+        ge=0,
+        le=MAX_WINDOW_SECONDS,
+        description="Each occurrence starts at an instant inside [scheduled, scheduled + window), fixed by "
+        "the job id and the scheduled instant (and before the schedule's next instant); 0 starts on it.",
+    ),
+]
 TimeoutSeconds = Annotated[
     StrictInt,
     # The maximum is checked by the validator, whose message says why; the schema still states it.
@@ -120,6 +129,7 @@ class JobCreate(BaseModel):
     overlap_policy: OverlapPolicy = OverlapPolicy.SKIP
     start_at: Instant | None = None
     end_at: Instant | None = None
+    window_seconds: WindowSeconds = 0
 
 
 class JobUpdate(BaseModel):
@@ -140,6 +150,7 @@ class JobUpdate(BaseModel):
     overlap_policy: OverlapPolicy | None = None
     start_at: Instant | None = None
     end_at: Instant | None = None
+    window_seconds: WindowSeconds | None = None
 
 
 class PreviewRequest(BaseModel):
@@ -151,10 +162,20 @@ class PreviewRequest(BaseModel):
     timezone: ZoneName = "UTC"
     count: Annotated[StrictInt, Field(ge=1, le=100)] = 10
     after: Instant | None = None
+    window_seconds: WindowSeconds = 0
+    job_id: Annotated[str, Field(pattern=JOB_ID_PATTERN)] | None = Field(
+        default=None,
+        description="With `window_seconds`: the job whose start instants `starts` shows; each job's differ.",
+    )
 
 
 class PreviewResponse(BaseModel):
-    next_runs: list[str]
+    next_runs: list[str] = Field(description="The scheduled instants, which name the occurrences.")
+    starts: list[str] | None = Field(
+        default=None,
+        description="When each of `next_runs` starts: given a `job_id`, or without a window (the same "
+        "instants); null for a window without a job id, since each job's start differs.",
+    )
 
 
 class LastRun(BaseModel):
@@ -214,6 +235,7 @@ class JobView(BaseModel):
     overlap_policy: OverlapPolicy
     start_at: str | None
     end_at: str | None
+    window_seconds: int = Field(default=0, description="The spread window; `next_run_at` is inside it.")
     last_run: LastRun | None
     created_at: str
     updated_at: str
@@ -255,6 +277,7 @@ class JobView(BaseModel):
             overlap_policy=job.overlap_policy,
             start_at=_time(job.start_at),
             end_at=_time(job.end_at),
+            window_seconds=job.window_seconds,
             last_run=LastRun.of(job.last_run) if job.last_run else None,
             created_at=format_rfc3339(job.created_at),
             updated_at=format_rfc3339(job.updated_at),

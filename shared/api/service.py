@@ -47,6 +47,7 @@ from shared.schedules import (
     first_occurrence,
     next_runs,
     parse_schedule,
+    start_instant,
 )
 from shared.store import IdempotencyRecord, JobStore, new_token
 from shared.targets import check_target
@@ -157,7 +158,16 @@ class JobService:
         schedule = parse_schedule(request.schedule, request.timezone)
         after = to_epoch_ms(request.after) if request.after else self._clock.now_ms()
         instants = next_runs(schedule, after, request.count)
-        return PreviewResponse(next_runs=[format_rfc3339(instant) for instant in instants])
+        starts: list[int] | None = instants
+        if request.window_seconds:
+            job_id, window = request.job_id, request.window_seconds
+            starts = None
+            if job_id is not None:
+                starts = [start_instant(job_id, instant, window, schedule) for instant in instants]
+        return PreviewResponse(
+            next_runs=[format_rfc3339(instant) for instant in instants],
+            starts=None if starts is None else [format_rfc3339(instant) for instant in starts],
+        )
 
     # --- changes to an existing job: read, decide, write on the version read; again on a race ------
 
@@ -172,7 +182,8 @@ class JobService:
             updated = job.model_copy(update=changes)
             check_job_window(updated)
             if not any(name in patch.model_fields_set for name in TIMING_FIELDS):
-                return self._store.update(job, changes, None, None), None
+                moved = self._rewindowed(job, updated) if "window_seconds" in changes else None
+                return self._write(moved, lambda p, t: self._store.update(updated, changes, p, t)), moved
             refusal = lifecycle.timing_change_refusal(job)
             if refusal is not None:
                 raise Conflict(refusal, field=next(n for n in TIMING_FIELDS if n in patch.model_fields_set))
@@ -275,6 +286,13 @@ class JobService:
             next_token = new_token()
         return write(placement, next_token)
 
+    def _rewindowed(self, job: Job, updated: Job) -> Placement | None:
+        """The current occurrence at its start under a new window, while it has not run yet."""
+        if not lifecycle.replaces_occurrence(job) or job.scheduled_at is None or job.paused:
+            return None
+        start = max(lifecycle.start_of(updated, job.scheduled_at), self._clock.now_ms())
+        return Placement(JobStatus.PENDING, job.scheduled_at, start, 0)
+
     def _job(self, job_id: str) -> Job:
         # Ids are ULIDs: anything else cannot exist, and DynamoDB would refuse an oversized key.
         if not _JOB_ID.fullmatch(job_id):
@@ -318,6 +336,7 @@ class JobService:
             ),
             misfire_policy=spec.misfire_policy,
             overlap_policy=spec.overlap_policy,
+            window_seconds=spec.window_seconds,
             created_at=now_ms,
             updated_at=now_ms,
             **fields,
@@ -330,13 +349,15 @@ class JobService:
         """Where a job with new timing goes: its first occurrence from now."""
         now_ms = self._clock.now_ms()
         if job.schedule is None:
-            due = max(job.run_at or now_ms, now_ms)
-            return Placement(JobStatus.PENDING, job.run_at or now_ms, None if job.paused else due, 0)
+            instant = job.run_at or now_ms
+            due = max(lifecycle.start_of(job, instant), now_ms)
+            return Placement(JobStatus.PENDING, instant, None if job.paused else due, 0)
         schedule = parse_schedule(job.schedule, job.timezone)
         first = first_occurrence(schedule, now_ms, job.start_at, job.end_at)
         if first is None:
             raise InvalidInput(f"schedule '{job.schedule}' has no occurrence after now", field="schedule")
-        return Placement(JobStatus.PENDING, first, None if job.paused else first, 0)
+        due = lifecycle.start_of(job, first)
+        return Placement(JobStatus.PENDING, first, None if job.paused else due, 0)
 
 
 def _placed(job: Job, placement: Placement, now_ms: int) -> Job:

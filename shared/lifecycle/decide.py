@@ -13,7 +13,7 @@ from shared import constants as c
 from shared.backoff import retry_delay_seconds
 from shared.errors import Conflict
 from shared.models import Job, JobStatus, OverlapPolicy, RunStatus
-from shared.schedules import MisfirePolicy, following_occurrence, parse_schedule
+from shared.schedules import MisfirePolicy, following_occurrence, parse_schedule, start_instant
 
 SECOND_MS = 1000
 GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND_MS
@@ -125,12 +125,13 @@ def _end(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placemen
         return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0)
     if job.deferred_at is not None:
         # A triggered extra run is over: the schedule resumes where it was.
-        due = _unless_paused(job, job.deferred_at)
+        due = _unless_paused(job, start_of(job, job.deferred_at))
         return Placement(JobStatus.PENDING, job.deferred_at, due, 0, clear_deferred=True, alert=alert)
     following = next_occurrence(job, started_ms, now_ms)
     if following is None:
         return Placement(outcome, job.scheduled_at, None, job.attempt, alert=alert)
-    return Placement(JobStatus.PENDING, following, _unless_paused(job, following), 0, alert=alert)
+    due = _unless_paused(job, start_of(job, following))
+    return Placement(JobStatus.PENDING, following, due, 0, alert=alert)
 
 
 def _unless_paused(job: Job, due_at: int) -> int | None:
@@ -150,12 +151,12 @@ def next_occurrence(job: Job, started_ms: int, now_ms: int) -> int | None:
     if not job.is_recurring or job.schedule is None or job.scheduled_at is None:
         return None
     policy = MisfirePolicy(job.misfire_policy)
-    if policy is MisfirePolicy.RUN_ONCE and job.scheduled_at < started_ms - GRACE_MS:
+    if policy is MisfirePolicy.RUN_ONCE and start_of(job, job.scheduled_at) < started_ms - GRACE_MS:
         policy = MisfirePolicy.SKIP  # this late run was the one run of what was missed
     if job.overlap_policy is OverlapPolicy.BUFFER:
         return _following(job, now_ms, policy, GRACE_MS)
     before_start = _following(job, started_ms, policy, GRACE_MS)
-    if before_start is not None and before_start <= started_ms:
+    if before_start is not None and start_of(job, before_start) <= started_ms:
         return before_start
     return _following(job, now_ms, MisfirePolicy.SKIP, 0)
 
@@ -174,12 +175,12 @@ def catch_up(job: Job, now_ms: int) -> int | None:
         or job.deferred_at is not None
     ):
         return scheduled
-    if scheduled >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
+    if start_of(job, scheduled) >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
         return scheduled
     if policy is MisfirePolicy.SKIP:
         return _following(job, now_ms, MisfirePolicy.SKIP, GRACE_MS)
     latest = _following(job, now_ms, MisfirePolicy.RUN_ONCE, 0)
-    return latest if latest is not None and latest <= now_ms else scheduled
+    return latest if latest is not None and start_of(job, latest) <= now_ms else scheduled
 
 
 def caught_up(job: Job, now_ms: int) -> Placement | None:
@@ -189,15 +190,31 @@ def caught_up(job: Job, now_ms: int) -> Placement | None:
         return None
     if target is None:
         return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
-    return Placement(JobStatus.PENDING, target, max(target, now_ms), 0)
+    return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), 0)
 
 
 def _following(job: Job, now_ms: int, policy: MisfirePolicy, grace_ms: int) -> int | None:
     assert job.schedule is not None and job.scheduled_at is not None
     schedule = parse_schedule(job.schedule, job.timezone)
     return following_occurrence(
-        schedule, job.scheduled_at, now_ms, policy, job.start_at, job.end_at, grace_ms
+        schedule,
+        job.scheduled_at,
+        now_ms,
+        policy,
+        job.start_at,
+        job.end_at,
+        grace_ms,
+        lambda instant: start_of(job, instant),
     )
+
+
+def start_of(job: Job, instant_ms: int) -> int:
+    """When the occurrence at `instant_ms` starts: its instant, or later inside the job's spread
+    window. Lateness, misfires and the worker's wait are all measured against this."""
+    if not job.window_seconds:
+        return instant_ms
+    schedule = parse_schedule(job.schedule, job.timezone) if job.is_recurring and job.schedule else None
+    return start_instant(job.id, instant_ms, job.window_seconds, schedule)
 
 
 # --- what the user asks --------------------------------------------------------------------------
@@ -245,7 +262,7 @@ def on_resume(job: Job, now_ms: int) -> Placement | None:
     target = catch_up(job, now_ms)
     if target is None:
         return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
-    return Placement(JobStatus.PENDING, target, max(target, now_ms), job.attempt)
+    return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), job.attempt)
 
 
 def on_trigger(job: Job, now_ms: int) -> Placement | None:
