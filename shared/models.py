@@ -111,6 +111,8 @@ class Job(BaseModel):
     # soon as the one before it ends (docs/design.md, "What a user action does to what waits")
     triggers: int = 0
     extra_run: bool = False  # the current occurrence is a triggered extra run
+    # backfilled instants waiting to run, oldest first, each as soon as the one before it ends
+    backfill: tuple[int, ...] = ()
     token: str | None = None
     lease_until: int | None = None
     started_at: int | None = None  # the running attempt's start

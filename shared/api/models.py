@@ -178,6 +178,19 @@ class PreviewResponse(BaseModel):
     )
 
 
+class BackfillRequest(BaseModel):
+    """POST /jobs/{id}/backfill."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: Instant = Field(alias="from", description="The window's start, included.")
+    to: Instant = Field(
+        description="The window's end, excluded; may lie in the future: only instants before the job's "
+        "creation are backfilled, so the window ends there at the latest."
+    )
+    dry_run: bool = Field(default=False, description="Answer what would run, record and run nothing.")
+
+
 class LastRun(BaseModel):
     scheduled_at: str
     status: str
@@ -294,6 +307,23 @@ class JobList(BaseModel):
     # Optional for a client reading a server from before 1.1, which answers neither; this one always does.
     total: int | None = Field(default=None, description="Jobs that match the filters, as of the first page.")
     total_is_estimate: bool | None = Field(default=None, description="True when `total` is an estimate.")
+
+
+class BackfillView(BaseModel):
+    """What a backfill runs (docs/api.md, "Backfill")."""
+
+    job_id: str
+    from_: str = Field(alias="from", serialization_alias="from")
+    to: str = Field(description="The window's end as used: `to`, or the job's creation when earlier.")
+    instants: list[str] = Field(description="The occurrences that run, oldest first, one after another.")
+    skipped: list[str] = Field(
+        description="Recorded without a run: `overlap_policy: skip` runs only the latest of the window."
+    )
+    already: list[str] = Field(description="Backfilled by an earlier request: they run no more.")
+    dry_run: bool
+    job: JobView | None = Field(description="The job as it now is; null for a dry run.")
+
+    model_config = ConfigDict(populate_by_name=True)
 
 
 class RunView(BaseModel):

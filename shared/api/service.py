@@ -17,6 +17,8 @@ from shared import lifecycle
 from shared.api.effects import Action, effects_of
 from shared.api.models import (
     JOB_ID_PATTERN,
+    BackfillRequest,
+    BackfillView,
     JobCreate,
     JobList,
     JobUpdate,
@@ -41,7 +43,7 @@ from shared.clock import Clock, format_rfc3339, to_epoch_ms
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.settle import send
 from shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
-from shared.lifecycle import Placement
+from shared.lifecycle import Placement, backfill
 from shared.models import Job, JobStatus, RetryPolicy
 from shared.schedules import (
     first_occurrence,
@@ -242,6 +244,39 @@ class JobService:
             return self._write(placement, lambda p, t: self._store.trigger(job, p, t)), placement
 
         return self._act(job_id, decide, "trigger")
+
+    def backfill(self, job_id: str, request: BackfillRequest) -> BackfillView:
+        """Runs the occurrences the job's schedule had in [from, to) before the job existed, each at
+        most once however often asked, under its overlap policy. Raises JobNotFound, Conflict (a
+        one-off, cancelled or finished job; too many waiting) and InvalidInput (field "to": an empty
+        window, or more than MAX_BACKFILL_OCCURRENCES in it)."""
+        from_ms, to_ms = to_epoch_ms(request.from_), to_epoch_ms(request.to)
+        planned: list[backfill.BackfillPlan] = []
+
+        def decide(job: Job) -> tuple[Job, Placement | None]:
+            instants, until = backfill.window_instants(job, from_ms, to_ms)
+            the_plan = backfill.plan(job, instants, until, self._store.backfilled(job.id, from_ms, until))
+            planned[:] = [the_plan]
+            if request.dry_run or not the_plan.recorded:
+                return job, None
+            placement = backfill.on_backfill(job, the_plan.runs, self._clock.now_ms())
+            waiting = backfill.waiting_after(job, the_plan.runs)
+            return self._write(
+                placement, lambda p, t: self._store.backfill(job, p, t, waiting, the_plan.recorded)
+            ), placement
+
+        view = self._act(job_id, decide, "backfill")
+        done = planned[0]
+        return BackfillView(
+            job_id=job_id,
+            from_=format_rfc3339(from_ms),
+            to=format_rfc3339(done.until),
+            instants=[format_rfc3339(instant) for instant in done.runs],
+            skipped=[format_rfc3339(instant) for instant in done.skipped],
+            already=[format_rfc3339(instant) for instant in done.already],
+            dry_run=request.dry_run,
+            job=None if request.dry_run else view,
+        )
 
     def retry(self, job_id: str) -> JobView:
         """Revives a dead job: it runs now, its retry policy counted afresh. Raises Conflict unless dead."""

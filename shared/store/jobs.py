@@ -23,6 +23,7 @@ from shared.lifecycle import TRANSITIONS, Event, Placement
 from shared.models import Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
 from shared.store import items
+from shared.store.backfills import BackfillLedger, ledger_item
 from shared.store.operations import OperationStore
 from shared.store.reads import DueRow
 from shared.store.writes import Item, is_condition_failure
@@ -51,7 +52,7 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-class JobStore(OperationStore):
+class JobStore(BackfillLedger, OperationStore):
     """Reads (StoreReads) and every conditional write on jobs, their history, their alerts and the
     bulk operations that act on them."""
 
@@ -239,6 +240,21 @@ class JobStore(OperationStore):
             return self._user_change(Event.TRIGGER, job, None, None, **counted)
         return self._user_change(Event.TRIGGER, job, placement, next_token)
 
+    def backfill(
+        self,
+        job: Job,
+        placement: Placement | None,
+        next_token: str | None,
+        waiting: tuple[int, ...],
+        recorded: tuple[int, ...],
+    ) -> Job:
+        """Records each instant of `recorded` in the ledger, only if absent, with the job's write:
+        the first backfilled run placed now, or `waiting` added behind the current occurrence."""
+        now_ms = self._now()
+        new = [ledger_item(job.id, instant, now_ms) for instant in recorded]
+        fields: dict[str, Any] = {} if placement is not None else {"backfill": list(waiting) or None}
+        return self._user_change(Event.BACKFILL, job, placement, next_token, new_items=new, **fields)
+
     def revive(self, job: Job, placement: Placement, next_token: str | None) -> Job:
         return self._user_change(Event.RETRY, job, placement, next_token)
 
@@ -296,6 +312,7 @@ class JobStore(OperationStore):
         placement: Placement | None,
         next_token: str | None,
         put: Item | None = None,
+        new_items: list[Item] | None = None,
         **fields: Any,
     ) -> Job:
         change = x.Change() if placement is None else self._placement_change(job, placement, next_token)
@@ -303,7 +320,7 @@ class JobStore(OperationStore):
         if self._operation is not None:
             change.set(operation=self._operation)
         change.condition_values[":version"] = job.version
-        return self._transition(event, job.id, change, put=put)
+        return self._transition(event, job.id, change, put=put, new_items=new_items)
 
     def _transition(
         self,
@@ -313,6 +330,7 @@ class JobStore(OperationStore):
         *extra: str,
         token: str | None = None,
         put: Item | None = None,
+        new_items: list[Item] | None = None,
     ) -> Job:
         """One write of the table's row for `event`: its sources and guards as the condition."""
         row = TRANSITIONS[event]
@@ -325,6 +343,8 @@ class JobStore(OperationStore):
             change.condition_values[":token"] = token
         condition = x.all_of(sources, *(x.GUARDS[guard] for guard in row.guards), *extra)
         change.set(**items.index_moves(job_id, change.sets, change.removes))
+        if new_items:
+            return self._write_recording(job_id, change, condition, new_items)
         if put is None:
             return self._write(job_id, change, condition)
         return self._write_with(job_id, change, condition, put)
@@ -418,6 +438,8 @@ def _occurrence_fields(change: x.Change, job: Job, placement: Placement) -> None
         change.set(deferred_at=placement.defer_to)
     if placement.triggers is not None:
         change.set(triggers=placement.triggers or None).remove(LEGACY_TRIGGER_FLAG)
+    if placement.backfill is not None:
+        change.set(backfill=list(placement.backfill) or None)
     if placement.extra:
         change.set(extra_run=True)
     elif placement.scheduled_at != job.scheduled_at or placement.status in ENDED or placement.clear_deferred:
