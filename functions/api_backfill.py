@@ -18,6 +18,8 @@ from shared.lifecycle.backfill import MAX_BACKFILL_OCCURRENCES
 router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves its __init__ unannotated
 B, N, C = HTTPStatus.BAD_REQUEST, HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
 
+DRY_RUN = doc.BACKFILL | {"dry_run": True, "job": None}
+
 JobId = Annotated[
     str,
     Path(
@@ -38,9 +40,18 @@ JobId = Annotated[
     "one-off, cancelled or finished job. `dry_run` answers the same and changes nothing (200).",
     tags=["jobs"],
     operation_id="backfill_job",
-    responses=doc.answers(
-        HTTPStatus.ACCEPTED, BackfillView, "What runs, what was skipped or ran before.", doc.BACKFILL, B, N, C
-    ),
+    responses={
+        **doc.answers(HTTPStatus.OK, BackfillView, "A dry run: what would run.", DRY_RUN),
+        **doc.answers(
+            HTTPStatus.ACCEPTED,
+            BackfillView,
+            "What runs, what was skipped or ran before.",
+            doc.BACKFILL,
+            B,
+            N,
+            C,
+        ),
+    },
 )
 def backfill_job(
     job_id: JobId, request: Annotated[BackfillRequest, Body(openapi_examples=doc.BACKFILL_EXAMPLES)]
