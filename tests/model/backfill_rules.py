@@ -166,6 +166,17 @@ class BackfillSteps:
             if job is None:
                 continue
             dropped = job.status is JobStatus.CANCELLED or job.cancel_requested or not job.is_recurring
+            idle = (
+                job.status in (JobStatus.PENDING, JobStatus.QUEUED)
+                and job.attempt == 0
+                and not job.extra_run
+                and not job.paused
+            )
+            if job.backfill and idle:
+                found.append(
+                    f"{short(job_id)}: backfilled runs {job.backfill} wait behind nothing: the occurrence at "
+                    f"{job.scheduled_at} has not started and nothing runs"
+                )
             for instant, step in taken.items():
                 waits = instant in job.backfill or job.scheduled_at == instant
                 if not (waits or dropped or (job_id, instant) in started):
