@@ -18,7 +18,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions import api_bulk, api_errors, api_stats, clients
+from functions import api_backfill, api_bulk, api_errors, api_stats, clients
 from functions import api_openapi as doc
 from functions.traces import TraceHeader, traced_service
 from shared import constants as c
@@ -53,6 +53,7 @@ app = doc.Resolver(enable_validation=True)
 app.enable_swagger(path="/docs", title=TITLE, version=VERSION, description=DESCRIPTION, tags=doc.TAGS)
 app.include_router(api_stats.router)
 app.include_router(api_bulk.router)
+app.include_router(api_backfill.router)
 
 IdempotencyKey = Annotated[
     str | None,

@@ -231,7 +231,10 @@ PREVIEW_EXAMPLES = {
         },
     ),
 }
-PREVIEW = {"next_runs": ["2026-10-31T05:30:00Z", "2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"]}
+PREVIEW = {
+    "next_runs": ["2026-10-31T05:30:00Z", "2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"],
+    "starts": ["2026-10-31T05:30:00Z", "2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"],
+}
 
 BATCH_EXAMPLES = {
     "two": example(
@@ -279,4 +282,30 @@ OPERATION = {
     "created_at": "2026-12-01T09:00:00Z",
     "updated_at": "2026-12-01T09:00:02.120Z",
     "finished_at": None,
+}
+
+BACKFILL_EXAMPLES = {
+    "window": {
+        "summary": "The week before the job existed",
+        "value": {"from": "2026-11-23T00:00:00Z", "to": "2026-11-30T00:00:00Z"},
+    },
+    "dry_run": {
+        "summary": "What would run, nothing recorded",
+        "value": {"from": "2026-11-23T00:00:00Z", "to": "2026-11-30T00:00:00Z", "dry_run": True},
+    },
+}
+BACKFILL = {
+    "job_id": JOB_ID_EXAMPLE,
+    "from": "2026-11-23T00:00:00Z",
+    "to": "2026-11-30T00:00:00Z",
+    "instants": ["2026-11-27T08:00:00Z", "2026-11-28T08:00:00Z", "2026-11-29T08:00:00Z"],
+    "skipped": [],
+    "already": [
+        "2026-11-23T08:00:00Z",
+        "2026-11-24T08:00:00Z",
+        "2026-11-25T08:00:00Z",
+        "2026-11-26T08:00:00Z",
+    ],
+    "dry_run": False,
+    "job": JOB | {"status": "queued"},
 }

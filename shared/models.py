@@ -98,6 +98,8 @@ class Job(BaseModel):
     retry: RetryPolicy = RetryPolicy()
     misfire_policy: MisfirePolicy = MisfirePolicy.RUN_ONCE
     overlap_policy: OverlapPolicy = OverlapPolicy.SKIP
+    # each occurrence starts inside [instant, instant + window) (shared.schedules.windows)
+    window_seconds: int = 0
     start_at: int | None = None
     end_at: int | None = None
     attempt: int = 0  # attempts started for the current occurrence
@@ -110,6 +112,8 @@ class Job(BaseModel):
     # soon as the one before it ends (docs/design.md, "What a user action does to what waits")
     triggers: int = 0
     extra_run: bool = False  # the current occurrence is a triggered extra run
+    # backfilled instants waiting to run, oldest first, each as soon as the one before it ends
+    backfill: tuple[int, ...] = ()
     token: str | None = None
     lease_until: int | None = None
     started_at: int | None = None  # the running attempt's start

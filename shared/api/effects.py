@@ -11,7 +11,7 @@ from shared.clock import format_rfc3339
 from shared.lifecycle import unstarted_extra, waiting_triggers
 from shared.models import Job, JobStatus
 
-Action = Literal["update", "cancel", "pause", "resume", "trigger", "retry"]
+Action = Literal["update", "cancel", "pause", "resume", "trigger", "retry", "backfill"]
 
 
 def effects_of(action: Action, before: Job, after: Job, now_ms: int) -> list[Effect]:

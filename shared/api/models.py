@@ -28,7 +28,7 @@ from shared.models import (
     Run,
     RunSummary,
 )
-from shared.schedules import RANGE_TEXT, MisfirePolicy, in_range
+from shared.schedules import MAX_WINDOW_SECONDS, RANGE_TEXT, MisfirePolicy, in_range
 from shared.targets.models import AlertRoute, Target, masked
 
 # A job id is a ULID in its canonical form: 26 Crockford base-32 characters, the first at most 7
@@ -94,6 +94,15 @@ def _honourable_timeout(value: int) -> int:
     return value
 
 
+WindowSeconds = Annotated[
+    StrictInt,
+    Field(
+        ge=0,
+        le=MAX_WINDOW_SECONDS,
+        description="Each occurrence starts at an instant inside [scheduled, scheduled + window), fixed by "
+        "the job id and the scheduled instant (and before the schedule's next instant); 0 starts on it.",
+    ),
+]
 TimeoutSeconds = Annotated[
     StrictInt,
     # The maximum is checked by the validator, whose message says why; the schema still states it.
@@ -134,6 +143,7 @@ class JobCreate(BaseModel):
     overlap_policy: OverlapPolicy = OverlapPolicy.SKIP
     start_at: Instant | None = None
     end_at: Instant | None = None
+    window_seconds: WindowSeconds = 0
 
 
 class JobUpdate(BaseModel):
@@ -158,6 +168,7 @@ class JobUpdate(BaseModel):
     overlap_policy: OverlapPolicy | None = None
     start_at: Instant | None = None
     end_at: Instant | None = None
+    window_seconds: WindowSeconds | None = None
 
 
 class PreviewRequest(BaseModel):
@@ -169,10 +180,33 @@ class PreviewRequest(BaseModel):
     timezone: ZoneName = "UTC"
     count: Annotated[StrictInt, Field(ge=1, le=100)] = 10
     after: Instant | None = None
+    window_seconds: WindowSeconds = 0
+    job_id: Annotated[str, Field(pattern=JOB_ID_PATTERN)] | None = Field(
+        default=None,
+        description="With `window_seconds`: the job whose start instants `starts` shows; each job's differ.",
+    )
 
 
 class PreviewResponse(BaseModel):
-    next_runs: list[str]
+    next_runs: list[str] = Field(description="The scheduled instants, which name the occurrences.")
+    starts: list[str] | None = Field(
+        default=None,
+        description="When each of `next_runs` starts: given a `job_id`, or without a window (the same "
+        "instants); null for a window without a job id, since each job's start differs.",
+    )
+
+
+class BackfillRequest(BaseModel):
+    """POST /jobs/{id}/backfill."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: Instant = Field(alias="from", description="The window's start, included.")
+    to: Instant = Field(
+        description="The window's end, excluded; may lie in the future: only instants before the job's "
+        "creation are backfilled, so the window ends there at the latest."
+    )
+    dry_run: bool = Field(default=False, description="Answer what would run, record and run nothing.")
 
 
 class LastRun(BaseModel):
@@ -234,6 +268,7 @@ class JobView(BaseModel):
     end_at: str | None
     on_dead: AlertRoute | None = Field(default=None, description="The alert route, its secrets masked.")
     on_failure_streak: int | None = None
+    window_seconds: int = Field(default=0, description="The spread window; `next_run_at` is inside it.")
     last_run: LastRun | None
     created_at: str
     updated_at: str
@@ -277,6 +312,7 @@ class JobView(BaseModel):
             end_at=_time(job.end_at),
             on_dead=masked(job.on_dead) if job.on_dead is not None else None,
             on_failure_streak=job.on_failure_streak,
+            window_seconds=job.window_seconds,
             last_run=LastRun.of(job.last_run) if job.last_run else None,
             created_at=format_rfc3339(job.created_at),
             updated_at=format_rfc3339(job.updated_at),
@@ -293,6 +329,23 @@ class JobList(BaseModel):
     # Optional for a client reading a server from before 1.1, which answers neither; this one always does.
     total: int | None = Field(default=None, description="Jobs that match the filters, as of the first page.")
     total_is_estimate: bool | None = Field(default=None, description="True when `total` is an estimate.")
+
+
+class BackfillView(BaseModel):
+    """What a backfill runs (docs/api.md, "Backfill")."""
+
+    job_id: str
+    from_: str = Field(alias="from", serialization_alias="from")
+    to: str = Field(description="The window's end as used: `to`, or the job's creation when earlier.")
+    instants: list[str] = Field(description="The occurrences that run, oldest first, one after another.")
+    skipped: list[str] = Field(
+        description="Recorded without a run: `overlap_policy: skip` runs only the latest of the window."
+    )
+    already: list[str] = Field(description="Backfilled by an earlier request: they run no more.")
+    dry_run: bool
+    job: JobView | None = Field(description="The job as it now is; null for a dry run.")
+
+    model_config = ConfigDict(populate_by_name=True)
 
 
 class RunView(BaseModel):

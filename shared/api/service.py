@@ -18,6 +18,8 @@ from shared.api.alert_routes import check_alert_route, route_changes
 from shared.api.effects import Action, effects_of
 from shared.api.models import (
     JOB_ID_PATTERN,
+    BackfillRequest,
+    BackfillView,
     JobCreate,
     JobList,
     JobUpdate,
@@ -42,12 +44,13 @@ from shared.clock import Clock, format_rfc3339, to_epoch_ms
 from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.settle import send
 from shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
-from shared.lifecycle import Placement
+from shared.lifecycle import Placement, backfill
 from shared.models import Job, JobStatus, RetryPolicy
 from shared.schedules import (
     first_occurrence,
     next_runs,
     parse_schedule,
+    start_instant,
 )
 from shared.store import IdempotencyRecord, JobStore, new_token
 from shared.targets import check_target
@@ -168,7 +171,16 @@ class JobService:
         schedule = parse_schedule(request.schedule, request.timezone)
         after = to_epoch_ms(request.after) if request.after else self._clock.now_ms()
         instants = next_runs(schedule, after, request.count)
-        return PreviewResponse(next_runs=[format_rfc3339(instant) for instant in instants])
+        starts: list[int] | None = instants
+        if request.window_seconds:
+            job_id, window = request.job_id, request.window_seconds
+            starts = None
+            if job_id is not None:
+                starts = [start_instant(job_id, instant, window, schedule) for instant in instants]
+        return PreviewResponse(
+            next_runs=[format_rfc3339(instant) for instant in instants],
+            starts=None if starts is None else [format_rfc3339(instant) for instant in starts],
+        )
 
     # --- changes to an existing job: read, decide, write on the version read; again on a race ------
 
@@ -184,7 +196,8 @@ class JobService:
             check_job_window(updated)
             self._check_route(updated, new_route="on_dead" in patch.model_fields_set)
             if not any(name in patch.model_fields_set for name in TIMING_FIELDS):
-                return self._store.update(job, changes, None, None), None
+                moved = self._rewindowed(job, updated) if "window_seconds" in changes else None
+                return self._write(moved, lambda p, t: self._store.update(updated, changes, p, t)), moved
             refusal = lifecycle.timing_change_refusal(job)
             if refusal is not None:
                 raise Conflict(refusal, field=next(n for n in TIMING_FIELDS if n in patch.model_fields_set))
@@ -244,6 +257,39 @@ class JobService:
 
         return self._act(job_id, decide, "trigger")
 
+    def backfill(self, job_id: str, request: BackfillRequest) -> BackfillView:
+        """Runs the occurrences the job's schedule had in [from, to) before the job existed, each at
+        most once however often asked, under its overlap policy. Raises JobNotFound, Conflict (a
+        one-off, cancelled or finished job; too many waiting) and InvalidInput (field "to": an empty
+        window, or more than MAX_BACKFILL_OCCURRENCES in it)."""
+        from_ms, to_ms = to_epoch_ms(request.from_), to_epoch_ms(request.to)
+        planned: list[backfill.BackfillPlan] = []
+
+        def decide(job: Job) -> tuple[Job, Placement | None]:
+            instants, until = backfill.window_instants(job, from_ms, to_ms)
+            the_plan = backfill.plan(job, instants, until, self._store.backfilled(job.id, from_ms, until))
+            planned[:] = [the_plan]
+            if request.dry_run or not the_plan.recorded:
+                return job, None
+            placement = backfill.on_backfill(job, the_plan.runs, self._clock.now_ms())
+            waiting = backfill.waiting_after(job, the_plan.runs)
+            return self._write(
+                placement, lambda p, t: self._store.backfill(job, p, t, waiting, the_plan.recorded)
+            ), placement
+
+        view = self._act(job_id, decide, "backfill")
+        done = planned[0]
+        return BackfillView(
+            job_id=job_id,
+            from_=format_rfc3339(from_ms),
+            to=format_rfc3339(done.until),
+            instants=[format_rfc3339(instant) for instant in done.runs],
+            skipped=[format_rfc3339(instant) for instant in done.skipped],
+            already=[format_rfc3339(instant) for instant in done.already],
+            dry_run=request.dry_run,
+            job=None if request.dry_run else view,
+        )
+
     def retry(self, job_id: str) -> JobView:
         """Revives a dead job: it runs now, its retry policy counted afresh. Raises Conflict unless dead."""
 
@@ -286,6 +332,13 @@ class JobService:
         if placement is not None and placement.dispatches_now(self._clock.now_ms()):
             next_token = new_token()
         return write(placement, next_token)
+
+    def _rewindowed(self, job: Job, updated: Job) -> Placement | None:
+        """The current occurrence at its start under a new window, while it has not run yet."""
+        if not lifecycle.replaces_occurrence(job) or job.scheduled_at is None or job.paused:
+            return None
+        start = max(lifecycle.start_of(updated, job.scheduled_at), self._clock.now_ms())
+        return Placement(JobStatus.PENDING, job.scheduled_at, start, 0)
 
     def _job(self, job_id: str) -> Job:
         # Ids are ULIDs: anything else cannot exist, and DynamoDB would refuse an oversized key.
@@ -349,6 +402,7 @@ class JobService:
             ),
             misfire_policy=spec.misfire_policy,
             overlap_policy=spec.overlap_policy,
+            window_seconds=spec.window_seconds,
             created_at=now_ms,
             updated_at=now_ms,
             traceparent=self._trace,
@@ -365,13 +419,15 @@ class JobService:
         """Where a job with new timing goes: its first occurrence from now."""
         now_ms = self._clock.now_ms()
         if job.schedule is None:
-            due = max(job.run_at or now_ms, now_ms)
-            return Placement(JobStatus.PENDING, job.run_at or now_ms, None if job.paused else due, 0)
+            instant = job.run_at or now_ms
+            due = max(lifecycle.start_of(job, instant), now_ms)
+            return Placement(JobStatus.PENDING, instant, None if job.paused else due, 0)
         schedule = parse_schedule(job.schedule, job.timezone)
         first = first_occurrence(schedule, now_ms, job.start_at, job.end_at)
         if first is None:
             raise InvalidInput(f"schedule '{job.schedule}' has no occurrence after now", field="schedule")
-        return Placement(JobStatus.PENDING, first, None if job.paused else first, 0)
+        due = lifecycle.start_of(job, first)
+        return Placement(JobStatus.PENDING, first, None if job.paused else due, 0)
 
 
 def _placed(job: Job, placement: Placement, now_ms: int) -> Job:

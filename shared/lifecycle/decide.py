@@ -7,13 +7,13 @@ that write finds the job changed by a user action, the caller decides again from
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shared import constants as c
 from shared.backoff import retry_delay_seconds
 from shared.errors import Conflict
 from shared.models import Job, JobStatus, OverlapPolicy, RunStatus
-from shared.schedules import MisfirePolicy, following_occurrence, parse_schedule
+from shared.schedules import MisfirePolicy, following_occurrence, parse_schedule, start_instant
 
 SECOND_MS = 1000
 GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND_MS
@@ -36,6 +36,7 @@ class Placement:
     retried_after: int | None = None  # set by a retry; None keeps the job's (a new occurrence: 0)
     extra: bool = False  # the occurrence placed is a triggered extra run
     triggers: int | None = None  # the triggers left waiting; None keeps the job's
+    backfill: tuple[int, ...] | None = None  # the backfilled instants left waiting; None keeps the job's
 
     def dispatches_now(self, now_ms: int) -> bool:
         """True when the due time falls before the next tick: the writer dispatches it itself."""
@@ -102,8 +103,10 @@ def _retry_attempt(job: Job) -> int:
 def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
     """The end of an occurrence; the first trigger waiting behind it starts its extra run now."""
     placement = _end(job, now_ms, started_ms, outcome)
-    if not job.triggers or placement.status is JobStatus.CANCELLED:
+    if placement.status is JobStatus.CANCELLED:
         return placement
+    if not job.triggers:
+        return _next_backfill(job, now_ms, placement)
     resume_at = placement.scheduled_at if placement.status is JobStatus.PENDING else None
     extra = _extra_instant(job, now_ms, resume_at)
     return Placement(
@@ -122,15 +125,45 @@ def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Plac
 def _end(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
     alert = outcome is JobStatus.DEAD and not job.cancel_requested
     if job.cancel_requested:
-        return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0)
+        return Placement(
+            JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0, backfill=()
+        )
     if job.deferred_at is not None:
         # A triggered extra run is over: the schedule resumes where it was.
-        due = _unless_paused(job, job.deferred_at)
+        due = _unless_paused(job, start_of(job, job.deferred_at))
         return Placement(JobStatus.PENDING, job.deferred_at, due, 0, clear_deferred=True, alert=alert)
     following = next_occurrence(job, started_ms, now_ms)
     if following is None:
         return Placement(outcome, job.scheduled_at, None, job.attempt, alert=alert)
-    return Placement(JobStatus.PENDING, following, _unless_paused(job, following), 0, alert=alert)
+    due = _unless_paused(job, start_of(job, following))
+    return Placement(JobStatus.PENDING, following, due, 0, alert=alert)
+
+
+def _next_backfill(job: Job, now_ms: int, placement: Placement) -> Placement:
+    """The first backfilled instant waiting starts now (held while paused), and the schedule resumes
+    where `placement` puts it. When the schedule has ended, what waits is dropped: nothing would
+    resume after it."""
+    if not job.backfill:
+        return placement
+    if placement.status is not JobStatus.PENDING:
+        return replace(placement, backfill=())
+    first, *rest = job.backfill
+    return Placement(
+        JobStatus.PENDING,
+        first,
+        _unless_paused(job, now_ms),
+        0,
+        alert=placement.alert,
+        defer_to=placement.scheduled_at,
+        extra=True,
+        backfill=tuple(rest),
+    )
+
+
+def is_backfill_run(job: Job) -> bool:
+    """True when the current occurrence is a backfilled one: an extra run at an instant before the
+    job existed, which only a backfill places (a triggered run's instant is the moment it was asked)."""
+    return job.extra_run and job.scheduled_at is not None and job.scheduled_at < job.created_at
 
 
 def _unless_paused(job: Job, due_at: int) -> int | None:
@@ -150,12 +183,12 @@ def next_occurrence(job: Job, started_ms: int, now_ms: int) -> int | None:
     if not job.is_recurring or job.schedule is None or job.scheduled_at is None:
         return None
     policy = MisfirePolicy(job.misfire_policy)
-    if policy is MisfirePolicy.RUN_ONCE and job.scheduled_at < started_ms - GRACE_MS:
+    if policy is MisfirePolicy.RUN_ONCE and start_of(job, job.scheduled_at) < started_ms - GRACE_MS:
         policy = MisfirePolicy.SKIP  # this late run was the one run of what was missed
     if job.overlap_policy is OverlapPolicy.BUFFER:
         return _following(job, now_ms, policy, GRACE_MS)
     before_start = _following(job, started_ms, policy, GRACE_MS)
-    if before_start is not None and before_start <= started_ms:
+    if before_start is not None and start_of(job, before_start) <= started_ms:
         return before_start
     return _following(job, now_ms, MisfirePolicy.SKIP, 0)
 
@@ -174,12 +207,12 @@ def catch_up(job: Job, now_ms: int) -> int | None:
         or job.deferred_at is not None
     ):
         return scheduled
-    if scheduled >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
+    if start_of(job, scheduled) >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
         return scheduled
     if policy is MisfirePolicy.SKIP:
         return _following(job, now_ms, MisfirePolicy.SKIP, GRACE_MS)
     latest = _following(job, now_ms, MisfirePolicy.RUN_ONCE, 0)
-    return latest if latest is not None and latest <= now_ms else scheduled
+    return latest if latest is not None and start_of(job, latest) <= now_ms else scheduled
 
 
 def caught_up(job: Job, now_ms: int) -> Placement | None:
@@ -189,15 +222,31 @@ def caught_up(job: Job, now_ms: int) -> Placement | None:
         return None
     if target is None:
         return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
-    return Placement(JobStatus.PENDING, target, max(target, now_ms), 0)
+    return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), 0)
 
 
 def _following(job: Job, now_ms: int, policy: MisfirePolicy, grace_ms: int) -> int | None:
     assert job.schedule is not None and job.scheduled_at is not None
     schedule = parse_schedule(job.schedule, job.timezone)
     return following_occurrence(
-        schedule, job.scheduled_at, now_ms, policy, job.start_at, job.end_at, grace_ms
+        schedule,
+        job.scheduled_at,
+        now_ms,
+        policy,
+        job.start_at,
+        job.end_at,
+        grace_ms,
+        lambda instant: start_of(job, instant),
     )
+
+
+def start_of(job: Job, instant_ms: int) -> int:
+    """When the occurrence at `instant_ms` starts: its instant, or later inside the job's spread
+    window. Lateness, misfires and the worker's wait are all measured against this."""
+    if not job.window_seconds:
+        return instant_ms
+    schedule = parse_schedule(job.schedule, job.timezone) if job.is_recurring and job.schedule else None
+    return start_instant(job.id, instant_ms, job.window_seconds, schedule)
 
 
 # --- what the user asks --------------------------------------------------------------------------
@@ -208,13 +257,15 @@ def on_cancel(job: Job) -> Placement | None:
     when the attempt settles (and drops the triggers then)."""
     if job.status is JobStatus.RUNNING:
         return None
-    return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0)
+    return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0, backfill=())
 
 
 def on_pause(job: Job) -> Placement | None:
     """Out of the due index, and every waiting trigger dropped: a triggered run not yet started
     gives its place back to the occurrence it deferred (a queued message is dropped at its fence).
     None when only the flag changes: a running attempt finishes, a finished job stays so."""
+    if unstarted_extra(job) and is_backfill_run(job):
+        return Placement(JobStatus.PENDING, job.scheduled_at, None, 0)  # held, as the rest waiting are
     if unstarted_extra(job):
         return _extra_dropped(job)
     if job.status in (JobStatus.PENDING, JobStatus.FAILED):
@@ -245,7 +296,7 @@ def on_resume(job: Job, now_ms: int) -> Placement | None:
     target = catch_up(job, now_ms)
     if target is None:
         return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
-    return Placement(JobStatus.PENDING, target, max(target, now_ms), job.attempt)
+    return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), job.attempt)
 
 
 def on_trigger(job: Job, now_ms: int) -> Placement | None:
@@ -292,7 +343,7 @@ def waiting_triggers(job: Job) -> int:
     those waiting behind it. None once a cancel was asked: it drops them all."""
     if job.cancel_requested or job.status is JobStatus.CANCELLED:
         return 0
-    return job.triggers + (1 if unstarted_extra(job) else 0)
+    return job.triggers + (1 if unstarted_extra(job) and not is_backfill_run(job) else 0)
 
 
 def _extra_instant(job: Job, now_ms: int, resume_at: int | None) -> int:

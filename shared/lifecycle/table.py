@@ -36,6 +36,7 @@ class Event(StrEnum):
     TRIGGER = "trigger"
     RETRY = "retry"
     UPDATE = "update"
+    BACKFILL = "backfill"
 
 
 class Guard(StrEnum):
@@ -206,6 +207,16 @@ TRANSITIONS: dict[Event, Transition] = {
             {P, Q},
             "run row now, lease row when dispatched",
             "the message",
+        ),
+        _row(
+            Event.BACKFILL,
+            "api",
+            ANY_BUT_CANCELLED,
+            (G.VERSION,),
+            {P, Q},
+            "run row now at the first backfilled instant, lease row when dispatched; behind what runs or "
+            "waits, the instants are only added to those waiting",
+            "the message, when the first starts now",
         ),
         _row(
             Event.UPDATE,

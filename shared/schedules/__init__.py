@@ -17,12 +17,14 @@ from shared.schedules.occurrences import (
     next_runs,
 )
 from shared.schedules.schedule import Schedule, parse_schedule
+from shared.schedules.windows import MAX_WINDOW_SECONDS, start_instant
 from shared.schedules.zones import parse_timezone
 
 __all__ = [
     "EARLIEST_MS",
     "LATEST_MS",
     "MAX_COUNT",
+    "MAX_WINDOW_SECONDS",
     "RANGE_TEXT",
     "MisfirePolicy",
     "Schedule",
@@ -34,4 +36,5 @@ __all__ = [
     "parse_instant",
     "parse_schedule",
     "parse_timezone",
+    "start_instant",
 ]

@@ -8,6 +8,7 @@ range was checked holds one) has no occurrence after it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 
 from shared.errors import InvalidInput
@@ -84,15 +85,19 @@ def following_occurrence(
     start_at_ms: int | None,
     end_at_ms: int | None,
     grace_ms: int,
+    start: Callable[[int], int] | None = None,
 ) -> int | None:
     """The occurrence to run after the one scheduled at `previous_scheduled_ms`, given it is `now_ms`.
 
     Computed from the previous scheduled time, not from when it ran (docs/schedules.md). An
-    occurrence is missed when earlier than now_ms - grace_ms. run_all: the next one even if
+    occurrence is missed when it starts earlier than now_ms - grace_ms. run_all: the next one even if
     missed; run_once: the latest missed one when any are missed, else the next; skip: the first
     one not missed. None when the schedule has no more within the window (at(), end_at passed).
-    Raises InvalidInput (field "end_at") when end_at_ms is not after start_at_ms.
+    `start` maps an instant to the one it starts at (a spread window, windows.py): it must keep
+    the order of instants and stay before the next one. Raises InvalidInput (field "end_at") when
+    end_at_ms is not after start_at_ms.
     """
+    starts = start or _at_instant
     check_window(start_at_ms, end_at_ms)
     rule = schedule.rule
     floor = previous_scheduled_ms + 1 if start_at_ms is None else max(previous_scheduled_ms + 1, start_at_ms)
@@ -102,11 +107,21 @@ def following_occurrence(
     if upcoming is None or not _before_end(upcoming, end_at_ms):
         return None
     missed_before = now_ms - grace_ms
-    if upcoming >= missed_before or policy is MisfirePolicy.RUN_ALL:
+    if starts(upcoming) >= missed_before or policy is MisfirePolicy.RUN_ALL:
         return upcoming
+    # Only the last instant before the cutoff can start after it: every earlier one starts before
+    # the instant that follows it.
+    last_before = rule.latest_before(previous_scheduled_ms, missed_before)
+    late = None
+    if last_before is not None and last_before > upcoming and starts(last_before) >= missed_before:
+        late = last_before
     if policy is MisfirePolicy.SKIP:
+        if late is not None and _before_end(late, end_at_ms):
+            return late
         return _in_window(_kept(rule.first_from(previous_scheduled_ms, max(floor, missed_before))), end_at_ms)
     cutoff = missed_before if end_at_ms is None else min(missed_before, end_at_ms)
+    if late is not None and late < cutoff:
+        cutoff = late  # it is not missed: the latest missed one comes before it
     return _latest_missed(rule, previous_scheduled_ms, cutoff, upcoming)
 
 
@@ -114,6 +129,10 @@ def _latest_missed(rule: Rule, previous_ms: int, cutoff_ms: int, upcoming: int) 
     latest = rule.latest_before(previous_ms, cutoff_ms)
     # `upcoming` is itself missed and in the window, so the search cannot come back empty.
     return upcoming if latest is None else max(latest, upcoming)
+
+
+def _at_instant(instant_ms: int) -> int:
+    return instant_ms
 
 
 def check_window(start_at_ms: int | None, end_at_ms: int | None) -> None:

@@ -23,6 +23,7 @@ from shared.lifecycle import TRANSITIONS, Event, Placement
 from shared.models import Job, JobStatus, Run, RunSummary
 from shared.store import expressions as x
 from shared.store import items, routes
+from shared.store.backfills import BackfillLedger, ledger_item
 from shared.store.operations import OperationStore
 from shared.store.reads import DueRow, SentMark
 from shared.store.routes import RouteAlerts
@@ -52,7 +53,7 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-class JobStore(OperationStore, RouteAlerts):
+class JobStore(BackfillLedger, OperationStore, RouteAlerts):
     """Reads (StoreReads) and every conditional write on jobs, their history, their alerts and the
     bulk operations that act on them."""
 
@@ -257,6 +258,21 @@ class JobStore(OperationStore, RouteAlerts):
             return self._user_change(Event.TRIGGER, job, None, None, **counted)
         return self._user_change(Event.TRIGGER, job, placement, next_token)
 
+    def backfill(
+        self,
+        job: Job,
+        placement: Placement | None,
+        next_token: str | None,
+        waiting: tuple[int, ...],
+        recorded: tuple[int, ...],
+    ) -> Job:
+        """Records each instant of `recorded` in the ledger, only if absent, with the job's write:
+        the first backfilled run placed now, or `waiting` added behind the current occurrence."""
+        now_ms = self._now()
+        new = [ledger_item(job.id, instant, now_ms) for instant in recorded]
+        fields: dict[str, Any] = {} if placement is not None else {"backfill": list(waiting) or None}
+        return self._user_change(Event.BACKFILL, job, placement, next_token, new_items=new, **fields)
+
     def revive(self, job: Job, placement: Placement, next_token: str | None) -> Job:
         return self._user_change(Event.RETRY, job, placement, next_token)
 
@@ -320,6 +336,7 @@ class JobStore(OperationStore, RouteAlerts):
         placement: Placement | None,
         next_token: str | None,
         put: Item | None = None,
+        new_items: list[Item] | None = None,
         **fields: Any,
     ) -> Job:
         change = x.Change() if placement is None else self._placement_change(job, placement, next_token)
@@ -329,7 +346,7 @@ class JobStore(OperationStore, RouteAlerts):
         if self._trace is not None and _schedules(event, placement):
             change.set(traceparent=self._trace)
         change.condition_values[":version"] = job.version
-        return self._transition(event, job.id, change, put=put)
+        return self._transition(event, job.id, change, put=put, new_items=new_items)
 
     def _transition(
         self,
@@ -340,6 +357,7 @@ class JobStore(OperationStore, RouteAlerts):
         token: str | None = None,
         put: Item | None = None,
         also: Item | None = None,
+        new_items: list[Item] | None = None,
     ) -> Job:
         """One write of the table's row for `event`: its sources and guards as the condition, with
         `put` (and `also`) written in the same transaction."""
@@ -353,6 +371,10 @@ class JobStore(OperationStore, RouteAlerts):
             change.condition_values[":token"] = token
         condition = x.all_of(sources, *(x.GUARDS[guard] for guard in row.guards), *extra)
         change.set(**items.index_moves(job_id, change.sets, change.removes))
+        if new_items:
+            if put is not None or also is not None:
+                raise AssertionError(f"{event.value} records ledger items and puts no other item")
+            return self._write_recording(job_id, change, condition, new_items)
         if put is None:
             return self._write(job_id, change, condition)
         return self._write_with(job_id, change, condition, put, *([also] if also is not None else []))
@@ -446,6 +468,8 @@ def _occurrence_fields(change: x.Change, job: Job, placement: Placement) -> None
         change.set(deferred_at=placement.defer_to)
     if placement.triggers is not None:
         change.set(triggers=placement.triggers or None).remove(LEGACY_TRIGGER_FLAG)
+    if placement.backfill is not None:
+        change.set(backfill=list(placement.backfill) or None)
     if placement.extra:
         change.set(extra_run=True)
     elif placement.scheduled_at != job.scheduled_at or placement.status in ENDED or placement.clear_deferred:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from shared.api.bulk_models import BatchAnswer, BatchItem, OperationView
 from shared.api.models import (
+    BackfillView,
     JobCreate,
     JobList,
     JobUpdate,
@@ -42,6 +43,7 @@ __all__ = [
     "LOCAL_API_URL",
     "Answer",
     "ApiError",
+    "BackfillView",
     "BatchAnswer",
     "BatchItem",
     "Conflict",

@@ -6,6 +6,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlsplit
 
@@ -14,6 +15,8 @@ from pydantic import BaseModel, ValidationError
 
 from shared.api.bulk_models import IDEMPOTENCY_KEY_MEMBER, BatchAnswer, OperationView
 from shared.api.models import (
+    BackfillRequest,
+    BackfillView,
     JobCreate,
     JobList,
     JobUpdate,
@@ -226,6 +229,21 @@ class SundialClient:
     def retry_job(self, job_id: str, *, traceparent: str | None = None) -> JobView:
         path, headers = f"{_job_path(job_id)}/retry", _traced(traceparent)
         return self._call("POST", path, JobView, headers=headers, safe=False)
+
+    def backfill_job(
+        self,
+        job_id: str,
+        start: datetime | str,
+        end: datetime | str,
+        *,
+        dry_run: bool = False,
+    ) -> BackfillView:
+        """Runs the occurrences the job's schedule had in [start, end) before the job existed, each
+        at most once (docs/api.md, "Backfill"); `dry_run` answers what would run and changes nothing.
+        Safe to repeat: a repeat finds the instants recorded and runs none of them again."""
+        body = validated(BackfillRequest, {"from": start, "to": end, "dry_run": dry_run})
+        data = body.model_dump(mode="json", by_alias=True)
+        return self._call_json("POST", f"{_job_path(job_id)}/backfill", BackfillView, data, safe=True)
 
     # --- runs, schedules, service -----------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from sundial.client import LOCAL_API_URL
 from sundial.client.bodies import validated
 from sundial.commands import bulk, spec
 from sundial.commands.alerts import alert_fields, alert_flags
+from sundial.commands.backfill import backfill
 from sundial.commands.completion import complete_zone, job_id_argument
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import (
@@ -84,6 +85,11 @@ def job_fields(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--overlap-policy", type=_choice(OVERLAP_POLICIES)),
         click.option("--start-at", metavar="INSTANT", help="recurring: first instant of the active window"),
         click.option("--end-at", metavar="INSTANT", help="recurring: end of the active window (exclusive)"),
+        click.option(
+            "--window-seconds",
+            type=int,
+            help="start each occurrence at a point of [instant, instant + N s) fixed by the job (0-3600)",
+        ),
     )
     for option in reversed(options):
         command = option(command)
@@ -274,3 +280,4 @@ def _is_final(job: JobView) -> bool:
 
 for _command in bulk.COMMANDS:
     jobs.add_command(_command)
+jobs.add_command(backfill)

@@ -26,6 +26,7 @@ TARGET_FLAGS = (
 # Flags whose value goes to the field of the same name unchanged.
 PLAIN_FIELDS = (
     "name",
+    "window_seconds",
     "schedule",
     "timezone",
     "priority",

@@ -415,7 +415,8 @@ def test_preview_lists_the_next_runs_in_utc(api: Api) -> None:
     )
 
     assert answer.status == 200
-    assert answer.body == {"next_runs": ["2026-12-01T08:00:00Z", "2026-12-02T08:00:00Z"]}
+    instants = ["2026-12-01T08:00:00Z", "2026-12-02T08:00:00Z"]
+    assert answer.body == {"next_runs": instants, "starts": instants}
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from shared.clock import format_rfc3339
 from shared.models import IN_FLIGHT, WAITING, Job, JobStatus, Run, RunStatus
 from shared.schedules import MisfirePolicy
 from shared.store import DueRow, items
+from tests.model.spread import spread_misfire_target
 
 SECOND = 1000
 GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND
@@ -170,6 +171,8 @@ def misfire_target(job: Job, now_ms: int) -> int | None:
         return None
     if job.end_at is not None or job.start_at is not None:
         return None
+    if job.window_seconds:
+        return spread_misfire_target(job, period, now_ms)
     policy = MisfirePolicy(job.misfire_policy)
     if scheduled >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
         return scheduled

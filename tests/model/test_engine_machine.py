@@ -54,6 +54,7 @@ from shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
 from shared.models import Job, JobStatus, RunStatus
 from shared.store import DueRow, JobStore
 from tests.model import checks
+from tests.model.backfill_rules import BackfillSteps
 from tests.model.boundary import (
     CLIENT_CONFIG,
     Crash,
@@ -229,7 +230,7 @@ class Env:
         self.seen: Counter[str] = Counter()  # what the examples reached, printed with -s
 
 
-class EngineMachine(WindowSteps, RuleBasedStateMachine):
+class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
     def __init__(self, env: Env) -> None:
         super().__init__()
         env.examples += 1
@@ -809,7 +810,7 @@ class EngineMachine(WindowSteps, RuleBasedStateMachine):
         found = []
         if before is not None and before.token != attempt.token:
             found.append(f"{attempt} started from a delivery whose token the job no longer held")
-        if before is not None and lifecycle.unstarted_extra(before):
+        if before is not None and lifecycle.unstarted_extra(before) and not lifecycle.is_backfill_run(before):
             intent.owed -= 1  # a triggered run started
         if intent.cancelled_at is not None:
             found.append(f"{attempt} started after a cancel acknowledged at {intent.cancelled_at}")

@@ -51,7 +51,7 @@ function changes(job, values) {
   const patch = {};
   for (const [name, value] of Object.entries(values)) {
     if (!(name in job)) continue;
-    if (value === null && ["max_retries", "timeout_seconds", "backoff", "timezone"].includes(name)) continue;
+    if (value === null && ["max_retries", "timeout_seconds", "window_seconds", "backoff", "timezone"].includes(name)) continue;
     if (JSON.stringify(value) !== JSON.stringify(job[name] ?? null)) patch[name] = value;
   }
   return patch;

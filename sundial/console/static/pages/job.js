@@ -4,11 +4,12 @@ import { confirmAction } from "../dialog.js";
 import { announce, h, masked, replace, scroller, statusBadge, table, when } from "../dom.js";
 import { ACTIONS, isRecurring, readable, refusal } from "../lifecycle.js";
 import { minuteNow } from "../times.js";
+import { backfillCard } from "./backfill.js";
 import { editForm } from "./edit.js";
 import { previewTable } from "./preview.js";
 
 const FIELDS = ["id", "name", "status", "paused", "priority", "schedule", "timezone", "run_at", "next_run_at", "start_at", "end_at",
-  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "on_failure_streak", "triggers_waiting", "created_at", "updated_at"];
+  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "window_seconds", "on_failure_streak", "triggers_waiting", "created_at", "updated_at"];
 
 export async function render(root, params) {
   const id = params.id;
@@ -76,13 +77,21 @@ export async function render(root, params) {
     }));
   }
 
+  const backfill = h("div");
   replace(root, heading, toolbar, editor,
     h("div", { class: "columns" },
       h("section", { class: "card", "aria-labelledby": "h-fields" }, h("h2", { id: "h-fields" }, "Fields"), fields),
       h("section", { class: "card", "aria-labelledby": "h-next" }, h("h2", { id: "h-next" }, "Next runs"), upcoming)),
+    backfill,
     h("section", { class: "card", "aria-labelledby": "h-runs" }, h("h2", { id: "h-runs" }, "Run history"), runs));
   try {
     await refresh();
+    if (isRecurring(job) && job.status !== "cancelled") {
+      replace(backfill, backfillCard(job, async () => {
+        shown = "";
+        await refresh();
+      }));
+    }
   } catch (error) {
     const missing = error.status === 404 || error.status === 400;
     heading.textContent = missing ? "No such job" : "Job";
@@ -145,8 +154,10 @@ async function drawUpcoming(node, job) {
   if (job.status === "failed" && next) return note(`A retry is due at ${when(next, job.timezone)}; the schedule goes on after this occurrence, and its runs are listed once it has ended.`);
   if (!next) return note("An attempt is running: the next runs are listed once it has ended.");
   try {
-    const answer = await post("/schedules/preview", { schedule: job.schedule, timezone: job.timezone, count: 9, after: next });
-    replace(node, previewTable([next, ...answer.next_runs], job.timezone));
+    // With a spread window the API answers this job's own start instants (`starts`), as the tick uses them.
+    const asked = { schedule: job.schedule, timezone: job.timezone, count: 9, after: next, window_seconds: job.window_seconds || 0, job_id: job.id };
+    const answer = await post("/schedules/preview", asked);
+    replace(node, previewTable([next, ...(answer.starts || answer.next_runs)], job.timezone));
   } catch (error) {
     replace(node, h("p", { role: "alert" }, error.message));
   }

@@ -32,6 +32,8 @@ export function sharedFields(prefix, inputs, job, timing = ["schedule", "run_at"
       "Occurrences missed while down or paused: run the latest once, skip them, or run each."),
     field("overlap_policy", "Overlap policy", select(OVERLAP, j.overlap_policy || "skip"),
       "An occurrence due while the previous one runs: skip it, or run it after."),
+    field("window_seconds", "Spread window (seconds)", number(j.window_seconds, { min: 0, max: 3600, placeholder: "0" }),
+      "Each occurrence starts at a point of [instant, instant + window) fixed by the job; Next runs shows it."),
     field("priority", "Priority", select(["high", "medium", "low"], j.priority || "medium")),
     field("payload", "Payload (JSON)", h("textarea", {}, job ? JSON.stringify(j.payload, null, 2) : "")),
     field("max_retries", "Max retries", number(j.max_retries, { min: 0, max: 20, placeholder: "5" })),
@@ -47,7 +49,7 @@ export function sharedValues(inputs) {
   for (const name of ["name", "schedule", "timezone", "run_at", "start_at", "end_at", "misfire_policy", "overlap_policy", "priority"]) {
     if (inputs[name]) values[name] = inputs[name].value.trim() || null;
   }
-  for (const name of ["max_retries", "timeout_seconds"]) {
+  for (const name of ["max_retries", "timeout_seconds", "window_seconds"]) {
     values[name] = inputs[name].value.trim() === "" ? null : Number(inputs[name].value);
   }
   const backoff = inputs.backoff.value.trim();
