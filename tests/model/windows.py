@@ -32,6 +32,12 @@ TICK_MEETS = ["pause", "cancel", "pause", "pause", "cancel", "trigger", "PATCH r
 # A user's call whose read is of a running attempt, and whose write comes after that attempt settled.
 SETTLE_MEETS = ["cancel", "pause", "cancel", "pause", "trigger"]
 SETTLES = "the attempt settles"
+# How a start with a zombie beside its retry ends: left to the steps after it, or with the zombie's
+# settle, its successor having called its target first or not. Left to an even pick among the rules,
+# a user's call, the successor's settle or the zombie's heartbeat mostly comes first, and the zombie
+# stops or is refused for a reason other than its token.
+SUCCESSOR_CALLED = "its settle after its successor's target call"
+ZOMBIE_ENDS = [SUCCESSOR_CALLED, SUCCESSOR_CALLED, "its settle", None]
 
 
 class WindowSteps:
@@ -39,6 +45,7 @@ class WindowSteps:
 
     # Provided by EngineMachine.
     clock: Any
+    env: Any
     step: int
     intents: dict[str, Intent]
     attempts: list[Attempt]
@@ -51,6 +58,7 @@ class WindowSteps:
     create: Any
     work: Any
     advance: Any
+    side_effect: Any
 
     def _start_at_window(
         self, how: str, behaviour: str, max_retries: int, overlap: str, meets: str | None = None
@@ -158,6 +166,16 @@ class WindowSteps:
             and (job := jobs.get(attempt.job.id)) is not None
             and job.token != attempt.token
         ]
+
+    def _zombie_ends(self, end: str | None) -> None:
+        """The end of the start with a zombie beside its retry (see ZOMBIE_ENDS)."""
+        zombies = self._zombies()
+        if end is None or not zombies:
+            return
+        if end == SUCCESSOR_CALLED:
+            self.side_effect("A", "newest")  # the successor: the newest attempt running
+        self._settle_attempt(zombies[0])
+        self.env.seen[f"start: a zombie, then {end}"] += 1
 
     @precondition(lambda self: bool(self._zombies()))
     @rule(data=st.data())
