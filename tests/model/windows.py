@@ -58,7 +58,10 @@ class WindowSteps:
     create: Any
     work: Any
     advance: Any
-    side_effect: Any
+    bag: list[Any]
+    _fence: Any
+    _target_call: Any
+    _begin: Any
 
     def _start_at_window(
         self, how: str, behaviour: str, max_retries: int, overlap: str, meets: str | None = None
@@ -168,14 +171,34 @@ class WindowSteps:
         ]
 
     def _zombie_ends(self, end: str | None) -> None:
-        """The end of the start with a zombie beside its retry (see ZOMBIE_ENDS)."""
+        """The end of a start (or a step) that left a zombie beside its successor (see ZOMBIE_ENDS)."""
         zombies = self._zombies()
         if end is None or not zombies:
             return
-        if end == SUCCESSOR_CALLED:
-            self.side_effect("A", "newest")  # the successor: the newest attempt running
-        self._settle_attempt(zombies[0])
+        zombie = zombies[-1]
+        successors = [a for a in self._settling() if a.job.id == zombie.job.id]
+        if end == SUCCESSOR_CALLED and successors and successors[0].effect is None:
+            self._begin(f"target call {successors[0]}")
+            self._target_call(successors[0])
+        self._settle_attempt(zombie)
         self.env.seen[f"start: a zombie, then {end}"] += 1
+
+    @precondition(lambda self: bool(self._settling()))
+    @rule(data=st.data())
+    def outlives_its_lease(self, data: st.DataObject) -> None:
+        """A running attempt's worker stalls past its lease: the tick reclaims it, its retry (or the
+        next occurrence) starts, and the stalled attempt, a zombie now, ends as a start's zombie does."""
+        found = self._settling()
+        attempt = found[data.draw(st.integers(0, len(found) - 1), "attempt")]
+        self._begin(f"{attempt}'s worker stalls past its lease")
+        self.clock.set(max(self.clock.now_ms(), (attempt.job.lease_until or 0) + 1))
+        self.tick()
+        successor = [sent for sent in self.bag if sent.message.job_id == attempt.job.id]
+        if successor:
+            self._begin(f"deliver {successor[-1]} on time, beside a zombie")
+            self.bag.remove(successor[-1])
+            self._fence(successor[-1], late=False, keep=False)
+            self._zombie_ends(data.draw(st.sampled_from(ZOMBIE_ENDS), "zombie"))
 
     @precondition(lambda self: bool(self._zombies()))
     @rule(data=st.data())
