@@ -25,7 +25,7 @@ import botocore.endpoint
 import pytest
 import urllib3
 from botocore.exceptions import BotoCoreError, ClientError
-from hypothesis import HealthCheck, Phase, currently_in_test_context, settings, target
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -66,7 +66,7 @@ from tests.model.boundary import (
     SqsBag,
 )
 from tests.model.intents import Intent, one_off_revived, triggers_lost
-from tests.model.windows import TICK_MEETS, WindowSteps
+from tests.model.windows import TICK_MEETS, ZOMBIE_ENDS, WindowSteps
 
 SECOND = 1000
 QUEUE_BASE = "https://sqs.us-east-1.amazonaws.com/123456789012/"  # never called: the model holds SQS
@@ -88,7 +88,9 @@ SETTINGS = settings(
     max_examples=EXAMPLES,
     stateful_step_count=STEPS,
     deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, *SHRINK],  # no explain
+    # No explain phase; no target phase either: its hill-climbing spent half the budget on the
+    # neighbours of one example, all from the same start.
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, *SHRINK],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 ACTORS = ("api", "tick", "worker")
@@ -147,17 +149,20 @@ TIMING_CHANGES = [
     "schedule rate(1 minute)",
     "schedule rate(10 seconds)",
 ]
+# Hypothesis draws each value as simple as it can in the first examples it makes (the first of a
+# list, after a few random choices), and repeats the values of each example in its next few: so a
+# start's first argument varies most, and each argument's first value is one that leads somewhere.
+# The starts before a window (docs/testing.md) are listed twice.
 STARTS = [
-    "nothing",
     "running",
     "running, target called",
     "delivered twice",
-    "its worker gone, its lease run out",
-    "a zombie beside its retry",
+    *("its worker gone, its lease run out", "a zombie beside its retry") * 2,
     "run once",
     "triggered",
-    "a finished one-off",
-    "due for its claim",  # claims are rare otherwise: most runs are sent by their writer
+    # Claims are rare otherwise: most runs are sent by their writer.
+    *("a finished one-off", "due for its claim") * 2,
+    "nothing",
 ]
 api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
 tick_races = st.sampled_from([None, *TICK_RACES])  # a tick races something most of the time
@@ -270,7 +275,6 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         self.alert_violations: list[str] = []
         self.last_read: dict[str, Job] = {}  # the jobs as the invariants last read them
         self.answer: JobView | None = None  # the last API call's answer
-        self.overlaps = 0  # user calls acknowledged while an attempt of the job ran (Hypothesis targets it)
         self._snap: tuple[int, checks.Snapshot] | None = None
         for actor in ACTORS:
             env.faults[actor].reset()
@@ -279,8 +283,6 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             bag.now, bag.on_job_message, bag.on_dead_letter = self.clock.now_ms, self._sent, self._dead_letter
 
     def teardown(self) -> None:
-        if currently_in_test_context():  # not in the plain tests that drive the machine by hand
-            target(float(self.overlaps), label="user calls acknowledged while an attempt ran")
         self.env.plain_ddb.delete_table(TableName=self.table)
 
     # --- bookkeeping ------------------------------------------------------------------------------
@@ -431,7 +433,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             after is not None and after.attempt > 0 and after.status in (JobStatus.FAILED, JobStatus.QUEUED)
         )
         if answer == "ack" and after is not None and after.status is JobStatus.RUNNING:
-            self.overlaps += 1
+            self.env.seen["user call acknowledged while an attempt ran"] += 1
         if action in ("trigger", "retry") and answer != "refused":
             intent.revived()
         self._remember(job_id, action, answer, now, retrying)
@@ -1044,19 +1046,29 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
     user_again = user
 
     @initialize(
-        kind=st.sampled_from(["one-off now", "rate(10 seconds)", "rate(1 minute)", "rate(2 minutes)"]),
-        behaviour=st.sampled_from(["ok", "fails", "flaky"]),
-        max_retries=st.sampled_from([0, 1, 2]),
+        how=st.sampled_from(STARTS),  # drawn first: see STARTS
+        kind=st.sampled_from(["rate(1 minute)", "one-off now", "rate(10 seconds)", "rate(2 minutes)"]),
+        behaviour=st.sampled_from(["flaky", "ok", "fails"]),
+        max_retries=st.sampled_from([1, 2, 0]),
         overlap=st.sampled_from(["skip", "buffer"]),
-        how=st.sampled_from(STARTS),
-        meets=st.sampled_from([None, *TICK_MEETS]),
+        meets=st.sampled_from([*TICK_MEETS, None]),
+        zombie=st.sampled_from(ZOMBIE_ENDS),
     )
     def start(
-        self, kind: str, behaviour: str, max_retries: int, overlap: str, how: str, meets: str | None = None
+        self,
+        how: str,
+        kind: str,
+        behaviour: str,
+        max_retries: int,
+        overlap: str,
+        meets: str | None = None,
+        zombie: str | None = None,
     ) -> None:
         """Most examples start with job A's first attempt running (or just past it), so that the
         steps after it land while it runs, or while the tick deals with what it left; some start
-        empty. A job every two minutes waits in a run row for the tick's claim."""
+        empty. A job every two minutes waits in a run row for the tick's claim; a zombie beside its
+        retry often settles at once (`zombie`)."""
+        self.env.seen[f"start: {how}"] += 1
         if how == "nothing" or self._start_at_window(how, behaviour, max_retries, overlap, meets):
             return
         self.create("A", kind, behaviour, max_retries, (5,), "high", "run_once", overlap)
@@ -1083,6 +1095,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             self.tick()
             if any(sent.message.job_id == self.labels["A"] for sent in self.bag):
                 self.deliver("A")
+                self._zombie_ends(zombie)
 
     # --- the invariants, after every step ---------------------------------------------------------
 

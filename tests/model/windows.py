@@ -32,6 +32,12 @@ TICK_MEETS = ["pause", "cancel", "pause", "pause", "cancel", "trigger", "PATCH r
 # A user's call whose read is of a running attempt, and whose write comes after that attempt settled.
 SETTLE_MEETS = ["cancel", "pause", "cancel", "pause", "trigger"]
 SETTLES = "the attempt settles"
+# How a start with a zombie beside its retry ends: left to the steps after it, or with the zombie's
+# settle, its successor having called its target first or not. Left to an even pick among the rules,
+# a user's call, the successor's settle or the zombie's heartbeat mostly comes first, and the zombie
+# stops or is refused for a reason other than its token.
+SUCCESSOR_CALLED = "its settle after its successor's target call"
+ZOMBIE_ENDS = [SUCCESSOR_CALLED, SUCCESSOR_CALLED, "its settle", None]
 
 
 class WindowSteps:
@@ -39,6 +45,7 @@ class WindowSteps:
 
     # Provided by EngineMachine.
     clock: Any
+    env: Any
     step: int
     intents: dict[str, Intent]
     attempts: list[Attempt]
@@ -51,6 +58,10 @@ class WindowSteps:
     create: Any
     work: Any
     advance: Any
+    bag: list[Any]
+    _fence: Any
+    _target_call: Any
+    _begin: Any
 
     def _start_at_window(
         self, how: str, behaviour: str, max_retries: int, overlap: str, meets: str | None = None
@@ -158,6 +169,36 @@ class WindowSteps:
             and (job := jobs.get(attempt.job.id)) is not None
             and job.token != attempt.token
         ]
+
+    def _zombie_ends(self, end: str | None) -> None:
+        """The end of a start (or a step) that left a zombie beside its successor (see ZOMBIE_ENDS)."""
+        zombies = self._zombies()
+        if end is None or not zombies:
+            return
+        zombie = zombies[-1]
+        successors = [a for a in self._settling() if a.job.id == zombie.job.id]
+        if end == SUCCESSOR_CALLED and successors and successors[0].effect is None:
+            self._begin(f"target call {successors[0]}")
+            self._target_call(successors[0])
+        self._settle_attempt(zombie)
+        self.env.seen[f"start: a zombie, then {end}"] += 1
+
+    @precondition(lambda self: bool(self._settling()))
+    @rule(data=st.data())
+    def outlives_its_lease(self, data: st.DataObject) -> None:
+        """A running attempt's worker stalls past its lease: the tick reclaims it, its retry (or the
+        next occurrence) starts, and the stalled attempt, a zombie now, ends as a start's zombie does."""
+        found = self._settling()
+        attempt = found[data.draw(st.integers(0, len(found) - 1), "attempt")]
+        self._begin(f"{attempt}'s worker stalls past its lease")
+        self.clock.set(max(self.clock.now_ms(), (attempt.job.lease_until or 0) + 1))
+        self.tick()
+        successor = [sent for sent in self.bag if sent.message.job_id == attempt.job.id]
+        if successor:
+            self._begin(f"deliver {successor[-1]} on time, beside a zombie")
+            self.bag.remove(successor[-1])
+            self._fence(successor[-1], late=False, keep=False)
+            self._zombie_ends(data.draw(st.sampled_from(ZOMBIE_ENDS), "zombie"))
 
     @precondition(lambda self: bool(self._zombies()))
     @rule(data=st.data())
