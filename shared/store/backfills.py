@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from shared import constants as c
 from shared.models import Job
 from shared.store import expressions as x
 from shared.store import items
-from shared.store.writes import Item, StoreWrites, _code, _retry_conflicts
+from shared.store.writes import Item, StoreWrites
 
 BACKFILL_PREFIX = "BACKFILL#"
 
@@ -57,18 +55,7 @@ class BackfillLedger(StoreWrites):
         """The job's UpdateItem and a Put of each ledger item that must not exist yet, all or none.
         Raises StaleDelivery (with the job as it is) when any condition failed: the caller reads
         the ledger again and decides again."""
-        update = {"TableName": self._table, "Key": items.job_key(job_id), **change.request(condition)}
-        transaction: list[Any] = [{"Update": update}]
-        transaction += [{"Put": {"TableName": self._table, "Item": item, **_absent()}} for item in new]
-        try:
-            _retry_conflicts(lambda: self._client.transact_write_items(TransactItems=transaction))
-        except ClientError as exc:
-            if _code(exc) != "TransactionCanceledException":
-                return self._recognise(job_id, change, exc)
-            return self._own_or_stale(job_id, change, self._job_item(job_id))
-        except BotoCoreError as exc:
-            return self._recognise(job_id, change, exc)
-        return self.get(job_id)
+        return self._transact(job_id, change, condition, [{"Item": item, **_absent()} for item in new])
 
 
 def _absent() -> dict[str, Any]:

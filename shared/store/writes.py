@@ -55,9 +55,14 @@ class StoreWrites(StoreReads):
 
     def _write_with(self, job_id: str, change: x.Change, condition: str, put: Item, *more: Item) -> Job:
         """The job's UpdateItem and the Put of one item or more, all or none. Raises StaleDelivery."""
+        return self._transact(job_id, change, condition, [{"Item": item} for item in (put, *more)])
+
+    def _transact(self, job_id: str, change: x.Change, condition: str, puts: list[dict[str, Any]]) -> Job:
+        """The job's UpdateItem and these Puts (each its item, and its own condition if any), all or
+        none. Raises StaleDelivery, with the job as it is, when any condition failed."""
         update = {"TableName": self._table, "Key": items.job_key(job_id), **change.request(condition)}
-        puts = [{"Put": {"TableName": self._table, "Item": item}} for item in (put, *more)]
-        transaction: list[Any] = [{"Update": update}, *puts]
+        transaction: list[Any] = [{"Update": update}]
+        transaction += [{"Put": {"TableName": self._table, **put}} for put in puts]
         try:
             _retry_conflicts(lambda: self._client.transact_write_items(TransactItems=transaction))
         except ClientError as exc:
