@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from shared.api.models import JobCreate
 from shared.api.service import JobService
 from shared.clock import format_rfc3339
 from shared.dispatch import Dispatcher
+from shared.schedules.windows import start_instant
 from shared.store import items
 
 START_S = 1_893_488_400.0  # 2030-01-01T09:00:00Z, the instant the due-at-once jobs fall due
@@ -44,6 +46,7 @@ class Scenario:
     overlap_tick_at: float | None = None
     overlap_tick_after_sends: int | None = None  # another tick starts once the killable one sent this many
     through_api: bool = False
+    window_seconds: int = 0  # the one-offs' spread window
     break_conditions: bool = False  # a model that lies, for the test that must catch it
     settings: Settings = field(default_factory=Settings)
     seed: int = 7
@@ -72,6 +75,7 @@ def _specs(scenario: Scenario, rng: random.Random) -> list[tuple[JobCreate, floa
                 "max_retries": 2,
                 "backoff": [5, 10],
                 "timeout_seconds": 30,
+                "window_seconds": scenario.window_seconds,
             }
         )
         out.append((spec, at - LEAD_S))
@@ -140,7 +144,7 @@ def run(scenario: Scenario, end_s: float | None = None) -> dict[str, Any]:
     sim = Sim(START_S - LEAD_S - 1)
     with green(sim):
         world, _ = build(scenario, sim)
-        end = end_s if end_s is not None else START_S + scenario.minutes * 60 + 240
+        end = end_s if end_s is not None else START_S + scenario.minutes * 60 + 240 + scenario.window_seconds
         first_tick = START_S - LEAD_S + 30
         extra = [] if scenario.overlap_tick_at is None else [first_tick + 60 * 2 + scenario.overlap_tick_at]
         world.start_ticks(first_tick, end, extra)
@@ -154,10 +158,11 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
     per_priority: dict[str, dict[str, Any]] = {}
     grouped = occurrences(world.target.calls)
     expected = _expected(world)
+    start = _starts(scenario, world, set(grouped) | expected)
     for priority in c.PRIORITIES:
         mine = {key: calls for key, calls in grouped.items() if names.get(key[0]) == priority}
         wanted = {key for key in expected if names.get(key[0]) == priority}
-        firsts = [min(call.at_ms for call in calls) - key[1] for key, calls in mine.items()]
+        firsts = [min(call.at_ms for call in calls) - start[key] for key, calls in mine.items()]
         per_priority[priority.value] = {
             "occurrences": len(wanted),
             "never_called": len(wanted - set(mine)),
@@ -166,7 +171,7 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
                 for key, calls in mine.items()
                 if _first_attempts(calls) > 1 or len(calls) > world.allowed_calls.get(key[0], 1)
             ),
-            "called_early": sum(1 for key, calls in mine.items() if min(x.at_ms for x in calls) < key[1]),
+            "called_early": sum(1 for key, calls in mine.items() if min(x.at_ms for x in calls) < start[key]),
             "lateness_ms": _percentiles(firsts),
         }
     return {
@@ -182,6 +187,7 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
             len(q.waiting) for q in world.aws.sqs.queues.values() if q.name == c.DEAD_LETTER_QUEUE_NAME
         ),
         "overlapping_ticks": _overlapping(world),
+        **_burst(grouped),
         "ticks": [
             {
                 "at_s": round(t.started_s - START_S, 1),
@@ -203,6 +209,28 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         "calls": dict(world.aws.dynamodb.calls) | {f"sqs.{k}": v for k, v in world.aws.sqs.calls.items()},
         "green_switches": sim.switches,
         **_cross_check(world),
+    }
+
+
+def _starts(scenario: Scenario, world: World, keys: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Each occurrence's start, which lateness and earliness are measured from: inside its one-off
+    job's spread window, or its instant."""
+    one_offs = {job_id for job_id, (_, due_ms) in world.jobs.items() if due_ms is not None}
+    window = scenario.window_seconds
+    return {
+        (job_id, at_ms): start_instant(job_id, at_ms, window) if job_id in one_offs else at_ms
+        for job_id, at_ms in keys
+    }
+
+
+def _burst(grouped: dict[tuple[str, int], list[CallRecord]]) -> dict[str, Any]:
+    """How the targets met the occurrences' first calls: the busiest second, and from the first to
+    the last."""
+    firsts = sorted(min(call.at_ms for call in calls) for calls in grouped.values())
+    per_second = Counter(at_ms // 1000 for at_ms in firsts)
+    return {
+        "busiest_second_calls": max(per_second.values(), default=0),
+        "first_calls_span_s": round((firsts[-1] - firsts[0]) / 1000, 1) if firsts else 0.0,
     }
 
 

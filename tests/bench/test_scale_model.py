@@ -80,3 +80,15 @@ def test_a_tick_killed_mid_send_loses_nothing_and_the_fence_drops_its_copies() -
     assert sum(tick["dispatched"] for tick in later) >= MID_SEND_DUE - killed["sent_while_running"]
     assert 0 < report["copies_sent"] < killed["sent_while_running"]
     assert report["dropped_at_fence"] == report["copies_sent"]
+
+
+def test_a_spread_window_spreads_a_fan_out_and_no_start_comes_early() -> None:
+    bunched = run(Scenario(due_at_once=200))
+    spread = run(Scenario(due_at_once=200, window_seconds=60))
+    assert bunched["first_calls_span_s"] <= 2
+    assert spread["first_calls_span_s"] >= 50  # 200 starts over a minute
+    assert spread["busiest_second_calls"] < bunched["busiest_second_calls"] / 4
+    assert _counts(spread, "occurrences") == 200
+    assert _counts(spread, "never_called") == _counts(spread, "called_twice") == 0
+    assert _counts(spread, "called_early") == 0  # against each one's own start
+    assert max(p["lateness_ms"]["p99"] for p in spread["priorities"].values()) < 1_000
