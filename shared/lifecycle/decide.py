@@ -296,6 +296,13 @@ def on_resume(job: Job, now_ms: int) -> Placement | None:
     target = catch_up(job, now_ms)
     if target is None:
         return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
+    if job.backfill and job.attempt == 0 and not unstarted_extra(job):
+        # Backfilled while paused: the first of those runs starts now, and the schedule resumes
+        # behind it where its misfire policy puts it, as a backfill on a running schedule does.
+        first, *rest = job.backfill
+        return Placement(
+            JobStatus.PENDING, first, now_ms, 0, defer_to=target, extra=True, backfill=tuple(rest)
+        )
     return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), job.attempt)
 
 

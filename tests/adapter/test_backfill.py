@@ -166,6 +166,21 @@ def test_a_paused_job_holds_its_backfilled_runs_until_resumed(engine: Engine) ->
     assert delivered(engine, job_id) == [format_rfc3339(hour) for hour in hours]
 
 
+def test_a_backfill_asked_while_paused_runs_once_resumed(engine: Engine) -> None:
+    job_id = create(engine, schedule="0 * * * *", overlap_policy="buffer")
+    engine.service.pause(job_id)
+    hours = hours_before(engine, 2)
+    ask(engine, job_id, hours[0], hours[-1] + 1)
+
+    run_due(engine)
+    held = delivered(engine, job_id)
+    engine.service.resume(job_id)
+    run_due(engine)
+
+    assert held == []
+    assert delivered(engine, job_id) == [format_rfc3339(hour) for hour in hours]
+
+
 def test_the_ledger_refuses_an_instant_another_request_recorded_meanwhile(engine: Engine) -> None:
     job_id = create(engine, schedule="0 * * * *", overlap_policy="buffer")
     hours = hours_before(engine, 2)
