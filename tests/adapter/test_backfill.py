@@ -151,26 +151,15 @@ def test_a_backfill_behind_a_running_attempt_waits_and_a_cancel_drops_it(engine:
     assert engine.store.get(again).status is JobStatus.CANCELLED and engine.store.get(again).backfill == ()
 
 
-def test_a_paused_job_holds_its_backfilled_runs_until_resumed(engine: Engine) -> None:
+@pytest.mark.parametrize("paused", ["after the backfill", "before it"])
+def test_a_paused_job_holds_its_backfilled_runs_until_resumed(engine: Engine, paused: str) -> None:
     job_id = create(engine, schedule="0 * * * *", overlap_policy="buffer")
     hours = hours_before(engine, 2)
+    if paused == "before it":
+        engine.service.pause(job_id)
     ask(engine, job_id, hours[0], hours[-1] + 1)
-    engine.service.pause(job_id)
-
-    run_due(engine)
-    held = delivered(engine, job_id)
-    engine.service.resume(job_id)
-    run_due(engine)
-
-    assert held == []
-    assert delivered(engine, job_id) == [format_rfc3339(hour) for hour in hours]
-
-
-def test_a_backfill_asked_while_paused_runs_once_resumed(engine: Engine) -> None:
-    job_id = create(engine, schedule="0 * * * *", overlap_policy="buffer")
-    engine.service.pause(job_id)
-    hours = hours_before(engine, 2)
-    ask(engine, job_id, hours[0], hours[-1] + 1)
+    if paused == "after the backfill":
+        engine.service.pause(job_id)
 
     run_due(engine)
     held = delivered(engine, job_id)
