@@ -442,13 +442,21 @@ def _placed(job: Job, placement: Placement, now_ms: int) -> Job:
 
 def _refuse_moving_onto_a_run(job: Job, moved_to: int | None, patch: JobUpdate) -> None:
     """New timing may not put an occurrence (or the schedule's resumption) on one that ran already."""
+    field = "run_at" if "run_at" in patch.model_fields_set else "schedule"
+    if moved_to is not None and job.deferred_at is not None and moved_to == job.scheduled_at:
+        # The triggered run's instant names it: two runs on one instant would share its key.
+        raise Conflict(
+            f"job '{job.id}' has a triggered run at {format_rfc3339(moved_to)}; a change may not put "
+            "its occurrence on that same instant",
+            field=field,
+        )
     ran = job.last_run.scheduled_at if job.last_run else None
     if moved_to is None or ran is None or moved_to > ran:
         return
     raise Conflict(
         f"job '{job.id}' already ran its occurrence at {format_rfc3339(ran)}; a change may only "
         "move it to a later instant",
-        field="run_at" if "run_at" in patch.model_fields_set else "schedule",
+        field=field,
     )
 
 

@@ -71,28 +71,27 @@ def test_one_off_due_in_ten_minutes_triggered_then_patched_run_at_runs_both(engi
     assert engine.store.get(job_id).status is JobStatus.SUCCEEDED
 
 
-def test_one_off_triggered_then_patched_to_the_triggered_instant_runs_its_own_run_as_no_trigger(
+def test_one_off_triggered_then_patched_to_the_triggered_instant_is_refused_and_runs_both(
     engine: Engine,
 ) -> None:
-    """The one-off's own run, moved by the PATCH to the very instant of the triggered run, resumes
-    after it at the same scheduled instant: it is the one-off's run, not a trigger still waiting."""
-    job_id = create(engine, run_at=format_rfc3339(engine.clock.now_ms() + 10 * MINUTE))
+    """The one-off's own run may not move onto the instant of its waiting triggered run: the two
+    would share one idempotency key, so a target that honours keys would run only one. The PATCH is
+    refused, changes nothing, and both runs happen, each on its own instant."""
+    run_at = engine.clock.now_ms() + 10 * MINUTE
+    job_id = create(engine, run_at=format_rfc3339(run_at))
     triggered = engine.service.trigger(job_id)
     assert triggered.next_run_at is not None
+    before = engine.store.get(job_id)
 
-    patch(engine, job_id, run_at=triggered.next_run_at)
-    (extra_run,) = (m for m in engine.receive() if m.job_id == job_id)
-    engine.worker.process(extra_run)
+    with pytest.raises(Conflict) as refused:
+        patch(engine, job_id, run_at=triggered.next_run_at)
 
-    job = engine.store.get(job_id)
-    assert engine.targets.count(job_id) == 1
-    assert (job.status, job.extra_run, engine.service.get(job_id).triggers_waiting) == (
-        JobStatus.QUEUED,
-        False,
-        0,
-    )
+    assert refused.value.field == "run_at" and "triggered run at" in str(refused.value)
+    assert engine.store.get(job_id) == before
     run_due(engine)
-    assert engine.targets.count(job_id) == 2  # the triggered run, then its own
+    engine.clock.set(run_at)
+    run_due(engine)
+    assert scheduled(engine, job_id) == [triggered.next_run_at, format_rfc3339(run_at)]
     assert engine.store.get(job_id).status is JobStatus.SUCCEEDED
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -373,6 +374,21 @@ def test_trigger_runs_now_unless_cancelled(api: Api, stored: Any) -> None:
     assert (triggered.status, triggered.body["status"]) == (200, "queued")
     assert refused.status == 409
     assert refused.body["message"] == f"job '{other['id']}' is cancelled; create a new job to run it again"
+    assert stored() == before
+
+
+def test_a_patch_may_not_put_a_one_off_on_the_instant_of_its_triggered_run(api: Api, stored: Any) -> None:
+    later = datetime.fromtimestamp(time.time() + 3600, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    job = create(api, run_at=later)
+    triggered = api("POST", f"/jobs/{job['id']}/trigger")
+    instant = triggered.body["next_run_at"]
+    before = stored()
+
+    refused = api("PATCH", f"/jobs/{job['id']}", {"run_at": instant})
+
+    assert refused.status == 409, refused.body
+    assert refused.body["field"] == "run_at"
+    assert "triggered run at" in refused.body["message"]
     assert stored() == before
 
 
