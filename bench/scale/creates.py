@@ -42,7 +42,8 @@ from shared.dispatch import Dispatcher
 from shared.store import items
 from sundial.client import SundialClient
 from sundial.client.transport import Answer
-from sundial.commands.bulk import import_jobs
+from sundial.commands import bulk as bulk_module
+from sundial.commands.bulk import DEFAULT_IN_FLIGHT, import_jobs
 
 START_S = 1_893_488_400.0  # 2030-01-01T09:00:00Z
 TEN_MILLION = 10_000_000
@@ -162,6 +163,7 @@ class Imports:
     stage_rate: float = limits.STAGE_API_RATE.value
     stage_burst: float = limits.STAGE_API_BURST.value
     settings: dict[str, str] = field(default_factory=dict)
+    in_flight: int = DEFAULT_IN_FLIGHT  # each import's --in-flight
 
 
 def _file(folder: Path, importer: int, count: int) -> Path:
@@ -184,13 +186,14 @@ def _quiet_and_green(sim: Sim) -> Iterator[None]:
     service_log = logging.getLogger("shared.api.service")
     level = service_log.level
     service_log.setLevel(logging.ERROR)
-    pool = batch_module.ThreadPoolExecutor
+    pools = batch_module.ThreadPoolExecutor, bulk_module.ThreadPoolExecutor
     batch_module.ThreadPoolExecutor = GreenExecutor  # type: ignore[misc,assignment]
+    bulk_module.ThreadPoolExecutor = GreenExecutor  # type: ignore[misc,assignment]
     try:
         with green(sim), contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
             yield
     finally:
-        batch_module.ThreadPoolExecutor = pool  # type: ignore[misc]
+        batch_module.ThreadPoolExecutor, bulk_module.ThreadPoolExecutor = pools  # type: ignore[misc]
         service_log.setLevel(level)
 
 
@@ -211,7 +214,7 @@ def run(imports: Imports) -> dict[str, Any]:
 
         def one_import(path: Path) -> None:
             try:
-                exits.append(command(connection=_Connection(api), file=path))
+                exits.append(command(connection=_Connection(api), file=path, in_flight=imports.in_flight))
             except Exception as exc:  # the command gave up (throttled after its retries, say)
                 exits.append(-1)
                 errors.append(repr(exc)[:200])
@@ -233,6 +236,7 @@ def _report(imports: Imports, counts: Counts, exits: list[int], world: World, wa
     return {
         "name": imports.name,
         "importers": imports.importers,
+        "in_flight": imports.in_flight,
         "jobs": imports.importers * imports.jobs_each,
         "created": created,
         "stage": {"rate": imports.stage_rate, "burst": imports.stage_burst},

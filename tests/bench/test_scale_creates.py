@@ -9,7 +9,7 @@ from bench.scale.creates import Imports, run
 
 
 def test_imports_side_by_side_create_every_line_once() -> None:
-    report = run(Imports("small", importers=3, jobs_each=150))
+    report = run(Imports("small", importers=3, jobs_each=150, in_flight=1))
 
     assert report["imports_exited"] == {"ok": 3, "other": 0}
     assert report["created"] == report["jobs"] == report["job_items_in_table"] == 450
@@ -25,3 +25,15 @@ def test_a_stage_out_of_tokens_answers_429_and_no_job_is_made_twice() -> None:
     assert report["imports_exited"]["other"] >= 1  # gave up after the client's retries
     assert any("Throttled" in error for error in report["import_errors"])
     assert report["job_items_in_table"] == report["created"] < report["jobs"]
+
+
+def test_one_import_with_requests_in_flight_creates_every_line_once_and_faster() -> None:
+    one_at_a_time = run(Imports("one at a time", importers=1, jobs_each=1_200, in_flight=1))
+    side_by_side = run(Imports("in flight", importers=1, jobs_each=1_200, in_flight=4))
+
+    for report in (one_at_a_time, side_by_side):
+        assert report["imports_exited"] == {"ok": 1, "other": 0}
+        assert report["created"] == report["jobs"] == report["job_items_in_table"] == 1_200
+        assert report["requests"] == 12
+    assert (one_at_a_time["peak_invocations"], side_by_side["peak_invocations"]) == (1, 4)
+    assert side_by_side["virtual_seconds"] < one_at_a_time["virtual_seconds"] / 2

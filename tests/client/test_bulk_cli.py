@@ -42,6 +42,26 @@ def test_import_creates_each_line_and_again_finds_them_there(local_api: str, tmp
     assert names == [f"{tag}-{n}" for n in (1, 2, 4)]
 
 
+def test_import_with_requests_in_flight_reports_in_the_file_s_order(local_api: str, tmp_path: Path) -> None:
+    tag = f"imf-{uuid.uuid4().hex[:8]}"
+    wrong = json.dumps({"name": f"{tag}-bad", "schedule": "61 * * * *", "target": NOOP})
+    bad = {150: "{not json", 420: wrong}
+    lines = [bad.get(n) or json.dumps({"name": f"{tag}-{n}", "target": NOOP, **LATER}) for n in range(1, 451)]
+    file = tmp_path / "many.jsonl"
+    file.write_text("\n".join(lines) + "\n")
+
+    first = sundial(local_api, "jobs", "import", "--in-flight", "3", str(file))
+    again = sundial(local_api, "jobs", "import", "--in-flight", "5", str(file))
+
+    assert first.exit_code == 3, first.output
+    assert first.stdout.strip() == "created 448, already there 0, refused 2"
+    refusals = [line for line in first.stderr.splitlines() if line.startswith("line ")]
+    assert [line.split(":")[0] for line in refusals] == ["line 150", "line 420"]
+    assert again.stdout.strip() == "created 0, already there 448, refused 2"
+    names = [job.name for job in SundialClient(local_api).iter_jobs(name_prefix=tag)]
+    assert len(names) == len(set(names)) == 448
+
+
 def test_bulk_actions_by_ids_and_by_filter(local_api: str, client: SundialClient) -> None:
     tag = f"blk-{uuid.uuid4().hex[:8]}"
     answer = client.create_jobs([{"name": f"{tag}-{n}", "target": NOOP, **LATER} for n in range(5)])
