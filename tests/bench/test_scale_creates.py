@@ -35,5 +35,5 @@ def test_one_import_with_requests_in_flight_creates_every_line_once_and_faster()
         assert report["imports_exited"] == {"ok": 1, "other": 0}
         assert report["created"] == report["jobs"] == report["job_items_in_table"] == 1_200
         assert report["requests"] == 12
-    assert (one_at_a_time["peak_invocations"], side_by_side["peak_invocations"]) == (1, 4)
+    assert one_at_a_time["peak_invocations"] == 1 < side_by_side["peak_invocations"] <= 4
     assert side_by_side["virtual_seconds"] < one_at_a_time["virtual_seconds"] / 2
