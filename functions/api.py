@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -70,14 +70,7 @@ NextToken = Annotated[
     str | None,
     Query(max_length=4096, description="The previous page's next_token, to read the next page."),
 ]
-JobId = Annotated[
-    str,
-    Path(
-        pattern=JOB_ID_PATTERN,
-        description="The job's id, as its create answered it: a 26-character ULID.",
-        examples=[JOB_ID_EXAMPLE],
-    ),
-]
+JobId = doc.JobId
 
 
 _service = clients.job_service

@@ -7,11 +7,11 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from functions import api_openapi as doc
 from functions import clients
-from shared.api.models import JOB_ID_EXAMPLE, JOB_ID_PATTERN, BackfillRequest, BackfillView
+from shared.api.models import BackfillRequest, BackfillView
 from shared.errors import InvalidInput
 from shared.lifecycle.backfill import MAX_BACKFILL_OCCURRENCES
 
@@ -20,14 +20,7 @@ B, N, C = HTTPStatus.BAD_REQUEST, HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
 
 DRY_RUN = doc.BACKFILL | {"dry_run": True, "job": None}
 
-JobId = Annotated[
-    str,
-    Path(
-        pattern=JOB_ID_PATTERN,
-        description="The job's id, as its create answered it: a 26-character ULID.",
-        examples=[JOB_ID_EXAMPLE],
-    ),
-]
+JobId = doc.JobId
 
 
 @router.post(

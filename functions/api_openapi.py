@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import re
 from http import HTTPStatus
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.models import Example, OpenAPI, Tag
+from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
 from functions.api_errors import documented
-from shared.api.models import JOB_ID_EXAMPLE
+from shared.api.models import JOB_ID_EXAMPLE, JOB_ID_PATTERN
+
+# The path parameter every /jobs/{id} route takes.
+JobId = Annotated[
+    str,
+    Path(
+        pattern=JOB_ID_PATTERN,
+        description="The job's id, as its create answered it: a 26-character ULID.",
+        examples=[JOB_ID_EXAMPLE],
+    ),
+]
 
 # Powertools' validation answers, which this API never gives: a bad request is a 400 and a response
 # that fails its model a 500, both with the error body (functions/api_errors.py).
