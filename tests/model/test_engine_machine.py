@@ -129,7 +129,7 @@ faults = st.one_of(st.none(), st.sampled_from([kind for kind in FAULTS if kind])
 USER_ACTIONS = ["pause", "resume", "cancel", "trigger", "retry"]
 # What a user does while an attempt of the job runs: where the races between intent and settle are.
 DURING_ATTEMPT = [
-    *("cancel", "pause") * 2,  # the intents a settle must not overwrite
+    *("pause", "cancel") * 2,  # the intents a settle must not overwrite
     "trigger",
     "resume",
     "PATCH max_retries 0",
