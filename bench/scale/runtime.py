@@ -425,7 +425,9 @@ class GreenExecutor:
         future = GreenFuture()
         self._queue.append((future, lambda: fn(*args, **kwargs)))
         live = [lane for lane in self._lanes if not lane.done]
-        if len(live) < self._max and self._busy >= len(live):
+        # As concurrent.futures does: a new lane for work no idle lane will take, up to the maximum.
+        # A lane spawned but not yet running counts as idle, so a burst of submits spawns one each.
+        if len(live) < self._max and len(self._queue) > len(live) - self._busy:
             self._lanes = [*live, sim().spawn(self._lane)]
         return future
 
