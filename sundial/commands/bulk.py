@@ -19,6 +19,7 @@ import click
 from shared.api.bulk_models import BATCH_LIMIT, IDEMPOTENCY_KEY_MEMBER, BatchAnswer, OperationView
 from shared.api.models import JobView
 from sundial.client import SundialClient
+from sundial.client.errors import ApiError, ServerError, Throttled, Unreachable
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.exits import CONFLICT, OK
 from sundial.commands.output import job_details, output_option, print_one
@@ -67,23 +68,31 @@ def import_jobs(connection: Connection, file: Path, in_flight: int = DEFAULT_IN_
     with file.open() as counting:
         total = sum(1 for text in counting if text.strip())
     tally = _Tally()
+    window = _Window(in_flight)
     with (
         click.progressbar(length=total, label="importing", file=sys.stderr) as bar,
         file.open() as lines,
         ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="import") as pool,
     ):
-        # Twice as many requests queued as sent, so that a slow answer at the head of the file's
-        # order does not leave the others idle.
-        pending: deque[tuple[list[tuple[int, dict[str, Any]]], int, Future[BatchAnswer] | None]] = deque()
+        pending: deque[_Request] = deque()
+
+        def report_oldest() -> None:
+            request = pending.popleft()
+            while (answer := _answer(request, window)) is None:
+                request.sent = pool.submit(client.create_jobs, request.jobs)  # the same keys: safe
+            _report(tally, bar, request, answer)
+
         try:
             for chunk in _chunks(_numbered(lines), BATCH_LIMIT):
                 bodies = _bodies(file, chunk, tally)
-                sent = pool.submit(client.create_jobs, [body for _, body in bodies]) if bodies else None
-                pending.append((bodies, len(chunk), sent))
-                while len(pending) > 2 * in_flight or (pending and _answered(pending[0][2])):
-                    _report(tally, bar, *pending.popleft())
+                request = _Request(bodies, len(chunk))
+                if bodies:
+                    request.sent = pool.submit(client.create_jobs, request.jobs)
+                pending.append(request)
+                while len(pending) >= window.size or (pending and pending[0].answered()):
+                    report_oldest()
             while pending:
-                _report(tally, bar, *pending.popleft())
+                report_oldest()
         except BaseException:
             click.echo(f"stopped after {tally.summary()}; import the file again to go on", err=True)
             raise
@@ -91,6 +100,56 @@ def import_jobs(connection: Connection, file: Path, in_flight: int = DEFAULT_IN_
         click.echo(f"line {number}: {why}", err=True)
     click.echo(tally.summary())
     return CONFLICT if tally.counts["refused"] else OK
+
+
+@dataclass
+class _Request:
+    bodies: list[tuple[int, dict[str, Any]]]
+    lines: int
+    sent: Future[BatchAnswer] | None = None
+
+    @property
+    def jobs(self) -> list[dict[str, Any]]:
+        return [body for _, body in self.bodies]
+
+    def answered(self) -> bool:
+        return self.sent is None or self.sent.done()
+
+
+class _Window:
+    """How many requests go at once: it starts small and grows by one with each answer, up to
+    --in-flight, and halves when a request is throttled or fails after the client's own retries, so
+    that a burst into a cold stage, function or table backs off instead of giving up."""
+
+    START = 8
+    GIVE_UP_AFTER = 8  # failures of one request in a row
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.size = min(self.START, most)
+        self.failures = 0
+
+    def answered(self) -> None:
+        self.size, self.failures = min(self.most, self.size + 1), 0
+
+    def failed(self, error: ApiError) -> None:
+        self.failures += 1
+        if self.failures >= self.GIVE_UP_AFTER:
+            raise error
+        self.size = max(1, self.size // 2)
+
+
+def _answer(request: _Request, window: _Window) -> BatchAnswer | None:
+    """The request's answer, or None when it is to be sent again."""
+    if request.sent is None:
+        return BatchAnswer(results=[], created=0, existing=0, refused=0)
+    try:
+        answer = request.sent.result()
+    except (Throttled, ServerError, Unreachable) as error:
+        window.failed(error)
+        return None
+    window.answered()
+    return answer
 
 
 def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -114,27 +173,16 @@ def _bodies(file: Path, chunk: list[tuple[int, str]], tally: _Tally) -> list[tup
     return bodies
 
 
-def _answered(sent: Future[BatchAnswer] | None) -> bool:
-    return sent is None or sent.done()
-
-
-def _report(
-    tally: _Tally,
-    bar: Any,
-    bodies: list[tuple[int, dict[str, Any]]],
-    lines: int,
-    sent: Future[BatchAnswer] | None,
-) -> None:
-    if sent is not None:
-        for result in sent.result().results:
-            number = bodies[result.index][0]
-            if result.error is not None:
-                where = result.error.field or ""
-                field_name = where.split(".", 1)[1] if "." in where else ""
-                tally.refuse(number, result.error.message + (f" ({field_name})" if field_name else ""))
-            else:
-                tally.counts["created" if result.status == 201 else "already there"] += 1
-    bar.update(lines)
+def _report(tally: _Tally, bar: Any, request: _Request, answer: BatchAnswer) -> None:
+    for result in answer.results:
+        number = request.bodies[result.index][0]
+        if result.error is not None:
+            where = result.error.field or ""
+            field_name = where.split(".", 1)[1] if "." in where else ""
+            tally.refuse(number, result.error.message + (f" ({field_name})" if field_name else ""))
+        else:
+            tally.counts["created" if result.status == 201 else "already there"] += 1
+    bar.update(request.lines)
 
 
 def _parsed(text: str) -> dict[str, Any] | str:
