@@ -107,3 +107,18 @@ def one_off_revived(job: Job, intent: Intent, step: int) -> list[str]:
         f"{intent.finished_at_step}, yet is {job.status.value} again at {job.scheduled_at} with no trigger "
         f"or retry since{why}"
     ]
+
+
+def pause_let_through(job: Job, intent: Intent) -> list[str]:
+    """3b. After an acknowledged pause the job sends nothing to start: it is queued only for a run a
+    trigger asked since the pause (docs/design.md), never for its next occurrence or a held retry. A
+    start is checked at its fence too; this finds the message as it is queued, before any delivery."""
+    paused = intent.paused_since
+    if paused is None or not job.paused or job.status is not JobStatus.QUEUED:
+        return []
+    if any(asked >= paused for asked in intent.triggered_at):
+        return []
+    return [
+        f"{short(job.id)} was paused (acknowledged at {paused}), yet is queued to start {job.scheduled_at} "
+        f"attempt {job.attempt} with no trigger since"
+    ]

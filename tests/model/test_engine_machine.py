@@ -65,7 +65,7 @@ from tests.model.boundary import (
     Sent,
     SqsBag,
 )
-from tests.model.intents import Intent, one_off_revived, triggers_lost
+from tests.model.intents import Intent, one_off_revived, pause_let_through, triggers_lost
 from tests.model.windows import TICK_MEETS, ZOMBIE_ENDS, WindowSteps
 
 SECOND = 1000
@@ -166,9 +166,11 @@ STARTS = [
 ]
 api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
 tick_races = st.sampled_from([None, *TICK_RACES])  # a tick races something most of the time
-# During an attempt, the call may also be followed at once by the attempt's settle.
+# During an attempt, the call may also be followed at once by the attempt's settle. The settle
+# landing inside the call comes first: it is the race a version guard exists for, and Hypothesis
+# draws a list's first value most (without it first, a pause met that race 4 times in 40 examples).
 THEN_SETTLES = "then the attempt settles"
-during_races = st.sampled_from([None, *API_RACES, THEN_SETTLES, THEN_SETTLES])
+during_races = st.sampled_from(["the attempt settles", None, THEN_SETTLES, "a tick", THEN_SETTLES])
 BUDGET: dict[str, Any] = {}  # what the last run used, for the terminal summary (conftest.py)
 
 # --- what the model remembers ---------------------------------------------------------------------
@@ -613,6 +615,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         attempt = self._running(job, which)
         if attempt is None:
             return
+        self.env.seen[f"during an attempt: {action}, {race or 'no race'}"] += 1
         settles_after = race == THEN_SETTLES
         race = None if settles_after else race
         if action.startswith("PATCH "):
@@ -1140,7 +1143,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
     @invariant()
     def intent_holds(self) -> None:
         """3. An acknowledged cancel ends the job (a running attempt first finishes); an acknowledged
-        pause stays until a resume."""
+        pause stays until a resume, and queues nothing but what a trigger since asked for."""
         snap = self._snapshot()
         found = []
         for job_id, intent in self.intents.items():
@@ -1154,6 +1157,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
                 )
             if intent.paused_since is not None and not job.paused:
                 found.append(f"{checks.short(job_id)} was paused (acknowledged), yet is not paused")
+            found += pause_let_through(job, intent)
         self._violation(*found)
 
     @invariant()
@@ -1373,5 +1377,24 @@ def test_a_trigger_after_a_cancel_of_a_running_attempt_is_refused(model_env: Env
         machine.user("A", "cancel")
         with pytest.raises(Conflict):
             machine.service.trigger(job_id)
+    finally:
+        machine.teardown()
+
+
+def test_a_pause_whose_write_meets_the_attempt_s_settle_queues_nothing(model_env: Env) -> None:
+    """A recurring job's attempt runs; a pause reads it running, and the attempt settles before the
+    pause writes. The pause's write is refused on its version and decided again on the settled job:
+    paused, its next occurrence held (without the guard the pause only set its flag on the job the
+    settle had queued, and that occurrence ran)."""
+    machine = EngineMachine(model_env)
+    try:
+        machine.create("A", "rate(1 minute)", "ok", 2, (5,), "high", "run_once", "skip")
+        job_id = machine.labels["A"]
+        machine.deliver("A")
+        machine._during("A", "newest", "pause", None, "the attempt settles")
+        job = machine.checker.get(job_id)
+        assert (job.status, job.paused) == (JobStatus.PENDING, True)
+        machine.intent_holds()
+        machine.no_orphans()
     finally:
         machine.teardown()
