@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from shared import constants as c
 from shared.models import Health, JobStatus, RunSummary
+from shared.schedules.schedule import parse_schedule
+from shared.schedules.windows import start_instant
 from shared.store import items
 
 if TYPE_CHECKING:
@@ -31,6 +33,9 @@ _JOB_FIELDS = (
     "health",
     "consecutive_failures",
     "created_at",
+    "window_seconds",
+    "schedule",
+    "timezone",
 )
 _RUN_FIELDS = ("scheduled_at", "started_at", "attempt")
 
@@ -57,11 +62,15 @@ class Start:
     # When its job was created (None: the job item was not read): a job dated in the past cannot
     # start before it exists.
     created_at: int | None = None
+    # Where its job's spread window put the occurrence's start (None: at its instant).
+    opens_at: int | None = None
 
     @property
     def lateness_ms(self) -> int:
-        """Start minus the first instant it could have started: max(scheduled instant, creation)."""
-        could_start = max(self.scheduled_at, self.created_at or self.scheduled_at)
+        """Start minus the first instant it could have started: max(its start inside its window,
+        creation)."""
+        opens = self.opens_at if self.opens_at is not None else self.scheduled_at
+        could_start = max(opens, self.created_at or opens)
         return max(0, self.started_at - could_start)
 
 
@@ -77,6 +86,8 @@ class Census:
     starts: list[Start] = field(default_factory=list)
     # Job id -> when it was created, to date each start's job (its run items carry no creation).
     created: dict[str, int] = field(default_factory=dict)
+    # Job id -> its spread window, for the jobs that have one: (seconds, schedule, time zone).
+    windows: dict[str, tuple[int, str | None, str]] = field(default_factory=dict)
     started_jobs: list[str] = field(default_factory=list)  # the job of each of `starts`
 
     def add(self, other: Census) -> None:
@@ -86,15 +97,25 @@ class Census:
         self.dead += other.dead
         self.starts += other.starts
         self.created |= other.created
+        self.windows |= other.windows
         self.started_jobs += other.started_jobs
 
     def dated_starts(self) -> list[Start]:
-        """The starts, each with its job's creation: the job item and its runs may be read by
-        different segments of the scan, so this is known only once every segment is in."""
+        """The starts, each with its job's creation and its start inside its spread window: the job
+        item and its runs may be read by different segments of the scan, so these are known only
+        once every segment is in."""
         return [
-            replace(start, created_at=self.created.get(job_id))
+            replace(start, created_at=self.created.get(job_id), opens_at=self._opens_at(job_id, start))
             for start, job_id in zip(self.starts, self.started_jobs, strict=True)
         ]
+
+    def _opens_at(self, job_id: str, start: Start) -> int | None:
+        window = self.windows.get(job_id)
+        if window is None:
+            return None
+        seconds, expression, timezone = window
+        schedule = parse_schedule(expression, timezone) if expression else None
+        return start_instant(job_id, start.scheduled_at, seconds, schedule)
 
 
 class StatsReads:
@@ -166,6 +187,15 @@ def _count(census: Census, values: dict[str, Any]) -> None:
         return
     if "created_at" in values:
         census.created[job_id] = int(values["created_at"])
+    if values.get("window_seconds"):
+        schedule = str(values.get("schedule") or "")
+        # As lifecycle.start_of: a recurring job's window ends before its next instant.
+        recurring = schedule and not schedule.strip().startswith("at(")
+        census.windows[job_id] = (
+            int(values["window_seconds"]),
+            schedule if recurring else None,
+            str(values.get("timezone", "UTC")),
+        )
     census.counts[(str(values["status"]), str(values["priority"]))] += 1
     health = str(values.get("health", Health.OK.value))
     census.health[health] += 1

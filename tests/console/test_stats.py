@@ -8,6 +8,7 @@ import boto3
 
 from local_stack.emulator import Emulator
 from local_stack.resources import Resources
+from shared import lifecycle
 from shared.api.stats import MINUTE_MS, StatsService, executions, percentile
 from shared.clock import FixedClock
 from shared.models import Health, Job, JobStatus, Run, RunStatus, RunSummary
@@ -185,3 +186,35 @@ def test_the_census_dates_each_start_by_its_jobs_creation(
     stats = _service(emulator, resources, FixedClock(NOW)).stats()
 
     assert (stats.executions.starts, stats.executions.lateness_p99_ms) == (1, 1000)
+
+
+def test_a_start_inside_its_spread_window_is_late_from_its_own_start_not_the_instant(
+    emulator: Emulator, resources: Resources, dynamodb: Any
+) -> None:
+    table = resources.table_name
+    instant = NOW - 600_000
+    spread = Job(
+        id="W" * 26,
+        status=JobStatus.SUCCEEDED,
+        target=PythonTarget(type="python", handler="noop"),
+        created_at=NOW - 3600_000,
+        updated_at=NOW,
+        run_at=instant,
+        window_seconds=300,
+    )
+    opens = lifecycle.start_of(spread, instant)
+    assert opens > instant + 1_000  # the window put its start well after the instant
+    _put_job(
+        dynamodb,
+        table,
+        spread.id,
+        JobStatus.SUCCEEDED,
+        created_at=spread.created_at,
+        run_at=instant,
+        window_seconds=300,
+    )
+    _put_run(dynamodb, table, spread.id, instant, opens + 40)  # 40 ms after its own start
+
+    stats = _service(emulator, resources, FixedClock(NOW)).stats()
+
+    assert (stats.executions.starts, stats.executions.lateness_p99_ms) == (1, 40)
