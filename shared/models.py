@@ -138,7 +138,7 @@ class Job(BaseModel):
 
     @property
     def is_recurring(self) -> bool:
-        return self.schedule is not None and not self.schedule.strip().startswith("at(")
+        return recurring_schedule(self.schedule)
 
 
 class Run(RunSummary):
@@ -195,3 +195,8 @@ class Operation(BaseModel):
     updated_at: int
     finished_at: int | None = None
     version: int = 0
+
+
+def recurring_schedule(schedule: str | None) -> bool:
+    """A schedule that repeats: any but none and a one-off `at(...)`."""
+    return schedule is not None and not schedule.strip().startswith("at(")

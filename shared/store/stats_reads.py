@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from shared import constants as c
-from shared.models import Health, JobStatus, RunSummary
+from shared.models import Health, JobStatus, RunSummary, recurring_schedule
 from shared.schedules.schedule import parse_schedule
 from shared.schedules.windows import start_instant
 from shared.store import items
@@ -188,12 +188,11 @@ def _count(census: Census, values: dict[str, Any]) -> None:
     if "created_at" in values:
         census.created[job_id] = int(values["created_at"])
     if values.get("window_seconds"):
-        schedule = str(values.get("schedule") or "")
+        schedule = values.get("schedule")
         # As lifecycle.start_of: a recurring job's window ends before its next instant.
-        recurring = schedule and not schedule.strip().startswith("at(")
         census.windows[job_id] = (
             int(values["window_seconds"]),
-            schedule if recurring else None,
+            str(schedule) if recurring_schedule(schedule) else None,
             str(values.get("timezone", "UTC")),
         )
     census.counts[(str(values["status"]), str(values["priority"]))] += 1
