@@ -4,29 +4,39 @@ Each item goes through JobService.create: the same validation, and the same cond
 Idempotency-Key's reservation, then the job's put if absent). BatchWriteItem takes no conditions,
 and a transaction per item would pay double for what the reservation already makes safe to repeat;
 the items are independent, so they are written side by side.
+
+A throttle the SDK's own retries did not ride out refuses its item with a 429 rather than failing
+the request: the items made stand and are answered, and the items not yet begun are refused the
+same way without a write, so that a table over its throughput sheds the load at once and the caller
+sends only what was refused, with the same keys, after a pause.
 """
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from shared.api.bodies import field_name
 from shared.api.bulk_models import IDEMPOTENCY_KEY_MEMBER, BatchAnswer, BatchItem
 from shared.api.models import ErrorBody, JobCreate
 from shared.api.service import JobService
+from shared.engine.patience import THROTTLE_CODES, error_code
 from shared.errors import Conflict, InvalidInput, PayloadTooLarge, SundialError
 
 # Creates in flight at once: each waits on a few DynamoDB round trips.
 WRITERS = 8
 KEY_LIMIT = 128
+AGAIN = "send it again, with its idempotency key, after a pause"
 
 
 def create_batch(service: JobService, jobs: list[Any]) -> BatchAnswer:
+    throttled = threading.Event()
     with ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs)), thread_name_prefix="batch") as pool:
-        results = list(pool.map(lambda pair: _create_one(service, *pair), enumerate(jobs)))
+        results = list(pool.map(lambda pair: _create_one(service, throttled, *pair), enumerate(jobs)))
     counted = [result.status for result in results]
     return BatchAnswer(
         results=results,
@@ -36,7 +46,7 @@ def create_batch(service: JobService, jobs: list[Any]) -> BatchAnswer:
     )
 
 
-def _create_one(service: JobService, index: int, body: Any) -> BatchItem:
+def _create_one(service: JobService, throttled: threading.Event, index: int, body: Any) -> BatchItem:
     where = f"jobs[{index}]"
     if not isinstance(body, dict):
         return _refused(index, 400, f"{where} must be a JSON object: a job as POST /jobs takes it", where)
@@ -52,8 +62,16 @@ def _create_one(service: JobService, index: int, body: Any) -> BatchItem:
         inner = field_name(tuple(first.get("loc", ())), fields)
         field = f"{where}.{inner}" if inner else where
         return _refused(index, 400, f"{field}: {first.get('msg', 'is not valid')}", field)
+    if throttled.is_set():
+        return _refused(index, 429, f"{where} was not made: the table is throttling writes; {AGAIN}", where)
     try:
         view, created = service.create(spec, key)
+    except ClientError as exc:
+        if error_code(exc) not in THROTTLE_CODES:
+            raise
+        throttled.set()
+        message = f"{where} was not made: the table is throttling writes ({error_code(exc)}); {AGAIN}"
+        return _refused(index, 429, message, where)
     except SundialError as exc:
         inner = IDEMPOTENCY_KEY_MEMBER if exc.field == "Idempotency-Key" else exc.field
         field = f"{where}.{inner}" if inner else where

@@ -33,8 +33,9 @@ class JobBatch(BaseModel):
 class BatchItem(BaseModel):
     index: int = Field(description="The item's position in `jobs`, from 0.")
     status: int = Field(
-        description="201 created; 200 created earlier by the same idempotency key and body; a 4xx "
-        "refused, with `error` naming the field as `jobs[index].field`."
+        description="201 created; 200 created earlier by the same idempotency key and body; 429 not "
+        "made because the table was throttling writes (send the item again, with its key, after a "
+        "pause); any other 4xx refused, with `error` naming the field as `jobs[index].field`."
     )
     job: JobView | None = None
     error: ErrorBody | None = None

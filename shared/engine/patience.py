@@ -24,14 +24,19 @@ T = TypeVar("T")
 SECOND_MS = 1000
 FIRST_WAIT_SECONDS = 0.2
 LONGEST_WAIT_SECONDS = 5.0
-# Error codes that say "not now" rather than "never": throttles, conflicts, and AWS's own faults.
-PASSING_CODES = frozenset(
+# Error codes that say "not now, and nothing was written": a throttled request was refused whole.
+THROTTLE_CODES = frozenset(
     {
         "ThrottlingException",
         "Throttling",
         "ProvisionedThroughputExceededException",
         "RequestLimitExceeded",
         "TooManyRequestsException",
+    }
+)
+# Error codes that say "not now" rather than "never": throttles, conflicts, and AWS's own faults.
+PASSING_CODES = THROTTLE_CODES | frozenset(
+    {
         "TransactionConflictException",
         "RequestTimeout",
         "RequestTimeoutException",
@@ -47,7 +52,7 @@ def passes_with_time(error: Exception) -> bool:
     if not isinstance(error, ClientError):
         return False
     status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-    return _name(error) in PASSING_CODES or status >= 500
+    return error_code(error) in PASSING_CODES or status >= 500
 
 
 @dataclass(frozen=True)
@@ -68,12 +73,12 @@ class Patience:
                 wait = min(LONGEST_WAIT_SECONDS, FIRST_WAIT_SECONDS * 2**tries) * self.jitter()
                 if not passes_with_time(error) or self.clock.now_ms() + wait * SECOND_MS >= self.until_ms:
                     raise
-                logger.warning("%s failed (%s); trying again in %.2f s", what, _name(error), wait)
+                logger.warning("%s failed (%s); trying again in %.2f s", what, error_code(error), wait)
                 self.sleep(wait)
                 tries += 1
 
 
-def _name(error: Exception) -> str:
+def error_code(error: Exception) -> str:
     """An AWS error's code, or the exception's type when AWS gave none."""
     if isinstance(error, ClientError):
         return str(error.response.get("Error", {}).get("Code") or type(error).__name__)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from botocore.awsrequest import AWSResponse
 
 from functions import clients
 from functions.scheduler import handler as tick
@@ -77,6 +79,57 @@ def test_a_batch_that_is_not_a_list_of_up_to_100_is_refused_whole(api: Api, body
     assert answer.status == 400, answer.body
     assert answer.body["field"] == field
     assert _names(api) == []
+
+
+class _Raw:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, **_: Any) -> Any:
+        yield self._data
+
+
+def _throttle_puts_of(name: str) -> Any:
+    """Every PutItem of the job named `name` answered ThrottlingException, unapplied, past the
+    SDK's own retries: a table over its throughput."""
+
+    def before_send(request: Any, **_: Any) -> AWSResponse | None:
+        target = request.headers.get("X-Amz-Target", b"")
+        target = target.decode() if isinstance(target, bytes) else target
+        if not target.endswith(".PutItem") or json.loads(request.body)["Item"].get("name") != {"S": name}:
+            return None
+        body = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException"})
+        return AWSResponse(request.url, 400, {"x-amzn-ErrorType": "ThrottlingException"}, _Raw(body.encode()))
+
+    return before_send
+
+
+def test_a_throttled_item_is_a_429_to_send_again_and_the_items_made_stand(api: Api) -> None:
+    """The request is no 5xx: the items made are answered as made, the throttled one and any not yet
+    begun are 429s naming their index, and sending those again with their keys makes each once."""
+    assert api("GET", "/jobs").status == 200  # the api's clients built, to hook the table's
+    hook = _throttle_puts_of("busy")
+    dynamodb = clients.clients().dynamodb()
+    dynamodb.meta.events.register("before-send.dynamodb", hook)
+    jobs = [_job(f"job-{n}", idempotency_key=f"key-{n}") for n in range(20)]
+    jobs[3] = _job("busy", idempotency_key="key-busy")
+    try:
+        answer = api("POST", "/jobs/batch", {"jobs": jobs})
+    finally:
+        dynamodb.meta.events.unregister("before-send.dynamodb", hook)
+
+    assert answer.status == 200, answer.body
+    results = answer.body["results"]
+    statuses = {r["index"]: r["status"] for r in results}
+    assert statuses[3] == 429 and set(statuses.values()) <= {201, 429}
+    assert results[3]["error"]["field"] == "jobs[3]"
+    assert "throttling" in results[3]["error"]["message"]
+    made = sorted(jobs[i]["name"] for i, status in statuses.items() if status == 201)
+    assert _names(api) == made
+    again = [jobs[i] for i, status in statuses.items() if status == 429]
+    resent = api("POST", "/jobs/batch", {"jobs": again}).body
+    assert [r["status"] for r in resent["results"]] == [201] * len(again)
+    assert _names(api) == sorted(job["name"] for job in jobs)
 
 
 def test_an_item_key_of_the_wrong_kind_refuses_its_item(api: Api) -> None:
