@@ -89,6 +89,10 @@ class SundialClient:
         self._transport = transport
         self._sleep = sleep
 
+    def pause(self, seconds: float) -> None:
+        """Waits as the client's own retries wait (its `sleep`), for callers that pace requests."""
+        self._sleep(seconds)
+
     # --- jobs -------------------------------------------------------------------------------------
 
     def create_job(

@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import random
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -25,6 +26,8 @@ from sundial.commands.exits import CONFLICT, OK
 from sundial.commands.output import job_details, output_option, print_one
 
 FILTER_KEYS = ("status", "priority", "health", "name_prefix")
+THROTTLED = 429  # an item's status when the table was too busy to make it: it goes again
+T = TypeVar("T")
 
 
 # Requests in flight at once by default: each takes the api function a few seconds of CPU for its
@@ -64,35 +67,19 @@ def import_jobs(connection: Connection, file: Path, in_flight: int = DEFAULT_IN_
     line's number and its text. Importing the file again (after a crash, say) within 24 hours answers
     the jobs made already instead of making them twice. Lines are read as they are sent, and answers
     are reported in the file's order."""
-    client = connection.client()
     with file.open() as counting:
         total = sum(1 for text in counting if text.strip())
     tally = _Tally()
-    window = _Window(in_flight)
     with (
         click.progressbar(length=total, label="importing", file=sys.stderr) as bar,
         file.open() as lines,
         ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="import") as pool,
     ):
-        pending: deque[_Request] = deque()
-
-        def report_oldest() -> None:
-            request = pending.popleft()
-            while (answer := _answer(request, window)) is None:
-                request.sent = pool.submit(client.create_jobs, request.jobs)  # the same keys: safe
-            _report(tally, bar, request, answer)
-
+        sender = _Sender(connection.client(), pool, _Window(in_flight), tally, bar.update)
         try:
             for chunk in _chunks(_numbered(lines), BATCH_LIMIT):
-                bodies = _bodies(file, chunk, tally)
-                request = _Request(bodies, len(chunk))
-                if bodies:
-                    request.sent = pool.submit(client.create_jobs, request.jobs)
-                pending.append(request)
-                while len(pending) >= window.size or (pending and pending[0].answered()):
-                    report_oldest()
-            while pending:
-                report_oldest()
+                sender.add(_Request(_bodies(file, chunk, tally), len(chunk)))
+            sender.drain()
         except BaseException:
             click.echo(f"stopped after {tally.summary()}; import the file again to go on", err=True)
             raise
@@ -100,6 +87,53 @@ def import_jobs(connection: Connection, file: Path, in_flight: int = DEFAULT_IN_
         click.echo(f"line {number}: {why}", err=True)
     click.echo(tally.summary())
     return CONFLICT if tally.counts["refused"] else OK
+
+
+class _Sender:
+    """Keeps the window's worth of requests in flight and reports their answers in the file's order;
+    a request that failed goes again whole, the items of one refused as throttled go again alone."""
+
+    def __init__(
+        self,
+        client: SundialClient,
+        pool: ThreadPoolExecutor,
+        window: _Window,
+        tally: _Tally,
+        progress: Callable[[int], None],
+    ) -> None:
+        self.client, self.pool, self.window, self.tally, self.progress = client, pool, window, tally, progress
+        self.pending: deque[_Request] = deque()
+
+    def add(self, request: _Request) -> None:
+        if request.bodies:
+            self._send(request)
+        self.pending.append(request)
+        while len(self.pending) >= self.window.size or (self.pending and self.pending[0].answered()):
+            self._report_oldest()
+
+    def drain(self) -> None:
+        while self.pending:
+            self._report_oldest()
+
+    def _send(self, request: _Request) -> None:
+        client, pause = self.client, self.window.pause()
+        request.sent = self.pool.submit(_after, client.pause, pause, client.create_jobs, request.jobs)
+
+    def _report_oldest(self) -> None:
+        request = self.pending.popleft()
+        while True:
+            answer = _answer(request, self.window)
+            if answer is None:
+                self._send(request)  # the same keys: safe
+                continue
+            again = _report(self.tally, request, answer)
+            self.progress(request.lines - len(again))
+            if not again:
+                self.window.answered()
+                return
+            self.window.shed(made_any=len(again) < len(request.bodies))
+            request = _Request(again, len(again))
+            self._send(request)
 
 
 @dataclass
@@ -117,26 +151,56 @@ class _Request:
 
 
 class _Window:
-    """How many requests go at once: it starts small and grows by one with each answer, up to
-    --in-flight, and halves when a request is throttled or fails after the client's own retries, so
-    that a burst into a cold stage, function or table backs off instead of giving up."""
+    """How many requests go at once, and how long a request waits before it goes again.
+
+    It starts small and grows by one with each answer, up to --in-flight. A request throttled or
+    failed after the client's own retries halves it, and so do the items of an answer refused as
+    throttled (the table over its throughput): what goes again waits a full-jitter pause that
+    doubles with each such answer in a row, so that many imports side by side back off together
+    instead of giving up. Only requests that fail whole, eight in a row, end the import."""
 
     START = 8
     GIVE_UP_AFTER = 8  # failures of one request in a row
+    FIRST_PAUSE_SECONDS = 0.5
+    LONGEST_PAUSE_SECONDS = 20.0
 
-    def __init__(self, most: int) -> None:
+    def __init__(self, most: int, jitter: Callable[[], float] = random.random) -> None:
         self.most = most
         self.size = min(self.START, most)
         self.failures = 0
+        self.setbacks = 0  # failed or throttled answers since the last answer in full
+        self.jitter = jitter
 
     def answered(self) -> None:
-        self.size, self.failures = min(self.most, self.size + 1), 0
+        self.size, self.failures, self.setbacks = min(self.most, self.size + 1), 0, 0
 
     def failed(self, error: ApiError) -> None:
         self.failures += 1
         if self.failures >= self.GIVE_UP_AFTER:
             raise error
+        self._back_off()
+
+    def shed(self, made_any: bool) -> None:
+        if made_any:
+            self.failures = 0
+        self._back_off()
+
+    def pause(self) -> float:
+        """Seconds the next request waits before it is sent."""
+        if not self.setbacks:
+            return 0.0
+        ceiling = self.FIRST_PAUSE_SECONDS * 2 ** (self.setbacks - 1)
+        return float(min(self.LONGEST_PAUSE_SECONDS, ceiling) * self.jitter())
+
+    def _back_off(self) -> None:
         self.size = max(1, self.size // 2)
+        self.setbacks += 1
+
+
+def _after(pause: Callable[[float], None], seconds: float, call: Callable[[Any], T], argument: Any) -> T:
+    if seconds > 0:
+        pause(seconds)
+    return call(argument)
 
 
 def _answer(request: _Request, window: _Window) -> BatchAnswer | None:
@@ -148,7 +212,6 @@ def _answer(request: _Request, window: _Window) -> BatchAnswer | None:
     except (Throttled, ServerError, Unreachable) as error:
         window.failed(error)
         return None
-    window.answered()
     return answer
 
 
@@ -173,16 +236,20 @@ def _bodies(file: Path, chunk: list[tuple[int, str]], tally: _Tally) -> list[tup
     return bodies
 
 
-def _report(tally: _Tally, bar: Any, request: _Request, answer: BatchAnswer) -> None:
+def _report(tally: _Tally, request: _Request, answer: BatchAnswer) -> list[tuple[int, dict[str, Any]]]:
+    """Counts the answer's items; returns those refused as throttled, to be sent again."""
+    again: list[tuple[int, dict[str, Any]]] = []
     for result in answer.results:
-        number = request.bodies[result.index][0]
-        if result.error is not None:
+        number, body = request.bodies[result.index]
+        if result.status == THROTTLED:
+            again.append((number, body))
+        elif result.error is not None:
             where = result.error.field or ""
             field_name = where.split(".", 1)[1] if "." in where else ""
             tally.refuse(number, result.error.message + (f" ({field_name})" if field_name else ""))
         else:
             tally.counts["created" if result.status == 201 else "already there"] += 1
-    bar.update(request.lines)
+    return again
 
 
 def _parsed(text: str) -> dict[str, Any] | str:

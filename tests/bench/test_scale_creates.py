@@ -1,7 +1,7 @@
 """The creates model (bench/scale/creates.py) runs `sundial jobs import` through modelled API Gateway
 and api function invocations onto the modelled table: every line becomes one job item, each answered
-as created; and an empty stage bucket answers 429, which the client retries and, past its retries,
-the import reports, with no job made twice."""
+as created; and an empty stage bucket answers 429, which the import waits out with a growing pause,
+or, when the stage stays empty, reports, with no job made twice."""
 
 from __future__ import annotations
 
@@ -18,11 +18,19 @@ def test_imports_side_by_side_create_every_line_once() -> None:
     assert report["creates_per_second"] > 0
 
 
-def test_a_stage_out_of_tokens_answers_429_and_no_job_is_made_twice() -> None:
+def test_a_stage_short_of_tokens_answers_429_and_the_imports_back_off_until_every_line_is_made() -> None:
     report = run(Imports("throttled", importers=8, jobs_each=100, stage_rate=0.5, stage_burst=1))
 
     assert report["throttled_429"] > 0
-    assert report["imports_exited"]["other"] >= 1  # gave up after the client's retries
+    assert report["imports_exited"] == {"ok": 8, "other": 0}
+    assert report["job_items_in_table"] == report["created"] == report["jobs"]
+
+
+def test_a_stage_out_of_tokens_for_long_ends_imports_and_no_job_is_made_twice() -> None:
+    report = run(Imports("starved", importers=8, jobs_each=100, stage_rate=0.01, stage_burst=1))
+
+    assert report["throttled_429"] > 0
+    assert report["imports_exited"]["other"] >= 1  # gave up after eight failed requests in a row
     assert any("Throttled" in error for error in report["import_errors"])
     assert report["job_items_in_table"] == report["created"] < report["jobs"]
 
