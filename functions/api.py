@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import ClientError
 
 from functions import api_backfill, api_bulk, api_errors, api_stats, clients
 from functions import api_openapi as doc
@@ -35,6 +36,7 @@ from shared.api.models import (
     RunList,
 )
 from shared.api.requests import NAME_FILTER_LIMIT
+from shared.engine.patience import error_code, throttled
 from shared.errors import InvalidInput, SundialError
 from shared.models import Health, JobStatus
 
@@ -46,6 +48,8 @@ DESCRIPTION = (
 B, N, C = HTTPStatus.BAD_REQUEST, HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
 LARGE, NOT_JSON = HTTPStatus.REQUEST_ENTITY_TOO_LARGE, HTTPStatus.UNSUPPORTED_MEDIA_TYPE
 OK = HTTPStatus.OK
+# What a throttled answer asks a caller to wait: DynamoDB's partitions refill their tokens each second.
+THROTTLED_RETRY_AFTER_SECONDS = 1
 
 logger = Logger(service=c.METRICS_SERVICE)
 tracer = Tracer(service=c.METRICS_SERVICE)
@@ -346,10 +350,25 @@ def unexpected(exc: Exception) -> Response[Any]:
     return api_errors.error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; it has been logged")
 
 
+def aws_refused(exc: ClientError) -> Response[Any]:
+    """A throttle the SDK's own retries did not ride out is the table's load, not a fault: a 503 that
+    says so and when to come back, which the client's retries honour."""
+    if not throttled(exc):
+        return unexpected(exc)
+    logger.warning("throttled past the SDK's retries", extra={"code": error_code(exc)})
+    answer = api_errors.error(
+        HTTPStatus.SERVICE_UNAVAILABLE,
+        f"the table is throttling requests ({error_code(exc)}); send the request again after a pause",
+    )
+    answer.headers["Retry-After"] = str(THROTTLED_RETRY_AFTER_SECONDS)
+    return answer
+
+
 # Called rather than used as decorators: Powertools leaves exception_handler's result untyped.
 app.exception_handler(SundialError)(domain_error)
 app.exception_handler(RequestValidationError)(invalid_request)
 app.exception_handler(Exception)(unexpected)
+app.exception_handler(ClientError)(aws_refused)
 app.exception_handler(RequestUnsupportedContentType)(api_errors.unsupported)
 
 

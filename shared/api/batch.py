@@ -24,7 +24,7 @@ from shared.api.bodies import field_name
 from shared.api.bulk_models import IDEMPOTENCY_KEY_MEMBER, BatchAnswer, BatchItem
 from shared.api.models import ErrorBody, JobCreate
 from shared.api.service import JobService
-from shared.engine.patience import THROTTLE_CODES, error_code
+from shared.engine.patience import error_code, throttled
 from shared.errors import Conflict, InvalidInput, PayloadTooLarge, SundialError
 
 # Creates in flight at once: each waits on a few DynamoDB round trips.
@@ -34,9 +34,9 @@ AGAIN = "send it again, with its idempotency key, after a pause"
 
 
 def create_batch(service: JobService, jobs: list[Any]) -> BatchAnswer:
-    throttled = threading.Event()
+    shedding = threading.Event()
     with ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs)), thread_name_prefix="batch") as pool:
-        results = list(pool.map(lambda pair: _create_one(service, throttled, *pair), enumerate(jobs)))
+        results = list(pool.map(lambda pair: _create_one(service, shedding, *pair), enumerate(jobs)))
     counted = [result.status for result in results]
     return BatchAnswer(
         results=results,
@@ -46,7 +46,7 @@ def create_batch(service: JobService, jobs: list[Any]) -> BatchAnswer:
     )
 
 
-def _create_one(service: JobService, throttled: threading.Event, index: int, body: Any) -> BatchItem:
+def _create_one(service: JobService, shedding: threading.Event, index: int, body: Any) -> BatchItem:
     where = f"jobs[{index}]"
     if not isinstance(body, dict):
         return _refused(index, 400, f"{where} must be a JSON object: a job as POST /jobs takes it", where)
@@ -62,14 +62,14 @@ def _create_one(service: JobService, throttled: threading.Event, index: int, bod
         inner = field_name(tuple(first.get("loc", ())), fields)
         field = f"{where}.{inner}" if inner else where
         return _refused(index, 400, f"{field}: {first.get('msg', 'is not valid')}", field)
-    if throttled.is_set():
+    if shedding.is_set():
         return _refused(index, 429, f"{where} was not made: the table is throttling writes; {AGAIN}", where)
     try:
         view, created = service.create(spec, key)
     except ClientError as exc:
-        if error_code(exc) not in THROTTLE_CODES:
+        if not throttled(exc):
             raise
-        throttled.set()
+        shedding.set()
         message = f"{where} was not made: the table is throttling writes ({error_code(exc)}); {AGAIN}"
         return _refused(index, 429, message, where)
     except SundialError as exc:

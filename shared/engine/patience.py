@@ -44,6 +44,11 @@ PASSING_CODES = THROTTLE_CODES | frozenset(
 )
 
 
+def throttled(error: Exception) -> bool:
+    """Whether AWS refused the request whole for its rate: nothing it asked for was done."""
+    return isinstance(error, ClientError) and error_code(error) in THROTTLE_CODES
+
+
 def passes_with_time(error: Exception) -> bool:
     """True for an error a later try of the same call may not meet: a throttle, a conflict, a 5xx,
     or no answer at all. A refused request (bad input, access denied) fails the same way again."""

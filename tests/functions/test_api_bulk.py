@@ -212,3 +212,24 @@ def test_the_tick_finishes_what_the_api_started(api: Api) -> None:
     assert clients.store().running_operations() == []
     listed = api("GET", "/jobs", query={"limit": "100", "name_prefix": "many-"}).body["jobs"]
     assert {job["status"] for job in listed} == {"queued"}
+
+
+def test_a_create_the_table_throttles_is_a_503_to_send_again_and_makes_nothing(api: Api) -> None:
+    """Not a 500 "internal error": the answer says the table is busy and when to come back, and the
+    same create sent again, with its key, makes the job once."""
+    assert api("GET", "/jobs").status == 200
+    hook = _throttle_puts_of("busy")
+    dynamodb = clients.clients().dynamodb()
+    dynamodb.meta.events.register("before-send.dynamodb", hook)
+    try:
+        answer = api("POST", "/jobs", _job("busy"), headers={"Idempotency-Key": "busy-1"})
+    finally:
+        dynamodb.meta.events.unregister("before-send.dynamodb", hook)
+
+    assert answer.status == 503, answer.body
+    assert answer.headers["Retry-After"] == "1"
+    assert "throttling" in answer.body["message"]
+    assert _names(api) == []
+    again = api("POST", "/jobs", _job("busy"), headers={"Idempotency-Key": "busy-1"})
+    assert again.status == 201, again.body
+    assert _names(api) == ["busy"]
