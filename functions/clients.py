@@ -221,6 +221,7 @@ def job_service() -> JobService:
         config.allow_private_targets,
         list_indexes=config.ready_indexes,
         sealer=header_sealer(),
+        history=config.history,
     )
 
 

@@ -45,7 +45,7 @@ from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.settle import send
 from shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
 from shared.lifecycle import Placement, backfill
-from shared.models import Job, JobStatus, RetryPolicy
+from shared.models import Job, JobStatus, RetryPolicy, Run
 from shared.schedules import (
     first_occurrence,
     next_runs,
@@ -73,10 +73,12 @@ class JobService:
         allow_private_targets: bool,
         list_indexes: frozenset[str] | None = None,
         sealer: HeaderSealer | None = None,
+        history: c.History = c.History.ALL,
     ) -> None:
         """Without `sealer`, inline header values are stored as sent: for in-process tests of the
         state machine only; the API function always has one (functions/api.py)."""
         self._sealer = sealer
+        self._history = history
         self._list_indexes = list_indexes
         self._store = store
         self._dispatcher = dispatcher
@@ -162,8 +164,13 @@ class JobService:
         """Raises JobNotFound, InvalidInput."""
         if not 1 <= limit <= 100:
             raise InvalidInput("limit must be 1-100", field="limit")
-        self._job(job_id)
-        runs, token = self._store.runs(job_id, limit, next_token)
+        job = self._job(job_id)
+        settled = job.last_run
+        if settled is not None and not lifecycle.kept_in_history(self._history, job, settled):
+            settled = None
+        runs, token = self._store.runs(
+            job_id, limit, next_token, None if settled is None else Run.of(job_id, settled)
+        )
         return RunList(runs=[RunView.of(run) for run in runs], next_token=token)
 
     def preview(self, request: PreviewRequest) -> PreviewResponse:

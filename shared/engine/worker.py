@@ -259,7 +259,7 @@ class Worker:
         settled, placement, run = settle(
             write, job, token, decide, record, self._store, self._dispatcher, self._clock, patience
         )
-        if self._keeps_history(job, run):
+        if lifecycle.kept_in_history(self._history, job, run):
             patience.call(partial(self._store.put_run, Run.of(job.id, run)), f"history of job {job.id}")
         if placement.alert:
             self._alert(job, run)
@@ -274,11 +274,6 @@ class Worker:
             spare_ms = (SETTLE_HEADROOM_SECONDS - SETTLE_PATIENCE_SECONDS) * SECOND_MS
             until_ms = min(until_ms, deadline_ms - spare_ms)
         return Patience(self._clock, self._sleep, until_ms)
-
-    def _keeps_history(self, job: Job, run: RunSummary) -> bool:
-        """Every attempt but a recurring job's success, which History.FAILURES leaves to the job's
-        last_run (the settle wrote it): at one a minute, its history would be most of the table."""
-        return self._history is c.History.ALL or run.status is not RunStatus.SUCCEEDED or not job.is_recurring
 
     def _alert(self, job: Job, run: RunSummary) -> None:
         try:

@@ -22,7 +22,7 @@ from shared.lifecycle.decide import (
     unstarted_extra,
     waiting_triggers,
 )
-from shared.lifecycle.health import health_after, route_owed
+from shared.lifecycle.health import health_after, kept_in_history, route_owed
 from shared.lifecycle.leases import (
     ahead_lease,
     lease_seconds,
@@ -49,6 +49,7 @@ __all__ = [
     "health_after",
     "is_backfill_run",
     "is_dead",
+    "kept_in_history",
     "lease_seconds",
     "needs_renewal",
     "next_occurrence",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.constants import History
 from shared.lifecycle.decide import Placement
-from shared.models import Health, Job, JobStatus, RunStatus
+from shared.models import Health, Job, JobStatus, RunStatus, RunSummary
 
 
 def health_after(job: Job, placement: Placement, outcome: RunStatus) -> dict[str, Any]:
@@ -31,3 +32,10 @@ def route_owed(job: Job, placement: Placement) -> int | None:
     if job.on_failure_streak is not None and in_a_row != job.on_failure_streak:
         return None
     return in_a_row
+
+
+def kept_in_history(history: History, job: Job, run: RunSummary) -> bool:
+    """Whether an attempt leaves a history item: every one but a recurring job's success under
+    History.FAILURES, which only its last_run keeps (at one a minute, its history would be most of
+    the table)."""
+    return history is History.ALL or run.status is not RunStatus.SUCCEEDED or not job.is_recurring

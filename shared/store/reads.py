@@ -184,8 +184,12 @@ class StoreReads:
         lister = listing.Lister(self._client, self._table, self._query, self._batch_get, self._clock.now_ms())
         return lister.page(the_plan, wanted, limit, next_token)
 
-    def runs(self, job_id: str, limit: int, next_token: str | None) -> tuple[list[Run], str | None]:
-        """Attempt history, newest first."""
+    def runs(
+        self, job_id: str, limit: int, next_token: str | None, settled: Run | None = None
+    ) -> tuple[list[Run], str | None]:
+        """Attempt history, newest first. `settled`: the attempt the job's last_run holds. The
+        worker writes its history item just after the settle, so the first page shows it from the
+        settle on, newer than every item and not among them yet."""
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
@@ -202,7 +206,14 @@ class StoreReads:
             request["ExclusiveStartKey"] = start
         response = self._query(request)
         runs = [items.item_to_run(item) for item in response["Items"]]
-        return runs, _encode_token(response.get("LastEvaluatedKey"))
+        token = _encode_token(response.get("LastEvaluatedKey"))
+        if start or settled is None or (runs and _run_order(runs[0]) >= _run_order(settled)):
+            return runs, token
+        runs.insert(0, settled)
+        if len(runs) > limit:
+            del runs[limit:]
+            token = _encode_token(_run_key(runs[-1]))
+        return runs, token
 
     def _query(self, request: Any) -> QueryOutputTypeDef:
         """Raises InvalidInput when DynamoDB refuses the start key that a next_token gave."""
@@ -279,6 +290,18 @@ def _fits_a_key(value: str) -> bool:
     except UnicodeEncodeError:  # a lone surrogate, which JSON's \u escapes can carry
         return False
     return len(encoded) <= _KEY_VALUE_BYTES
+
+
+def _run_order(run: Run) -> tuple[int, int]:
+    return run.scheduled_at, run.attempt
+
+
+def _run_key(run: Run) -> dict[str, Any]:
+    """The start key of the page after `run`, as DynamoDB gives it for a history item."""
+    return {
+        c.PARTITION_KEY: {"S": items.job_pk(run.job_id)},
+        c.SORT_KEY: {"S": items.run_sk(run.scheduled_at, run.attempt)},
+    }
 
 
 def _run_key_of(job_id: str) -> KeyCheck:

@@ -66,8 +66,7 @@ def test_pause_resume_and_trigger(client: SundialClient) -> None:
 def test_a_dead_job_is_retried_and_its_runs_are_paged(client: SundialClient) -> None:
     job = client.create_job({"name": _tag(), "target": FAIL, "max_retries": 1, "backoff": [1]})
     dead = _wait(client, job.id, lambda view: view.status.value == "dead")
-    # An attempt's history row is written just after the job records its end (docs/api.md).
-    _wait_for_history(client, job.id, 2)
+    # Read at once: the history shows the attempt the job recorded, its own row written or not.
     runs = list(client.iter_runs(job.id, page_size=1))
     first = client.list_runs(job.id, limit=1)
     assert len(first.runs) == 1 and first.next_token
@@ -90,20 +89,8 @@ def test_a_dead_job_is_retried_and_its_runs_are_paged(client: SundialClient) -> 
         ),
     )
     assert again.attempt == 4  # the retry policy counted afresh: one retry again
-    history = _wait_for_history(client, job.id, 4)
+    history = [(r.attempt, r.status) for r in client.iter_runs(job.id)]
     assert history == [(4, "dead"), (3, "failed"), (2, "dead"), (1, "failed")]
-
-
-def _wait_for_history(
-    client: SundialClient, job_id: str, rows: int, timeout: float = 10
-) -> list[tuple[int, str]]:
-    """The history, newest first, once it holds `rows` attempts (or as it is at the timeout)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        history = [(r.attempt, r.status) for r in client.iter_runs(job_id)]
-        if len(history) >= rows or time.monotonic() > deadline:
-            return history
-        time.sleep(0.1)
 
 
 def _wait(
