@@ -51,6 +51,13 @@ class Buckets:
 class Throttles:
     partition: int = 0
     table: int = 0
+    # The partition throttles by where they fell: "table" (an item's own key) or an index's key.
+    by_key: dict[str, int] = field(default_factory=dict)
+
+    def hot(self, partition: tuple[str, str]) -> None:
+        self.partition += 1
+        where = "table" if partition[0] == "pk" else partition[0]
+        self.by_key[where] = self.by_key.get(where, 0) + 1
 
 
 class DueIndex:
@@ -160,7 +167,7 @@ class DynamoModel:
         partitions = [("pk", key[0]), *dict.fromkeys([*_index_keys(before), *_index_keys(incoming)])]
         for partition in partitions:
             if not self.writes.room(partition, second, units, limits.PARTITION_WCU.value):
-                self.throttles.partition += 1
+                self.throttles.hot(partition)
                 return _error(
                     "ProvisionedThroughputExceededException",
                     "The level of configured provisioned throughput for the table was exceeded",
@@ -205,7 +212,7 @@ class DynamoModel:
         units = max(1.0, math.ceil(len(rows) * 100 / limits.READ_UNIT_BYTES.value) / 2)
         second = int(now_s)
         if not self.reads.room(("due", shard), second, units, limits.PARTITION_RCU.value):
-            self.throttles.partition += 1
+            self.throttles.hot((c.DUE_SHARD_ATTRIBUTE, shard))
             return _error("ProvisionedThroughputExceededException", "The level of throughput was exceeded")
         self.reads.charge(("due", shard), second, units)
         items = [
