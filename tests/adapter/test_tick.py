@@ -22,7 +22,7 @@ from shared.dispatch import Dispatcher, JobMessage
 from shared.engine.scheduler import Scheduler, TickReport
 from shared.engine.tick_sends import PRIORITY_RANK, Due, Taken
 from shared.engine.worker import Outcome
-from shared.store import DueShards, JobStore, items
+from shared.store import DueShards, JobStore, SentMarks, items
 from tests.adapter.conftest import Engine, python_target
 
 SECOND = 1000
@@ -279,15 +279,13 @@ def test_a_tick_killed_mid_send_costs_the_next_only_the_rows_sent_since_its_last
     assert all(engine.targets.count(job_id) == 1 for job_id in jobs)
 
 
-def _covered(engine: Engine, marks: Any, job_id: str) -> bool:
+def _covered(engine: Engine, marks: SentMarks, job_id: str) -> bool:
     """Whether the job's ahead row, as stored, is one its shard's sent mark says was sent."""
     store = engine.store
-    item = store._client.get_item(TableName=store._table, Key=items.job_key(job_id), ConsistentRead=True)[
-        "Item"
-    ]
-    key = item[c.DUE_KEY_ATTRIBUTE]["S"]
-    position = items.send_position(item["priority"]["S"], key)
-    return bool(marks.mark(items.shard_number(job_id)).covers(items.parse_due_key(key)[0], position))
+    found = store._client.get_item(TableName=store._table, Key=items.job_key(job_id), ConsistentRead=True)
+    key = found["Item"][c.DUE_KEY_ATTRIBUTE]["S"]
+    position = items.send_position(found["Item"]["priority"]["S"], key)
+    return marks.mark(items.shard_number(job_id)).covers(items.parse_due_key(key)[0], position)
 
 
 def test_a_window_too_large_for_one_invocation_goes_to_parallel_claimers_and_runs_once(
