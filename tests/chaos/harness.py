@@ -217,7 +217,10 @@ class Ledger:
 
     effects: Counter[tuple[str, str]] = field(default_factory=Counter)
     effects_by_job: Counter[str] = field(default_factory=Counter)
-    crashes_after_effect: int = 0
+    # Per job: deliveries whose side effect the job did not keep as a success (the worker crashed or
+    # erred after it, its lease was lost, its call was recorded timed out), each the allowance for
+    # one re-execution of that job.
+    unkept_effects: Counter[str] = field(default_factory=Counter)
     outcomes: Counter[str] = field(default_factory=Counter)
     ticks: Counter[str] = field(default_factory=Counter)  # the schedulers' TickReports, summed
     tick_errors: list[str] = field(default_factory=list)  # rows or ticks that raised: an engine bug
@@ -409,9 +412,9 @@ class Simulation:
     def long_in_flight(self) -> bool:
         return any(not f.done() for f in self._background)
 
-    def _count_crash_after_effect(self) -> None:
+    def _count_unkept_effect(self, job_id: str) -> None:
         with self.ledger.lock:
-            self.ledger.crashes_after_effect += 1
+            self.ledger.unkept_effects[job_id] += 1
 
     # --- driving ------------------------------------------------------------------------------
 
@@ -577,17 +580,23 @@ class Simulation:
             if late:
                 ran = result.outcome is not Outcome.DROPPED
                 self.faults.note(f"late delivery {'started its attempt' if ran else 'dropped at its fence'}")
+            effect = self._effects_of(message.job_id) > effects_before
             if result.outcome is Outcome.LEASE_LOST:
                 with self.ledger.lock:
                     self.ledger.lease_lost.add(message.job_id)
-                if self._effects_of(message.job_id) > effects_before:
+                if effect:
                     self.faults.note("zombie finished a side effect after its lease moved on")
-                    self._count_crash_after_effect()
+                    self._count_unkept_effect(message.job_id)
+            elif effect and result.outcome in (Outcome.FAILED, Outcome.DEAD):
+                # A call that ended past its limit (a thread starved on a loaded machine) is recorded
+                # timed out whatever it did: its retry makes the side effect again.
+                self.faults.note("attempt recorded timed out after its side effect")
+                self._count_unkept_effect(message.job_id)
             return result
         with self.ledger.lock:
             self.ledger.excused.add(message.job_id)
         if self._effects_of(message.job_id) > effects_before:
-            self._count_crash_after_effect()
+            self._count_unkept_effect(message.job_id)
         self._push(self.base.now_ms() + REDELIVERY_MS, body)
         return None
 

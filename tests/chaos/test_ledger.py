@@ -4,10 +4,11 @@ Thousands of jobs run through a simulated fleet while the harness injects more t
 fault at the boundary: among them users cancelling, pausing, resuming and triggering jobs while
 their attempts run and while they are queued, deliveries held back past their lease, heartbeats
 throttled past the SDK's retries, and writes applied with their answers lost. The checks, printed
-and asserted: no job lost, no occurrence succeeded twice, re-executions no more than the crashes
-that happened after a side effect, intent held (no attempt after an acknowledged cancel, no new
-occurrence while paused, cancelled jobs end cancelled), no long job run twice by a lapsed
-heartbeat, and every dead occurrence's alert sent, none still owed at the end.
+and asserted: no job lost, no occurrence succeeded twice, no job re-executed more often than its
+side effects went unkept (a crash or error after one, a lost lease, a call recorded timed out),
+intent held (no attempt after an acknowledged cancel, no new occurrence while paused, cancelled
+jobs end cancelled), no long job run twice by a lapsed heartbeat, and every dead occurrence's
+alert sent, none still owed at the end.
 `make test` runs one fleet of 1,000 jobs; `make chaos` runs 10,000 as five fleets (SUNDIAL_CHAOS_JOBS).
 """
 
@@ -80,7 +81,7 @@ def test_every_occurrence_runs_exactly_once_under_faults(
     assert report["jobs stuck in flight (lease long lapsed)"] == 0, STUCK[:5]
     assert report["lost"] == 0, report
     assert report["double success"] == 0, report
-    assert report["re-executions"] <= sim.ledger.crashes_after_effect, report
+    assert report["jobs re-executed beyond their unkept side effects"] == 0, VIOLATIONS[:5]
     assert report["poison not dead"] == 0 and report["dead letters missing"] == 0, report
     assert report["backoff gaps off"] == 0, report
     assert report["attempts started after an acknowledged cancel"] == 0, report
@@ -278,15 +279,21 @@ def _twice(sim: Simulation, snapshot: Snapshot, runs_of: dict[str, list[Any]]) -
     for (job_id, scheduled_at), n in succeeded.items():
         if n > 1:
             VIOLATIONS.append(f"{n} successes of {_at(scheduled_at)}, " + _history(sim, job_id, runs_of))
-    unexplained = {
-        job_id
-        for (job_id, _), n in effects.items()
-        if n > 1 and job_id not in sim.ledger.excused | sim.ledger.lease_lost
-    }
-    report["jobs re-executed without a crash or a lost lease"] = len(unexplained)
-    VIOLATIONS.extend(f"re-executed, {_history(sim, job_id, runs_of)}" for job_id in sorted(unexplained))
-    report["re-executions"] = sum(n - 1 for n in effects.values() if n > 1)
-    report["crashes after a side effect"] = sim.ledger.crashes_after_effect
+    reruns: Counter[str] = Counter()
+    for (job_id, _), n in effects.items():
+        reruns[job_id] += n - 1
+    allowed = sim.ledger.unkept_effects
+    # Each re-execution needs a delivery of the same job whose side effect the job did not keep:
+    # counted per job, so the slack of one job's harmless crashes hides no other's re-execution.
+    unexplained = sorted(job_id for job_id, n in reruns.items() if n > allowed[job_id])
+    report["jobs re-executed beyond their unkept side effects"] = len(unexplained)
+    VIOLATIONS.extend(
+        f"re-executed {reruns[job_id]} times after {allowed[job_id]} unkept side effects, "
+        + _history(sim, job_id, runs_of)
+        for job_id in unexplained
+    )
+    report["re-executions"] = sum(reruns.values())
+    report["side effects not kept (crash, lost lease, time-out)"] = sum(allowed.values())
     return report
 
 
