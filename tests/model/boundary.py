@@ -59,8 +59,9 @@ class DynamoFaults:
     `throttle` answers any call with a ThrottlingException; `conflict` answers a write with a
     TransactionConflictException; `lost` sends a write to the emulator itself (so it is applied) and
     answers 500, which the SDK retries with the same request: DynamoDB applied it, the answer was lost;
-    `pass` lets one write through, for a fault meant for a later one. A `crash` hook kills the process
-    before a matching call leaves.
+    `pass` lets one write through, for a fault meant for a later one; `held` keeps a write back, as a
+    caller frozen mid-call would, and kills the caller (its client has given up on it): the write
+    lands when `land_held` says. A `crash` hook kills the process before a matching call leaves.
     """
 
     http: urllib3.PoolManager
@@ -70,6 +71,7 @@ class DynamoFaults:
     # Another actor's step, run once just before this client's first write to a job: what it does
     # lands between this actor's read and its conditional write.
     race: Callable[[str], None] | None = None
+    held: list[tuple[str, str, Any, dict[str, Any]]] = field(default_factory=list)
 
     def arm(self, kind: str, count: int) -> None:
         self.pending.extend([kind] * count)
@@ -78,6 +80,12 @@ class DynamoFaults:
         self.pending.clear()
         self.crash_when = None
         self.race = None
+        self.held.clear()
+
+    def land_held(self) -> int:
+        """Sends the oldest write kept back, as it was signed then; returns the HTTP status."""
+        method, url, body, headers = self.held.pop(0)
+        return int(self.http.request(method, url, body=body, headers=headers).status)
 
     def before_send(self, request: Any, **_: Any) -> AWSResponse | None:
         operation = _operation(request)
@@ -104,6 +112,9 @@ class DynamoFaults:
             return error_response(request, "ThrottlingException")
         if kind == "conflict":
             return error_response(request, "TransactionConflictException")
+        if kind == "held":
+            self.held.append((request.method, request.url, request.body, dict(request.headers)))
+            raise Crash(f"{operation} held")
         self.http.request(request.method, request.url, body=request.body, headers=dict(request.headers))
         return error_response(request, "InternalServerError", status=500)
 

@@ -66,7 +66,7 @@ from tests.model.boundary import (
     SqsBag,
 )
 from tests.model.intents import Intent, one_off_revived, pause_let_through, triggers_lost
-from tests.model.windows import TICK_MEETS, ZOMBIE_ENDS, WindowSteps
+from tests.model.windows import FROZEN_CREATE, TICK_MEETS, ZOMBIE_ENDS, WindowSteps
 
 SECOND = 1000
 QUEUE_BASE = "https://sqs.us-east-1.amazonaws.com/123456789012/"  # never called: the model holds SQS
@@ -166,6 +166,7 @@ STARTS = [
     "triggered",
     # Claims are rare otherwise: most runs are sent by their writer.
     *("a finished one-off", "due for its claim") * 2,
+    FROZEN_CREATE,
     "nothing",
 ]
 api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
@@ -280,6 +281,9 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         self.history_faults = 0
         self.alert_violations: list[str] = []
         self.last_read: dict[str, Job] = {}  # the jobs as the invariants last read them
+        self.versions: dict[str, int] = {}  # each job's version as the invariants last read it
+        # Jobs whose create's first try froze with its job's write held: the version answered.
+        self.frozen_creates: dict[str, int] = {}
         self.answer: JobView | None = None  # the last API call's answer
         self._snap: tuple[int, checks.Snapshot] | None = None
         for actor in ACTORS:
@@ -377,9 +381,12 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         overlap: str,
         timeout: int = 300,
         fault: str | None = None,
+        frozen_first_try: bool = False,
     ) -> None:
         """POST /jobs, for a job labelled `label` (unless there is one). The target's behaviour (ok,
-        fails, flaky: fails every odd attempt) is the job's name."""
+        fails, flaky: fails every odd attempt) is the job's name. With `frozen_first_try`, the call
+        carries an Idempotency-Key and its first try freezes after reserving it, its job's write
+        held back (see WindowSteps.frozen_create_lands); the client's retry is what is answered."""
         if label in self.labels:
             return
         if kind.startswith("one-off"):
@@ -400,16 +407,35 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             "priority": priority,
             "timeout_seconds": timeout,
         }
+        key = f"create-{label}" if frozen_first_try else None
         try:
+            if frozen_first_try:
+                self._frozen_first_try(JobCreate.model_validate(spec), label, key)
             with self._faults("api", fault):
                 self.env.ids.label = label
-                view, _ = self.service.create(JobCreate.model_validate(spec))
+                view, _ = self.service.create(JobCreate.model_validate(spec), key)
         except RETRY_ERRORS as exc:
             self._note(f"  → not acknowledged: {_code(exc)}", "create not acknowledged")
             return
         self.labels[label] = view.id
         self.intents[view.id] = Intent()
         self._note(f"  → {checks.short(view.id)} {view.status.value}", "create ack")
+        stored = self._job(view.id) if frozen_first_try else None
+        if stored is not None:
+            self.frozen_creates[view.id] = stored.version
+
+    def _frozen_first_try(self, spec: JobCreate, label: str, key: str | None) -> None:
+        """A create's first try reserves its key, then freezes before its job's write leaves."""
+        faults = self.env.faults["api"]
+        faults.arm("pass", 1)
+        faults.arm("held", 1)
+        try:
+            self.env.ids.label = label
+            self.service.create(spec, key)
+        except Crash as exc:
+            self._note(f"  first try frozen at {exc}; the client retries", "create's first try frozen")
+        finally:
+            faults.pending.clear()
 
     def _labelled(self, label: str, fits: Callable[[str], bool] = lambda _: True) -> str | None:
         """The job labelled `label`, or when it does not fit (missing, nothing to deliver, no
@@ -1224,6 +1250,20 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             job = snap.jobs.get(job_id)
             if job is not None:
                 found += one_off_revived(job, intent, self.step)
+        self._violation(*found)
+
+    @invariant()
+    def versions_only_grow(self) -> None:
+        """16. Every write bumps a job's version: a job whose version went back was overwritten by a
+        write decided on an older state (a create's write landing on the job it made, late)."""
+        snap = self._snapshot()
+        found = [
+            f"{checks.short(job_id)}: its version went back from {self.versions[job_id]} to {job.version} "
+            f"({checks._state(job)})"
+            for job_id, job in snap.jobs.items()
+            if job.version < self.versions.get(job_id, 0)
+        ]
+        self.versions.update({job_id: job.version for job_id, job in snap.jobs.items()})
         self._violation(*found)
 
     @invariant()

@@ -38,6 +38,8 @@ SETTLES = "the attempt settles"
 # stops or is refused for a reason other than its token.
 SUCCESSOR_CALLED = "its settle after its successor's target call"
 ZOMBIE_ENDS = [SUCCESSOR_CALLED, SUCCESSOR_CALLED, "its settle", None]
+# A start: a create whose first try froze between reserving its Idempotency-Key and writing its job.
+FROZEN_CREATE = "its create's first try frozen"
 
 
 class WindowSteps:
@@ -62,6 +64,7 @@ class WindowSteps:
     _fence: Any
     _target_call: Any
     _begin: Any
+    frozen_creates: dict[str, int]
 
     def _start_at_window(
         self, how: str, behaviour: str, max_retries: int, overlap: str, meets: str | None = None
@@ -72,6 +75,21 @@ class WindowSteps:
             ends = "fails" if behaviour == "fails" else "ok"
             self.create("A", "one-off now", ends, 0, (5,), "high", "run_once", overlap)
             self.work("A")
+            return True
+        if how == FROZEN_CREATE:
+            # The client's retry makes the job; the first try's write lands once the job has moved
+            # on (frozen_create_lands), where a create that overwrote would bring back its start.
+            self.create(
+                "A",
+                "one-off now",
+                behaviour,
+                max_retries,
+                (5,),
+                "high",
+                "run_once",
+                overlap,
+                frozen_first_try=True,
+            )
             return True
         if how == "due for its claim":
             # Its run row falls within the tick's horizon a minute before its occurrence: the tick
@@ -106,6 +124,26 @@ class WindowSteps:
         job_id = found[data.draw(st.integers(0, len(found) - 1), "job")]
         self.intents[job_id].revisited_at_step = self.step
         self._patch_action(job_id, data.draw(st.sampled_from(REVISITS), "change"), None)
+
+    # --- a create's frozen first try lands on the job its retry made ---------------------------------
+
+    def _frozen_create_behind(self) -> bool:
+        """A create's first try holds its job's write back, and the job has been written since."""
+        jobs = self._snapshot().jobs
+        return bool(self.env.faults["api"].held) and any(
+            (job := jobs.get(job_id)) is not None and job.version > version
+            for job_id, version in self.frozen_creates.items()
+        )
+
+    @precondition(lambda self: self._frozen_create_behind())
+    @rule()
+    def frozen_create_lands(self) -> None:
+        """The frozen first try of a create wakes, after its client's retry made the job and the job
+        moved on, and its job's write lands: the create's condition must refuse it."""
+        self._begin("api: a create's frozen first try wakes, and its job's write lands")
+        status = self.env.faults["api"].land_held()
+        self.frozen_creates.clear()
+        self._note(f"  → HTTP {status}", f"frozen create's write answered {status}")
 
     # --- a tick's claim or reclaim meets a user ----------------------------------------------------
 

@@ -218,8 +218,6 @@ MUTATIONS: tuple[Mutation, ...] = (
                 '"attribute_not_exists(#pk) OR attribute_exists(#pk)"',
             ),
         ),
-        model_blind="the model's creates send no Idempotency-Key and ids are ULIDs: no create meets a "
-        "job (an adapter test has a stalled create write its job after its retry did)",
     ),
     Mutation(
         "lease-expired-guard",
