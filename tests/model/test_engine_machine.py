@@ -159,14 +159,15 @@ STARTS = [
     # The race each version guard of a user call exists for: listed three times, since a user call
     # met it a few times in 150 examples otherwise (the call is drawn, pause and cancel first).
     *("running, its settle inside a user call",) * 3,
+    # The race the settle's revision guard exists for: a user call acknowledged while the attempt ran.
+    "running, a user call, then its settle",
     "delivered twice",
     # A zombie's settle over its successor is what the settle's token guard exists for.
     *("a zombie beside its retry", "its worker gone, its lease run out") * 2,
     "run once",
     "triggered",
     # Claims are rare otherwise: most runs are sent by their writer.
-    *("a finished one-off", "due for its claim") * 2,
-    FROZEN_CREATE,
+    *("a finished one-off", "due for its claim", FROZEN_CREATE) * 2,
     "nothing",
 ]
 api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
@@ -1145,6 +1146,8 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             self.side_effect("A")
         elif how == "running, its settle inside a user call":
             self._during("A", "newest", call, None, "the attempt settles")
+        elif how == "running, a user call, then its settle":
+            self._during("A", "newest", call, None, THEN_SETTLES)
         elif how == "its worker gone, its lease run out":
             # The tick reclaims it, conditional on the revision it read: a user's call may land between.
             self.crash("A")

@@ -58,6 +58,7 @@ class WindowSteps:
     tick: Any
 
     create: Any
+    deliver: Any
     work: Any
     advance: Any
     bag: list[Any]
@@ -77,8 +78,9 @@ class WindowSteps:
             self.work("A")
             return True
         if how == FROZEN_CREATE:
-            # The client's retry makes the job; the first try's write lands once the job has moved
-            # on (frozen_create_lands), where a create that overwrote would bring back its start.
+            # The client's retry makes the job, whose first attempt starts: the first try's write
+            # lands from the next step on (frozen_create_lands), where a create that overwrote
+            # would bring back the job's start.
             self.create(
                 "A",
                 "one-off now",
@@ -90,6 +92,7 @@ class WindowSteps:
                 overlap,
                 frozen_first_try=True,
             )
+            self.deliver("A")
             return True
         if how == "due for its claim":
             # Its run row falls within the tick's horizon a minute before its occurrence: the tick
