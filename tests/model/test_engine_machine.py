@@ -647,6 +647,11 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         if attempt is None:
             return
         self.env.seen[f"during an attempt: {action}, {race or 'no race'}"] += 1
+        # The job as it stood before the call, for the checks that compare two reads: within a start
+        # no invariant has read it since its create (in a step, this is what they last read).
+        job_now = self._job(attempt.job.id)
+        if job_now is not None:
+            self.last_read[job_now.id] = job_now
         settles_after = race == THEN_SETTLES
         race = None if settles_after else race
         if action.startswith("PATCH "):
