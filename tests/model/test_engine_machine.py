@@ -1262,7 +1262,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
 
     @invariant()
     def versions_only_grow(self) -> None:
-        """16. Every write bumps a job's version: a job whose version went back was overwritten by a
+        """18. Every write bumps a job's version: a job whose version went back was overwritten by a
         write decided on an older state (a create's write landing on the job it made, late)."""
         snap = self._snapshot()
         found = [
