@@ -248,7 +248,7 @@ class DiesMidSend(SlowSends):
 
 
 def test_a_tick_killed_mid_send_costs_the_next_only_the_rows_sent_since_its_last_mark(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("shared.engine.scheduler.MARK_EVERY_MS", 0)  # a mark after every chunk
     instant = engine.clock.now_ms() + 10 * MINUTE
@@ -265,7 +265,7 @@ def test_a_tick_killed_mid_send_costs_the_next_only_the_rows_sent_since_its_last
     assert any(marks.mark(shard).within for shard in range(c.DUE_SHARDS))  # recorded inside the second
     # How many were sent after their shard's last mark depends on where the kill found each
     # shard's sender; the next tick must send exactly those again, and none the marks cover.
-    unmarked = [job_id for job_id in sent_first if not _covered(engine, marks, job_id)]
+    unmarked = [job_id for job_id in sent_first if not _covered(engine, dynamodb, marks, job_id)]
     assert len(unmarked) < len(sent_first)
     # The next tick runs after the instant: the rows the marks cover are not sent again, and the
     # rest go as they are (within the misfire grace), without a claim.
@@ -279,10 +279,10 @@ def test_a_tick_killed_mid_send_costs_the_next_only_the_rows_sent_since_its_last
     assert all(engine.targets.count(job_id) == 1 for job_id in jobs)
 
 
-def _covered(engine: Engine, marks: SentMarks, job_id: str) -> bool:
+def _covered(engine: Engine, dynamodb: Any, marks: SentMarks, job_id: str) -> bool:
     """Whether the job's ahead row, as stored, is one its shard's sent mark says was sent."""
-    store = engine.store
-    found = store._client.get_item(TableName=store._table, Key=items.job_key(job_id), ConsistentRead=True)
+    table = engine.resources.table_name
+    found = dynamodb.get_item(TableName=table, Key=items.job_key(job_id), ConsistentRead=True)
     key = found["Item"][c.DUE_KEY_ATTRIBUTE]["S"]
     position = items.send_position(found["Item"]["priority"]["S"], key)
     return marks.mark(items.shard_number(job_id)).covers(items.parse_due_key(key)[0], position)

@@ -410,7 +410,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         }
         key = f"create-{label}" if frozen_first_try else None
         try:
-            if frozen_first_try:
+            if key is not None:
                 self._frozen_first_try(JobCreate.model_validate(spec), label, key)
             with self._faults("api", fault):
                 self.env.ids.label = label
@@ -421,11 +421,10 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         self.labels[label] = view.id
         self.intents[view.id] = Intent()
         self._note(f"  → {checks.short(view.id)} {view.status.value}", "create ack")
-        stored = self._job(view.id) if frozen_first_try else None
-        if stored is not None:
+        if frozen_first_try and (stored := self._job(view.id)) is not None:
             self.frozen_creates[view.id] = stored.version
 
-    def _frozen_first_try(self, spec: JobCreate, label: str, key: str | None) -> None:
+    def _frozen_first_try(self, spec: JobCreate, label: str, key: str) -> None:
         """A create's first try reserves its key, then freezes before its job's write leaves."""
         faults = self.env.faults["api"]
         faults.arm("pass", 1)
