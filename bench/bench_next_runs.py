@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from shared.schedules import next_runs, parse_schedule
+from sundial.shared.schedules import next_runs, parse_schedule
 
 CRON = "cron(0/15 9-17 ? * MON-FRI *)"
 TIMEZONE = "Europe/London"

@@ -31,9 +31,10 @@ from bench.harness import (
     raw_claim,
 )
 from bench.stack import Listener, LocalStack
-from local_stack.resources import ensure_resources
-from shared import constants as c
-from shared.store import items
+from sundial.contract.vocabulary import Priority
+from sundial.local_stack.resources import ensure_resources
+from sundial.shared import constants as c
+from sundial.shared.store import items
 
 JOBS = 1000
 REPETITIONS = 3
@@ -54,7 +55,7 @@ def raw_write_rate(stack: LocalStack, run: int) -> float:
     table = ensure_resources(dynamodb, sqs, prefix=f"raw-burst-{run}-").table_name
     later = now_ms() + 24 * 3600 * 1000
     loaded = [
-        items.job_to_item(pending_job(str(ULID()), later + n, c.Priority.LOW, later), "bench-raw")
+        items.job_to_item(pending_job(str(ULID()), later + n, Priority.LOW, later), "bench-raw")
         for n in range(RAW_UPDATES)
     ]
     batch_write(dynamodb, table, loaded)

@@ -21,10 +21,11 @@ import boto3
 from bench import processes
 from bench.harness import Row, percentile
 from bench.stack import running
-from shared import constants as c
-from shared.models import Job, JobStatus
-from shared.store import items
-from shared.targets.models import PythonTarget
+from sundial.contract.targets import PythonTarget
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import constants as c
+from sundial.shared.models import Job
+from sundial.shared.store import items
 
 JOBS = 10_000
 LOADS = 20

@@ -36,17 +36,17 @@ from typing import Any
 from bench import cost_model as m
 from bench.harness import Aws, Row, client, percentile
 from bench.meter import Meter
-from local_stack.environment import use_emulator
-from shared import constants as c
-from shared.api.models import JobCreate
-from shared.api.service import JobService
-from shared.clock import FixedClock, format_rfc3339
-from shared.dispatch import SHARED_SEND_WINDOW_SECONDS, Dispatcher, JobMessage, SharedSends
-from shared.engine.scheduler import Scheduler
-from shared.engine.worker import AttemptResult, Outcome, Worker
-from shared.models import Job
-from shared.store import JobStore
-from shared.targets import Delivery
+from sundial.contract.jobs import JobCreate
+from sundial.local_stack.environment import use_emulator
+from sundial.shared import constants as c
+from sundial.shared.clock import FixedClock, format_rfc3339
+from sundial.shared.dispatch import SHARED_SEND_WINDOW_SECONDS, Dispatcher, JobMessage, SharedSends
+from sundial.shared.engine.scheduler import Scheduler
+from sundial.shared.engine.worker import AttemptResult, Outcome, Worker
+from sundial.shared.models import Job
+from sundial.shared.service.service import JobService
+from sundial.shared.store import JobStore
+from sundial.shared.targets import Delivery
 
 MINUTE_MS = 60_000
 DAY_MS = 24 * 60 * MINUTE_MS
@@ -65,7 +65,7 @@ TARGET_SECONDS = 0.02
 
 @dataclass(frozen=True)
 class Config:
-    """A deployment's cost choices, as functions/settings.py and infra/settings.py take them."""
+    """A deployment's cost choices, as sundial/functions/settings.py and infra/settings.py take them."""
 
     precision: c.Precision = c.Precision.SECOND
     history: c.History = c.History.ALL
@@ -140,7 +140,7 @@ class CostEngine:
             precision=config.precision,
         )
         self.scheduler = Scheduler(store, dispatcher, self.clock)
-        # The deployed worker's sends: shared by the records of a batch (functions/clients.py).
+        # The deployed worker's sends: shared by the records of a batch (sundial/functions/clients.py).
         worker_sends = (
             SharedSends(
                 sqs,

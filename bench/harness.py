@@ -20,13 +20,14 @@ import boto3
 from pydantic import TypeAdapter
 from ulid import ULID
 
-from local_stack.child import EmulatorProcess, free_port
-from local_stack.environment import use_emulator
-from local_stack.resources import Resources, ensure_resources
-from shared import constants as c
-from shared.models import Job, JobStatus
-from shared.store import items
-from shared.targets.models import Target
+from sundial.contract.targets import Target
+from sundial.contract.vocabulary import JobStatus, Priority
+from sundial.local_stack.child import EmulatorProcess, free_port
+from sundial.local_stack.environment import use_emulator
+from sundial.local_stack.resources import Resources, ensure_resources
+from sundial.shared import constants as c
+from sundial.shared.models import Job
+from sundial.shared.store import items
 
 BATCH_WRITE_LIMIT = 25
 SECOND_MS = 1000
@@ -132,7 +133,7 @@ def http_target(url: str = "http://127.0.0.1:9/ok") -> Target:
     return _target_adapter.validate_python({"type": "http", "url": url})
 
 
-def pending_job(job_id: str, due_at: int, priority: c.Priority, now_ms: int) -> Job:
+def pending_job(job_id: str, due_at: int, priority: Priority, now_ms: int) -> Job:
     """A one-off job waiting in the due index at `due_at`, as the API would have stored it."""
     return Job(
         id=job_id,

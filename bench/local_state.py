@@ -33,8 +33,8 @@ from bench import processes
 from bench.harness import Repeated, Row, percentile
 from bench.lateness import lateness_of, run_jobs, wait_for_calls
 from bench.stack import Listener, LocalStack
-from local_stack.child import free_port, wait_for_port
-from local_stack.options import DEFAULT_WORKERS
+from sundial.local_stack.child import free_port, wait_for_port
+from sundial.local_stack.options import DEFAULT_WORKERS
 
 ROUNDS = 5
 JOBS = 120
@@ -203,7 +203,7 @@ def _emulator_start(state: Path, work: Path, n: int) -> tuple[float, float]:
     command = [
         sys.executable,
         "-m",
-        "local_stack.cli",
+        "sundial.local_stack.cli",
         "emulator",
         "--port",
         str(port),

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import batch_write, client, job_items, now_ms
-from local_stack.emulator import Emulator
-from local_stack.environment import use_emulator
-from local_stack.resources import ensure_resources
-from local_stack.state import tables as moto_tables
-from local_stack.state.tables_on_disk import SNAPSHOT, TablesOnDisk
+from sundial.local_stack.emulator import Emulator
+from sundial.local_stack.environment import use_emulator
+from sundial.local_stack.resources import ensure_resources
+from sundial.local_stack.state import tables as moto_tables
+from sundial.local_stack.state.tables_on_disk import SNAPSHOT, TablesOnDisk
 
 DAY_MS = 24 * 3600 * 1000
 

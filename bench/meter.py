@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench import cost_model as m
-from shared import constants as c
+from sundial.shared import constants as c
 
 TABLE_KEYS = (c.PARTITION_KEY, c.SORT_KEY)
 INDEXES = (

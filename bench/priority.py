@@ -19,7 +19,8 @@ from bench.harness import Repeated, Row, percentile
 from bench.lateness import lateness_of, run_jobs, wait_for_calls
 from bench.sleeper import sleeper
 from bench.stack import Listener, LocalStack
-from shared import constants as c
+from sundial.contract.vocabulary import Priority
+from sundial.shared import constants as c
 
 HIGH_JOBS = 100
 WINDOW_SECONDS = 15.0
@@ -43,7 +44,7 @@ def high_window(stack: LocalStack, listener: Listener, seed: int) -> list[float]
 
 def measure(stack: LocalStack, listener: Listener) -> Row:
     idle = [percentile(high_window(stack, listener, seed=n), 0.99) for n in range(WINDOWS)]
-    low_queue = c.QUEUE_NAMES[c.Priority.LOW]
+    low_queue = c.QUEUE_NAMES[Priority.LOW]
     with sleeper() as sleeping:
         flood_target = {"type": "http", "url": f"{sleeping}/sleep/{FLOOD_TARGET_SECONDS}/flood"}
         started = time.monotonic()

@@ -20,10 +20,10 @@ from itertools import chain
 from typing import Any
 
 from bench.harness import Aws, batch_write, job_items, now_ms
-from shared.clock import SystemClock
-from shared.dispatch import Dispatcher
-from shared.engine.scheduler import Scheduler
-from shared.store import JobStore
+from sundial.shared.clock import SystemClock
+from sundial.shared.dispatch import Dispatcher
+from sundial.shared.engine.scheduler import Scheduler
+from sundial.shared.store import JobStore
 
 DUE_JOBS = 1000
 NOT_YET_DUE = (1000, 200_000)

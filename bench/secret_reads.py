@@ -4,7 +4,7 @@ http jobs against the emulator's Secrets Manager and KMS, its calls counted.
 Each job's target has a header that refers to a secret, an inline header value and a url query, both
 sealed as the API stores them, and every delivery is signed: two secrets to read (the reference and
 the signing secret) and two values to decrypt. A cold environment's first delivery reads each once;
-a warm one reads them from what it keeps for 60 s (shared/targets/kept.py), so the counts per
+a warm one reads them from what it keeps for 60 s (sundial/shared/targets/kept.py), so the counts per
 execution include the cache's hits.
 
 Time is a clock moved by each delivery's interval, so an hour of deliveries takes a moment; the
@@ -27,9 +27,9 @@ from typing import Any
 from bench import cost_model as m
 from bench.cost import AWS_CALL_MS, MEMORY_GB
 from bench.harness import Aws, Repeated, Row, client
-from local_stack.resources import ensure_header_key, ensure_signing_secret
-from shared.api.sealing import HeaderSealer
-from shared.targets import (
+from sundial.local_stack.resources import ensure_header_key, ensure_signing_secret
+from sundial.shared.service.sealing import HeaderSealer
+from sundial.shared.targets import (
     Delivery,
     DeliveryKeys,
     HeaderOpener,

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from bench import processes
-from local_stack.child import free_port
+from sundial.local_stack.child import free_port
 
 
 class _Sleep(BaseHTTPRequestHandler):

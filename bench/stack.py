@@ -23,8 +23,8 @@ from typing import Any
 import boto3
 
 from bench import processes
-from local_stack.child import free_port
-from local_stack.environment import use_emulator
+from sundial.local_stack.child import free_port
+from sundial.local_stack.environment import use_emulator
 
 STARTUP_SECONDS = 90.0
 STOP_SECONDS = 20.0
@@ -110,7 +110,7 @@ class LocalStack:
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = log_dir / "sundial-local.log"
         script = Path(sys.executable).parent / "sundial"
-        command = [str(script)] if script.exists() else [sys.executable, "-m", "local_stack.cli"]
+        command = [str(script)] if script.exists() else [sys.executable, "-m", "sundial.local_stack.cli"]
         args = ["local", "--port", str(port), "--workers", str(workers), "--tick-seconds", str(tick_seconds)]
         # In memory unless a figure is about the state directory: runs must not share one.
         args += ["--state-dir", str(state_dir)] if state_dir else ["--ephemeral"]

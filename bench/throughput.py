@@ -16,11 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.harness import Aws, Repeated, Row, batch_write, job_items, now_ms, raw_claim
-from shared import constants as c
-from shared.clock import SystemClock
-from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.scheduler import Scheduler
-from shared.store import JobStore
+from sundial.contract.vocabulary import Priority
+from sundial.shared.clock import SystemClock
+from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.engine.scheduler import Scheduler
+from sundial.shared.store import JobStore
 
 DUE_JOBS = 1000
 THREADS = 8  # the tick's own parallelism (Scheduler's default)
@@ -69,7 +69,7 @@ def raw_once(aws: Aws, updates: int, sends: SendCounter) -> float:
     urls = list(aws.resources.queue_urls.values())
     per_call = max(1, round(sends.entries / max(1, sends.calls)))
     bodies = sends.bodies or [
-        JobMessage(job_id="x", token="t", due_at=0, priority=c.Priority.LOW).model_dump_json()
+        JobMessage(job_id="x", token="t", due_at=0, priority=Priority.LOW).model_dump_json()
     ]
 
     def update(item: dict[str, Any]) -> None:

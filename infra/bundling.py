@@ -1,4 +1,6 @@
-"""The Lambda code asset: `shared/` and `functions/` plus their pinned dependencies, built without Docker.
+"""The Lambda code asset: the server side of the `sundial` package (`sundial/shared/`,
+`sundial/functions/` and the wire contract they answer with) plus their pinned dependencies, built
+without Docker. The client, the command and the console stay out of it.
 
 pip downloads manylinux wheels for the Lambda platform into the asset, so the host's Python version
 and architecture never matter. The asset hash is computed from the sources, the requirements and
@@ -22,8 +24,9 @@ from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("shared", "functions")
-REQUIREMENTS = Path("functions") / "requirements.txt"
+# The package's own `__init__` comes along so that `sundial.shared` imports as it does installed.
+PACKAGES = ("sundial/__init__.py", "sundial/contract", "sundial/shared", "sundial/functions")
+REQUIREMENTS = Path("sundial") / "functions" / "requirements.txt"
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.ARM_64
 # Derived from RUNTIME so that the wheels always match the interpreter that loads them.
@@ -56,7 +59,8 @@ def pip_arguments(requirements: Path, target: str) -> list[str]:
 def source_files(root: Path) -> Iterator[Path]:
     """Every file the asset copies from `root`, in a stable order."""
     for package in PACKAGES:
-        for path in sorted((root / package).rglob("*")):
+        source = root / package
+        for path in sorted(source.rglob("*")) if source.is_dir() else [source]:
             if path.is_file() and not _ignored(path.relative_to(root)):
                 yield path
 

@@ -12,7 +12,7 @@ from constructs import Construct
 
 from infra.functions import Functions
 from infra.queues import JobQueues
-from shared import constants as c
+from sundial.shared import constants as c
 
 ONE_MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)

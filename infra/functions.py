@@ -23,7 +23,9 @@ from infra.queues import JobQueues
 from infra.settings import Settings
 from infra.table_grants import TABLE_ACCESS, grant_table
 from infra.targets import grant_secrets, grant_target_keys, grant_targets
-from shared import constants as c
+from sundial.contract.bounds import WORKER_FUNCTION_TIMEOUT_SECONDS
+from sundial.contract.vocabulary import Priority
+from sundial.shared import constants as c
 
 # API Gateway answers 504 after 29 s. The function stops well before, so that it never works on for
 # a client that was already told the request failed, and its own log says what took so long.
@@ -44,12 +46,12 @@ class _Spec:
 
 
 _SPECS: Mapping[str, _Spec] = {
-    "Api": _Spec("functions.api.handler", API_TIMEOUT_SECONDS, 512),
+    "Api": _Spec("sundial.functions.api.handler", API_TIMEOUT_SECONDS, 512),
     # Claiming and dispatching a minute's jobs is CPU-bound JSON work: more memory, more CPU.
-    "Scheduler": _Spec("functions.scheduler.handler", SCHEDULER_TIMEOUT_SECONDS, 1024),
+    "Scheduler": _Spec("sundial.functions.scheduler.handler", SCHEDULER_TIMEOUT_SECONDS, 1024),
     # The worker mostly waits: on its target, and out the sub-second early arrival of its message.
     # Billed by the GB-second, that wait is most of a job's cost, and 256 MB holds the runtime well.
-    "Worker": _Spec("functions.worker.handler", c.WORKER_FUNCTION_TIMEOUT_SECONDS, 256),
+    "Worker": _Spec("sundial.functions.worker.handler", WORKER_FUNCTION_TIMEOUT_SECONDS, 256),
 }
 
 
@@ -96,7 +98,7 @@ class Functions(Construct):
             self.worker.add_event_source(
                 sources.SqsEventSource(
                     queue,
-                    # Up to ten jobs per invocation, run side by side (functions/worker.py): a burst
+                    # Up to ten jobs per invocation, run side by side (sundial/functions/worker.py): a burst
                     # shares its receives, deletes and invocations. No batching window, so no job
                     # waits for a batch to fill; each attempt nests in the invocation's time.
                     batch_size=c.WORKER_BATCH_SIZE,
@@ -202,7 +204,7 @@ class Functions(Construct):
             cast(lambda_.CfnFunction, fn.node.default_child).reserved_concurrent_executions = reserved
         # A tick that could not run is superseded by the next one a minute later: retrying a stale
         # tick (or queueing it for hours while throttled) would only add load. The same holds for
-        # a claimer's share of the shards (shared/engine/claimers.py): the next tick reads them again.
+        # a claimer's share of the shards (sundial/shared/engine/claimers.py): the next tick reads them again.
         fn.configure_async_invoke(retry_attempts=0, max_event_age=Duration.seconds(c.TICK_SECONDS))
         # A tick hands shares of a large due window to claimers: invocations of this same function.
         # A policy of its own: in the role's default policy, the function's ARN would make the
@@ -221,9 +223,9 @@ def _environment(table_name: str, queues: JobQueues, settings: Settings) -> dict
     return {
         **{name: str(count) for name, count in shards.items() if count is not None},
         c.ENV_TABLE_NAME: table_name,
-        c.ENV_QUEUE_URL_HIGH: urls[c.Priority.HIGH],
-        c.ENV_QUEUE_URL_MEDIUM: urls[c.Priority.MEDIUM],
-        c.ENV_QUEUE_URL_LOW: urls[c.Priority.LOW],
+        c.ENV_QUEUE_URL_HIGH: urls[Priority.HIGH],
+        c.ENV_QUEUE_URL_MEDIUM: urls[Priority.MEDIUM],
+        c.ENV_QUEUE_URL_LOW: urls[Priority.LOW],
         c.ENV_DEAD_LETTER_QUEUE_URL: queues.dead_letter.queue_url,
         c.ENV_PRECISION: settings.precision.value,
         c.ENV_HISTORY: settings.history.value,

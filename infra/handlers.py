@@ -1,7 +1,7 @@
 """Python handlers of one's own in the deployed worker (docs/handlers.md): `-c sundial:handlers=my_package`.
 
 Each module named is found as `python` would find it from the directory `cdk` runs in, and its
-top-level package (or the module alone) is copied into the functions' code asset beside `shared/`;
+top-level package (or the module alone) is copied into the functions' code asset beside the `sundial` package;
 the API and the worker import the modules at cold start from the variable SUNDIAL_HANDLERS.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 HANDLERS_KEY = "sundial:handlers"
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # The asset's own top-level packages: a handler package of the same name would replace them.
-_TAKEN = frozenset({"shared", "functions"})
+_TAKEN = frozenset({"sundial"})
 
 
 def checked_modules(modules: Sequence[str]) -> tuple[str, ...]:

@@ -17,14 +17,15 @@ from infra.dashboard import FIVE_MINUTES, ONE_MINUTE, build_dashboard, sundial_m
 from infra.functions import Functions
 from infra.queues import JobQueues
 from infra.settings import Settings
-from shared import constants as c
+from sundial.contract.bounds import WORKER_FUNCTION_TIMEOUT_SECONDS
+from sundial.shared import constants as c
 
 # Alarm when a tick's longest run reaches this share of its timeout: the next step is lost ticks.
 SCHEDULER_DURATION_SHARE = 0.8
 # A message may wait out its whole SQS delay and then stay in flight while its job runs for the
 # whole worker timeout; only beyond both, plus a margin, is a queue stuck. Precision is watched by
 # the start-lateness alarm, not by this one.
-OLDEST_MESSAGE_AGE_SECONDS = c.MAX_DELAY_SECONDS + c.WORKER_FUNCTION_TIMEOUT_SECONDS + 300
+OLDEST_MESSAGE_AGE_SECONDS = c.MAX_DELAY_SECONDS + WORKER_FUNCTION_TIMEOUT_SECONDS + 300
 # Minutes without a tick before the alarm: one late or lost EventBridge delivery is not an outage.
 TICK_STOPPED_MINUTES = 5
 

@@ -7,7 +7,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from shared import constants as c
+from sundial.contract.vocabulary import Priority
+from sundial.shared import constants as c
 
 
 class JobQueues(Construct):
@@ -25,7 +26,7 @@ class JobQueues(Construct):
             enforce_ssl=True,
         )
         redrive = sqs.DeadLetterQueue(queue=self.dead_letter, max_receive_count=c.MAX_RECEIVE_COUNT)
-        self.by_priority: dict[c.Priority, sqs.Queue] = {
+        self.by_priority: dict[Priority, sqs.Queue] = {
             priority: sqs.Queue(
                 self,
                 priority.value.capitalize(),

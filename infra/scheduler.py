@@ -8,7 +8,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from shared import constants as c
+from sundial.shared import constants as c
 
 
 class Tick(Construct):

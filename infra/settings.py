@@ -11,7 +11,8 @@ from typing import Any
 from constructs import Node
 
 from infra.handlers import HANDLERS_KEY, checked_modules
-from shared.constants import FILTER_INDEXES, LIST_INDEX_NAME, MAX_DUE_SHARDS, History, Precision, Priority
+from sundial.contract.vocabulary import Priority
+from sundial.shared.constants import FILTER_INDEXES, LIST_INDEX_NAME, MAX_DUE_SHARDS, History, Precision
 
 PREFIX = "sundial:"
 MAX_CONCURRENCY_KEYS: Mapping[Priority, str] = {

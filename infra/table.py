@@ -11,7 +11,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from infra.settings import Capacity
-from shared import constants as c
+from sundial.shared import constants as c
 
 
 def _key(name: str) -> dynamodb.Attribute:

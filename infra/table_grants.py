@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 
-from shared import constants as c
+from sundial.shared import constants as c
 
 
 @dataclass(frozen=True)

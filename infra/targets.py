@@ -15,7 +15,7 @@ from constructs import Construct
 
 from infra.nag import acknowledge
 
-# What the worker calls for each target type besides Lambda (shared/targets/aws_delivery.py).
+# What the worker calls for each target type besides Lambda (sundial/shared/targets/aws_delivery.py).
 _TARGET_ACTIONS = {"sqs": "sqs:SendMessage", "sns": "sns:Publish", "events": "events:PutEvents"}
 
 

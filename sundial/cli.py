@@ -1,7 +1,7 @@
 """The `sundial` command.
 
 `jobs` and `preview` talk to an API through sundial.client; `local`, `emulator` and `smoke` run the
-local stack and keep their own parsing (local_stack/cli.py), loaded only when asked for so that the
+local stack and keep their own parsing (sundial/local_stack/cli.py), loaded only when asked for so that the
 API commands never load the emulator. A new command group is one `cli.add_command(...)` line below.
 """
 
@@ -73,7 +73,7 @@ def _local_stack_command(name: str, summary: str) -> click.Command:
 
 def _local_stack_main() -> Callable[[list[str]], int]:
     try:
-        from local_stack.cli import main as local_stack_main  # noqa: PLC0415
+        from sundial.local_stack.cli import main as local_stack_main  # noqa: PLC0415
     except ImportError as exc:  # `pip install .` leaves the emulator and the handlers' libraries out
         raise SystemExit(
             f"sundial: the local stack needs what `pip install '.[local]'` adds ({exc.name} is missing)"

@@ -10,8 +10,8 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack.emulator import Emulator
-from local_stack.resources import Resources, ensure_resources
+from sundial.local_stack.emulator import Emulator
+from sundial.local_stack.resources import Resources, ensure_resources
 
 # The http target that the tests of secrets and signatures share (its `receiver` fixture).
 pytest_plugins = ["tests.support.receivers"]

@@ -21,10 +21,10 @@ from bench.scale import limits
 from bench.scale.runtime import Sim, green
 from bench.scale.scenario import START_S
 from bench.scale.world import Settings, World
-from shared.api.models import JobCreate
-from shared.api.service import JobService
-from shared.clock import format_rfc3339
-from shared.dispatch import Dispatcher
+from sundial.contract.jobs import JobCreate
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.dispatch import Dispatcher
+from sundial.shared.service.service import JobService
 
 PRIORITIES = ("high", "medium", "low")
 SPREAD_S = 20  # the one-offs fall due over this many seconds after the base

@@ -33,18 +33,18 @@ from bench.scale import limits
 from bench.scale.native import NativeTable
 from bench.scale.runtime import Environment, GreenEvent, GreenExecutor, Sim, green
 from bench.scale.world import Settings, World
-from shared.api import batch as batch_module
-from shared.api.batch import create_batch
-from shared.api.bulk_models import BATCH_LIMIT as BATCH
-from shared.api.bulk_models import JobBatch
-from shared.api.service import JobService
-from shared.clock import format_rfc3339
-from shared.dispatch import Dispatcher
-from shared.store import items
 from sundial.client import SundialClient
 from sundial.client.transport import Answer
 from sundial.commands import bulk as bulk_module
 from sundial.commands.bulk import DEFAULT_IN_FLIGHT, import_jobs
+from sundial.contract.bounds import BATCH_LIMIT as BATCH
+from sundial.contract.bulk import JobBatch
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.dispatch import Dispatcher
+from sundial.shared.service import batch as batch_module
+from sundial.shared.service.batch import create_batch
+from sundial.shared.service.service import JobService
+from sundial.shared.store import items
 
 START_S = 1_893_488_400.0  # 2030-01-01T09:00:00Z
 TEN_MILLION = 10_000_000
@@ -184,7 +184,7 @@ def _file(folder: Path, importer: int, count: int) -> Path:
 def _quiet_and_green(sim: Sim) -> Iterator[None]:
     """The model's green threads for the batch's writers too; the command's progress bars and
     the unsealed-header warning of every create kept out of the report."""
-    service_log = logging.getLogger("shared.api.service")
+    service_log = logging.getLogger("sundial.shared.service.service")
     level = service_log.level
     service_log.setLevel(logging.ERROR)
     pools = batch_module.ThreadPoolExecutor, bulk_module.ThreadPoolExecutor

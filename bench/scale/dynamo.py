@@ -24,7 +24,7 @@ from typing import Any
 from bench.scale import limits, tables
 from bench.scale.expressions import used_placeholders
 from bench.scale.tables import attr, key_of, size
-from shared import constants as c
+from sundial.shared import constants as c
 
 WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem"})
 KEY = tuple[str, str]

@@ -31,11 +31,12 @@ from botocore.awsrequest import AWSResponse
 from moto.core.botocore_stubber import MockRawResponse
 from ulid import ULID
 
-from shared import constants as c
-from shared.models import Health, Job, JobStatus
-from shared.store import DueShards, JobStore, ListFilter, items
-from shared.store.listing import ulid_ms
-from shared.targets.models import PythonTarget
+from sundial.contract.targets import PythonTarget
+from sundial.contract.vocabulary import Health, JobStatus, Priority
+from sundial.shared import constants as c
+from sundial.shared.models import Job
+from sundial.shared.store import DueShards, JobStore, ListFilter, items
+from sundial.shared.store.listing import ulid_ms
 
 BASE_MS = 1_893_456_000_000  # 2030-01-01T00:00:00Z: job n is created n * SPACING_MS later
 SPACING_MS = 3_000  # 10 million jobs created over a year
@@ -61,7 +62,7 @@ def number_of(job: str) -> int:
     return (ulid_ms(job) - BASE_MS) // SPACING_MS
 
 
-def priority_of(n: int) -> c.Priority:
+def priority_of(n: int) -> Priority:
     return c.PRIORITIES[n % len(c.PRIORITIES)]
 
 
@@ -267,7 +268,7 @@ def measure(jobs: int = JOBS, ready: frozenset[str] | None = None) -> dict[str, 
         ids = [job.id for job in page.jobs]
         expected = dead if name in DEAD_FILTERS else None
         if name == "status=dead&priority=high":
-            expected = {job_id(n) for n in range(DEAD) if priority_of(n) is c.Priority.HIGH}
+            expected = {job_id(n) for n in range(DEAD) if priority_of(n) is Priority.HIGH}
         pages[name] = {
             "jobs": len(ids),
             "every_match": expected is None or (set(ids) == expected and page.next_token is None),

@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.scale import expressions as ex
 from bench.scale.expressions import Invalid, Unsupported
-from shared import constants as c
+from sundial.shared import constants as c
 
 Item = dict[str, Any]
 KEY = tuple[str, str]

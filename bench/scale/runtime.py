@@ -478,7 +478,7 @@ GREEN_THREADING = types.SimpleNamespace(
 
 @dataclass
 class _GreenWaiting:
-    """shared.dispatch._Waiting with a green event (its dataclass default was bound at import)."""
+    """sundial.shared.dispatch._Waiting with a green event (its dataclass default was bound at import)."""
 
     messages: Any
     failed: list[Any] = field(default_factory=list)
@@ -499,8 +499,8 @@ _real_sleep = time.sleep
 def green(simulation: Sim) -> Iterator[Sim]:
     """Runs the engine's modules on `simulation`'s green threads and clock, then puts them back."""
     global _sim  # noqa: PLW0603 - the one simulation the green kinds run on
-    from shared import dispatch
-    from shared.engine import heartbeat, scheduler, tick_sends, worker
+    from sundial.shared import dispatch
+    from sundial.shared.engine import heartbeat, scheduler, tick_sends, worker
 
     swaps: list[tuple[Any, str, Any]] = [
         (scheduler, "ThreadPoolExecutor", GreenExecutor),

@@ -20,13 +20,14 @@ from bench.scale import limits
 from bench.scale.runtime import Sim, green
 from bench.scale.tables import CrossChecked
 from bench.scale.world import CallRecord, Settings, World, occurrences
-from shared import constants as c
-from shared.api.models import JobCreate
-from shared.api.service import JobService
-from shared.clock import format_rfc3339
-from shared.dispatch import Dispatcher
-from shared.schedules.windows import start_instant
-from shared.store import items
+from sundial.contract.jobs import JobCreate
+from sundial.contract.vocabulary import Priority
+from sundial.shared import constants as c
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.dispatch import Dispatcher
+from sundial.shared.schedules.windows import start_instant
+from sundial.shared.service.service import JobService
+from sundial.shared.store import items
 
 START_S = 1_893_488_400.0  # 2030-01-01T09:00:00Z, the instant the due-at-once jobs fall due
 LEAD_S = 150.0  # jobs are created this long before their instant: placed ahead, sent without a claim
@@ -52,7 +53,7 @@ class Scenario:
     seed: int = 7
 
 
-def _priorities(n: int, mix: tuple[int, int, int], rng: random.Random) -> list[c.Priority]:
+def _priorities(n: int, mix: tuple[int, int, int], rng: random.Random) -> list[Priority]:
     weights = [max(0, w) for w in mix]
     return rng.choices(list(c.PRIORITIES), weights=weights, k=n)
 

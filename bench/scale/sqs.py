@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.scale import limits
-from shared import constants as c
+from sundial.shared import constants as c
 
 
 @dataclass(eq=False)

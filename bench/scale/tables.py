@@ -17,7 +17,7 @@ from moto.dynamodb.responses import DynamoHandler
 
 from bench.scale import native
 from bench.scale.native import NativeTable
-from shared import constants as c
+from sundial.shared import constants as c
 
 Item = dict[str, Any]
 KEY = tuple[str, str]

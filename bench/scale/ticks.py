@@ -1,5 +1,5 @@
 """The scheduler function in the model: EventBridge invokes it once a minute (a tick), and a tick
-invokes it asynchronously with shares of the shards (a claimer, shared/engine/claimers.py). Each
+invokes it asynchronously with shares of the shards (a claimer, sundial/shared/engine/claimers.py). Each
 invocation runs the engine's Scheduler in an environment of its own, killed at its timeout; a
 scenario may kill the tick that sends its first instant's messages mid-send, and start another
 tick inside it."""
@@ -12,15 +12,17 @@ from typing import TYPE_CHECKING
 
 from bench.scale import limits
 from bench.scale.runtime import Environment, GreenEvent
-from shared import constants as c
-from shared.dispatch import Dispatcher
-from shared.engine.claimers import ClaimRequest, LambdaClaimers
-from shared.engine.scheduler import Scheduler
+from sundial.shared import constants as c
+from sundial.shared.dispatch import Dispatcher
+from sundial.shared.engine.claimers import ClaimRequest, LambdaClaimers
+from sundial.shared.engine.scheduler import Scheduler
 
 if TYPE_CHECKING:
     from bench.scale.world import World
 
-SAFETY_MARGIN_S = 10.0  # functions/scheduler.py's SAFETY_MARGIN_MS: the tick's deadline before its timeout
+SAFETY_MARGIN_S = (
+    10.0  # sundial/functions/scheduler.py's SAFETY_MARGIN_MS: the tick's deadline before its timeout
+)
 FUNCTION_NAME = "sundial-scheduler"
 
 

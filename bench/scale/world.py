@@ -21,15 +21,16 @@ from bench.scale.dynamo import DynamoModel
 from bench.scale.runtime import Environment, GreenThread, Sim
 from bench.scale.sqs import Queue, SqsModel, _clock_now
 from bench.scale.ticks import SchedulerFunction, TickRecord
-from local_stack.resources import table_definition
-from shared import constants as c
-from shared import lifecycle
-from shared.dispatch import JobMessage, SharedSends
-from shared.engine.claimers import WORK_PER_INVOCATION
-from shared.engine.worker import Outcome, Worker
-from shared.models import Job
-from shared.store import DueShards, JobStore
-from shared.targets import Delivery
+from sundial.contract.vocabulary import Priority
+from sundial.local_stack.resources import table_definition
+from sundial.shared import constants as c
+from sundial.shared import lifecycle
+from sundial.shared.dispatch import JobMessage, SharedSends
+from sundial.shared.engine.claimers import WORK_PER_INVOCATION
+from sundial.shared.engine.worker import Outcome, Worker
+from sundial.shared.models import Job
+from sundial.shared.store import DueShards, JobStore
+from sundial.shared.targets import Delivery
 
 REGION = "us-east-1"
 # Requests are still built, signed and parsed by botocore; the model skips only its check of the
@@ -151,7 +152,7 @@ class World:
         ddb, sqs = self.aws.client("dynamodb"), self.aws.client("sqs")
         ddb.create_table(**table_definition(c.TABLE_NAME))
         dead = self.aws.sqs.create(c.DEAD_LETTER_QUEUE_NAME)
-        self.queues: dict[c.Priority, Queue] = {
+        self.queues: dict[Priority, Queue] = {
             p: self.aws.sqs.create(name, dead) for p, name in c.QUEUE_NAMES.items()
         }
         urls = {p: q.url for p, q in self.queues.items()}
@@ -164,7 +165,7 @@ class World:
         self.aws.on_invoke = self.scheduler_function.invoked
         self.dropped_at_fence = 0  # copies (a killed tick's, a redelivery's) the fence refused
         self._warm: list[Environment] = []
-        self.jobs: dict[str, tuple[c.Priority, int | None]] = {}  # priority, and a one-off's instant
+        self.jobs: dict[str, tuple[Priority, int | None]] = {}  # priority, and a one-off's instant
         self.allowed_calls: dict[str, int] = {}
 
     # --- the tick ---------------------------------------------------------------------------------
@@ -219,7 +220,7 @@ class World:
                 queue.delete(message.receipt)
 
     def _return_soon(self, queue: Queue, message: Any, job_message: JobMessage) -> None:
-        """As functions/worker.py's _return_soon: the failed record comes back after its lease."""
+        """As sundial/functions/worker.py's _return_soon: the failed record comes back after its lease."""
         until_due = math.ceil((job_message.due_at - self.clock.now_ms()) / 1000)
         seconds = until_due if until_due > 0 else lifecycle.lease_seconds(job_message.timeout_seconds)
         try:
@@ -240,12 +241,12 @@ class EventSource:
     many at once as its scaling allows (5 when idle, growing by the minute while a backlog waits,
     up to MaximumConcurrency and the account's free concurrency)."""
 
-    def __init__(self, world: World, priority: c.Priority, queue: Queue) -> None:
+    def __init__(self, world: World, priority: Priority, queue: Queue) -> None:
         self.world, self.queue = world, queue
         settings = world.settings
         self.maximum = min(settings.max_concurrency[priority.value], int(limits.ESM_MAX.value))
         # The stack offers provisioned pollers to the high queue alone (sundial:provisionedPollersHigh).
-        provisioned = settings.provisioned_pollers and priority is c.Priority.HIGH
+        provisioned = settings.provisioned_pollers and priority is Priority.HIGH
         ramp = limits.ESM_PROVISIONED_RAMP_PER_MIN if provisioned else limits.ESM_RAMP_PER_MIN
         self.ramp_per_s = ramp.value / 60
         self.allowed = float(limits.ESM_START.value)

@@ -12,18 +12,6 @@ Importable without the local stack or its emulator: it needs pydantic, botocore 
 
 from __future__ import annotations
 
-from shared.api.bulk_models import BatchAnswer, BatchItem, OperationView
-from shared.api.models import (
-    BackfillView,
-    JobCreate,
-    JobList,
-    JobUpdate,
-    JobView,
-    PreviewRequest,
-    PreviewResponse,
-    RunList,
-    RunView,
-)
 from sundial.client.client import LOCAL_API_URL, Health, SundialClient
 from sundial.client.errors import (
     ApiError,
@@ -38,6 +26,18 @@ from sundial.client.errors import (
 from sundial.client.signing import execute_api_region
 from sundial.client.stack import api_url_of_stack
 from sundial.client.transport import Answer, RetryPolicy
+from sundial.contract.bulk import BatchAnswer, BatchItem, OperationView
+from sundial.contract.jobs import (
+    BackfillView,
+    JobCreate,
+    JobList,
+    JobUpdate,
+    JobView,
+    PreviewRequest,
+    PreviewResponse,
+    RunList,
+    RunView,
+)
 
 __all__ = [
     "LOCAL_API_URL",

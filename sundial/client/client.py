@@ -13,8 +13,13 @@ from urllib.parse import quote, urlsplit
 from botocore.credentials import Credentials
 from pydantic import BaseModel, ValidationError
 
-from shared.api.bulk_models import IDEMPOTENCY_KEY_MEMBER, BatchAnswer, OperationView
-from shared.api.models import (
+from sundial.client.bodies import validated
+from sundial.client.errors import ApiError, InvalidInput, Unreachable, error_for
+from sundial.client.signing import SERVICE, Signer, execute_api_region
+from sundial.client.transport import RETRYABLE_STATUSES, Answer, RetryPolicy, Transport, urllib_transport
+from sundial.contract.bounds import IDEMPOTENCY_KEY_MEMBER
+from sundial.contract.bulk import BatchAnswer, OperationView
+from sundial.contract.jobs import (
     BackfillRequest,
     BackfillView,
     JobCreate,
@@ -26,11 +31,7 @@ from shared.api.models import (
     RunList,
     RunView,
 )
-from shared.api.stats import StatsView
-from sundial.client.bodies import validated
-from sundial.client.errors import ApiError, InvalidInput, Unreachable, error_for
-from sundial.client.signing import SERVICE, Signer, execute_api_region
-from sundial.client.transport import RETRYABLE_STATUSES, Answer, RetryPolicy, Transport, urllib_transport
+from sundial.contract.stats import StatsView
 
 LOCAL_API_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT_SECONDS = 30.0

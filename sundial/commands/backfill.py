@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import click
 
-from shared.api.models import BackfillView
 from sundial.commands.completion import job_id_argument
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import output_option, print_one, table
+from sundial.contract.jobs import BackfillView
 
 
 @click.command()

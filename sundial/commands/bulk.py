@@ -17,13 +17,14 @@ from typing import Any, TypeVar
 
 import click
 
-from shared.api.bulk_models import BATCH_LIMIT, IDEMPOTENCY_KEY_MEMBER, BatchAnswer, OperationView
-from shared.api.models import JobView
 from sundial.client import SundialClient
 from sundial.client.errors import ApiError, ServerError, Throttled, Unreachable
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.exits import CONFLICT, OK
 from sundial.commands.output import job_details, output_option, print_one
+from sundial.contract.bounds import BATCH_LIMIT, IDEMPOTENCY_KEY_MEMBER
+from sundial.contract.bulk import BatchAnswer, OperationView
+from sundial.contract.jobs import JobView
 
 FILTER_KEYS = ("status", "priority", "health", "name_prefix")
 THROTTLED = 429  # an item's status when the table was too busy to make it: it goes again

@@ -8,10 +8,6 @@ from typing import Any
 
 import click
 
-from shared.api.models import JobCreate, JobList, JobUpdate, JobView, RunList
-from shared.constants import Priority
-from shared.models import Health, JobStatus, OverlapPolicy, RunStatus
-from shared.schedules import MisfirePolicy
 from sundial.client import LOCAL_API_URL
 from sundial.client.bodies import validated
 from sundial.commands import bulk, spec
@@ -31,6 +27,8 @@ from sundial.commands.output import (
 from sundial.commands.output import watch as repeat
 from sundial.commands.paging import collect, paging_options, wanted
 from sundial.commands.remembered import run_at_for_key, state_file
+from sundial.contract.jobs import JobCreate, JobList, JobUpdate, JobView, RunList
+from sundial.contract.vocabulary import Health, JobStatus, MisfirePolicy, OverlapPolicy, Priority, RunStatus
 
 # A job in one of these runs no more: a recurring job's status is its next occurrence's until then.
 FINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.DEAD, JobStatus.CANCELLED})

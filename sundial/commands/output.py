@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import click
 from pydantic import BaseModel
 
-from shared.api.models import JobView, RunView
+from sundial.contract.jobs import JobView, RunView
 
 FORMATS = ("table", "json", "jsonl")
 # How a shell reports a command that SIGINT stopped: 128 + 2.

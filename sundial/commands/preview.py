@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from shared.api.models import PreviewRequest
 from sundial.client.bodies import validated
 from sundial.commands.completion import complete_zone
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import instants_table, output_option, print_one
+from sundial.contract.jobs import PreviewRequest
 
 
 @click.command()

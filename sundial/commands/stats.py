@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from shared.api.stats import StatsView
-from shared.models import Health
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.output import output_option, print_one, table, watch_options
 from sundial.commands.output import watch as repeat
+from sundial.contract.stats import StatsView
+from sundial.contract.vocabulary import Health
 
 
 @click.command()

@@ -9,8 +9,6 @@ from typing import Any
 
 import click
 
-from shared.store.upgrade import Progress, backfill_listing
-
 
 @click.command(name="upgrade-listing")
 @click.option("--table", required=True, help="the jobs table (the stack's JobsTable resource)")
@@ -31,7 +29,10 @@ def upgrade_listing(
 ) -> None:
     """Give every job written before the sharded listing indexes its listing keys. Safe to stop
     and to run again: it writes only the keys still missing, each conditional on the job's version."""
-    import boto3  # noqa: PLC0415  # only this command needs DynamoDB itself
+    # Only these commands load the store and boto3: the rest of the command talks HTTP.
+    import boto3  # noqa: PLC0415
+
+    from sundial.shared.store.upgrade import Progress, backfill_listing  # noqa: PLC0415
 
     client: Any = boto3.Session(profile_name=profile, region_name=region).client(
         "dynamodb", endpoint_url=endpoint_url
@@ -70,8 +71,8 @@ def reseal_headers_command(
     target read."""
     import boto3  # noqa: PLC0415  # only the table commands need DynamoDB and KMS themselves
 
-    from shared.api.sealing import HeaderSealer  # noqa: PLC0415
-    from shared.store.reseal import reseal_headers  # noqa: PLC0415
+    from sundial.shared.service.sealing import HeaderSealer  # noqa: PLC0415
+    from sundial.shared.store.reseal import reseal_headers  # noqa: PLC0415
 
     session = boto3.Session(profile_name=profile, region_name=region)
     sealer = HeaderSealer(session.client("kms", endpoint_url=endpoint_url), key)

@@ -10,17 +10,18 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack.resources import Resources, ensure_header_key
-from shared import constants as c
-from shared.api.sealing import HeaderSealer
-from shared.api.service import JobService
-from shared.clock import FixedClock
-from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.scheduler import Scheduler
-from shared.engine.worker import AttemptResult, Worker
-from shared.models import Job
-from shared.store import DueRow, JobStore
-from shared.targets import Delivery
+from sundial.contract.vocabulary import Priority
+from sundial.local_stack.resources import Resources, ensure_header_key
+from sundial.shared import constants as c
+from sundial.shared.clock import FixedClock
+from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.engine.scheduler import Scheduler
+from sundial.shared.engine.worker import AttemptResult, Worker
+from sundial.shared.models import Job
+from sundial.shared.service.sealing import HeaderSealer
+from sundial.shared.service.service import JobService
+from sundial.shared.store import DueRow, JobStore
+from sundial.shared.targets import Delivery
 
 
 @dataclass
@@ -60,7 +61,7 @@ class Engine:
     sqs: Any
     sent: list[dict[str, Any]]
 
-    def receive(self, priority: c.Priority | None = None) -> list[JobMessage]:
+    def receive(self, priority: Priority | None = None) -> list[JobMessage]:
         """Every message now visible on the priority queues (deleted as they are read)."""
         messages: list[JobMessage] = []
         for p in [priority] if priority else list(c.PRIORITIES):

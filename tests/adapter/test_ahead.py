@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from local_stack.recovery import hand_on_in_flight
-from shared import constants as c
-from shared.api.models import JobCreate, JobUpdate
-from shared.clock import format_rfc3339
-from shared.dispatch import JobMessage
-from shared.engine.worker import Outcome
-from shared.lifecycle import ahead_lease
-from shared.models import JobStatus, RunStatus
-from shared.store import items
+from sundial.contract.jobs import JobCreate, JobUpdate
+from sundial.contract.vocabulary import JobStatus, RunStatus
+from sundial.local_stack.recovery import hand_on_in_flight
+from sundial.shared import constants as c
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.dispatch import JobMessage
+from sundial.shared.engine.worker import Outcome
+from sundial.shared.lifecycle import ahead_lease
+from sundial.shared.store import items
 from tests.adapter.conftest import Engine, python_target
 
 SECOND = 1000

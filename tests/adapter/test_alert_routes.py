@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from shared import constants as c
-from shared.api.models import JobCreate
-from shared.dispatch import AlertMessage
-from shared.engine.worker import Outcome, Worker
-from shared.errors import StaleDelivery
-from shared.models import Job
-from shared.store import items
-from shared.targets.alert_delivery import AlertNotice
+from sundial.contract.bounds import MAX_FAILURE_STREAK
+from sundial.contract.jobs import JobCreate
+from sundial.shared import constants as c
+from sundial.shared.dispatch import AlertMessage
+from sundial.shared.engine.worker import Outcome, Worker
+from sundial.shared.errors import StaleDelivery
+from sundial.shared.models import Job
+from sundial.shared.store import items
+from sundial.shared.targets.alert_delivery import AlertNotice
 from tests.adapter.conftest import Engine, python_target
 
 SECOND = 1000
@@ -223,7 +224,7 @@ def test_a_failure_streak_is_heard_of_once_at_its_length(engine: Engine, routes:
     assert [notice.consecutive_failures for notice in routes.notices] == [3, 3]
     assert engine.store.get(job_id).consecutive_failures == 3
     assert all(not row.sort_key.startswith(items.ROUTE_PREFIX) for row in engine.index_rows())
-    assert c.MAX_FAILURE_STREAK >= 3
+    assert MAX_FAILURE_STREAK >= 3
 
 
 def test_a_lost_attempt_that_ends_its_occurrence_owes_the_route_too(engine: Engine, routes: RouteLog) -> None:

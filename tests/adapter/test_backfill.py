@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from shared.api.models import BackfillRequest, JobCreate
-from shared.clock import format_rfc3339
-from shared.errors import Conflict, InvalidInput, StaleDelivery
-from shared.lifecycle.backfill import MAX_BACKFILL_OCCURRENCES
-from shared.models import JobStatus
+from sundial.contract.jobs import BackfillRequest, JobCreate
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.errors import Conflict, InvalidInput, StaleDelivery
+from sundial.shared.lifecycle.backfill import MAX_BACKFILL_OCCURRENCES
 from tests.adapter.conftest import Engine, python_target
 from tests.adapter.test_exactly_once import run_due
 

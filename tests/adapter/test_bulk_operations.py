@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from shared.api.bulk_models import ActionFilter, ActionRequest
-from shared.api.models import JobCreate
-from shared.api.operations import LEASE_MS, SLICE, Operations
-from shared.clock import format_rfc3339
-from shared.models import BulkAction, JobStatus, Operation
+from sundial.contract.bulk import ActionFilter, ActionRequest
+from sundial.contract.jobs import JobCreate
+from sundial.contract.vocabulary import BulkAction, JobStatus
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.models import Operation
+from sundial.shared.service.operations import LEASE_MS, SLICE, Operations
 from tests.adapter.conftest import Engine, python_target
 
 DAY_MS = 24 * 3600 * 1000

@@ -18,7 +18,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from local_stack.emulator import FAULT_KINDS, FAULTS_PATH, Emulator, FaultSpec
+from sundial.local_stack.emulator import FAULT_KINDS, FAULTS_PATH, Emulator, FaultSpec
 
 # Standard mode, as the Lambda functions' clients; a fixed number of attempts in all (botocore's default
 # for DynamoDB differs between versions), so that the tests can count them.

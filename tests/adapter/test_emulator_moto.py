@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from moto.dynamodb.models.table import Table
 from moto.sqs.models import Queue, sqs_backends
 
-from local_stack import index_partitions
-from local_stack.resources import Resources
-from shared import constants as c
+from sundial.local_stack import index_partitions
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from shared import constants as c
-from shared.api.models import JobCreate
-from shared.engine.worker import Outcome, Worker
-from shared.models import JobStatus
+from sundial.contract.jobs import JobCreate
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import constants as c
+from sundial.shared.engine.worker import Outcome, Worker
 from tests.adapter.conftest import Engine, python_target
 
 SECOND = 1000
@@ -198,7 +198,7 @@ def test_high_priority_is_dispatched_first_within_a_tick(engine: Engine) -> None
 
 
 def _iso(epoch_ms: int) -> str:
-    from shared.clock import format_rfc3339
+    from sundial.shared.clock import format_rfc3339
 
     return format_rfc3339(epoch_ms)
 

@@ -12,13 +12,14 @@ import pytest
 import urllib3
 from botocore.exceptions import ClientError
 
-from shared import constants as c
-from shared.api.models import JobCreate, JobUpdate
-from shared.dispatch import JobMessage
-from shared.engine.heartbeat import Heartbeat
-from shared.engine.worker import Outcome
-from shared.errors import Conflict
-from shared.models import JobStatus
+from sundial.contract.bounds import LONGEST_TIMEOUT_SECONDS, WORKER_FUNCTION_TIMEOUT_SECONDS
+from sundial.contract.jobs import JobCreate, JobUpdate
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import constants as c
+from sundial.shared.dispatch import JobMessage
+from sundial.shared.engine.heartbeat import Heartbeat
+from sundial.shared.engine.worker import Outcome
+from sundial.shared.errors import Conflict
 from tests.adapter.conftest import Engine, python_target
 from tests.chaos.faults import error_response
 from tests.model.boundary import NoWait as _NoWait
@@ -166,7 +167,7 @@ def test_a_late_delivery_gets_a_fresh_lease_and_runs_once(engine: Engine) -> Non
 
 # 6. A heartbeat lives through throttling; only another token holding the job ends it.
 def test_a_throttled_heartbeat_keeps_beating(engine: Engine) -> None:
-    job_id = create(engine, timeout_seconds=c.LONGEST_TIMEOUT_SECONDS)
+    job_id = create(engine, timeout_seconds=LONGEST_TIMEOUT_SECONDS)
     [message] = engine.receive()
     job = engine.store.fence(job_id, message.token, "w", engine.clock.now_ms())
     throttled = _throttle(engine.store._client, "UpdateItem", times=100)
@@ -322,14 +323,14 @@ def test_misfires_after_downtime_follow_the_policy(engine: Engine, policy: str, 
 # 9. Time limits nest inside the worker's invocation; an attempt over its limit is timed_out, and
 # a call that may still run holds back its retry until the invocation has ended.
 def test_an_attempt_leaves_headroom_under_the_invocation(engine: Engine) -> None:
-    job_id = create(engine, timeout_seconds=c.LONGEST_TIMEOUT_SECONDS)
+    job_id = create(engine, timeout_seconds=LONGEST_TIMEOUT_SECONDS)
     [message] = engine.receive()
-    deadline = engine.clock.now_ms() + c.WORKER_FUNCTION_TIMEOUT_SECONDS * SECOND
+    deadline = engine.clock.now_ms() + WORKER_FUNCTION_TIMEOUT_SECONDS * SECOND
 
     engine.worker.process(message, deadline)
 
     assert engine.targets.count(job_id) == 1
-    assert 0 < engine.targets.limits[-1] <= c.WORKER_FUNCTION_TIMEOUT_SECONDS - 30
+    assert 0 < engine.targets.limits[-1] <= WORKER_FUNCTION_TIMEOUT_SECONDS - 30
 
 
 def test_an_attempt_over_its_limit_is_timed_out_and_not_retried_while_it_may_run(engine: Engine) -> None:
@@ -382,13 +383,13 @@ def test_a_backlog_costs_a_few_resends_and_the_first_message_still_runs(engine: 
 
 
 def _ok() -> Any:
-    from shared.engine.worker import AttemptEnd
+    from sundial.shared.engine.worker import AttemptEnd
 
     return AttemptEnd(None)
 
 
 def _iso(epoch_ms: int) -> str:
-    from shared.clock import format_rfc3339
+    from sundial.shared.clock import format_rfc3339
 
     return format_rfc3339(epoch_ms)
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from shared import constants as c
-from shared.api.models import JobCreate
-from shared.engine.worker import AttemptResult, Outcome
-from shared.errors import InvalidInput
-from shared.models import Health, JobStatus
-from shared.store import ListFilter, listing
+from sundial.contract.jobs import JobCreate
+from sundial.contract.vocabulary import Health, JobStatus
+from sundial.shared import constants as c
+from sundial.shared.engine.worker import AttemptResult, Outcome
+from sundial.shared.errors import InvalidInput
+from sundial.shared.store import ListFilter, listing
 from tests.adapter.conftest import Engine, python_target
 from tests.adapter.test_engine import create
 

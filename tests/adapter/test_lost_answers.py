@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from shared import constants as c
-from shared.api.models import JobCreate, JobUpdate
-from shared.engine.heartbeat import Heartbeat
-from shared.engine.worker import Outcome
-from shared.models import JobStatus
+from sundial.contract.bounds import LONGEST_TIMEOUT_SECONDS
+from sundial.contract.jobs import JobCreate, JobUpdate
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import constants as c
+from sundial.shared.engine.heartbeat import Heartbeat
+from sundial.shared.engine.worker import Outcome
 from tests.adapter.conftest import Engine, python_target
 from tests.adapter.lost_answers import LostAnswers
 
@@ -83,7 +84,7 @@ def test_late_fence(engine: Engine, lost: LostAnswers) -> None:
 
 
 def test_heartbeat(engine: Engine, lost: LostAnswers) -> None:
-    view, _ = engine.service.create(spec(timeout_seconds=c.LONGEST_TIMEOUT_SECONDS))
+    view, _ = engine.service.create(spec(timeout_seconds=LONGEST_TIMEOUT_SECONDS))
     [message] = engine.receive()
     job = engine.store.fence(view.id, message.token, "w", engine.clock.now_ms())
     heartbeat = Heartbeat(engine.store, job, message.token, engine.clock, 3600)
@@ -180,6 +181,6 @@ def test_retry_of_a_dead_job(engine: Engine, lost: LostAnswers) -> None:
 
 
 def _iso(epoch_ms: int) -> str:
-    from shared.clock import format_rfc3339
+    from sundial.shared.clock import format_rfc3339
 
     return format_rfc3339(epoch_ms)

@@ -13,11 +13,11 @@ from typing import Any
 import boto3
 import pytest
 
-from shared.constants import PAYLOAD_LIMIT_BYTES
-from shared.targets import Delivery, EventBridgeTarget, Signer, SnsTarget, SqsTarget, TargetError
-from shared.targets.aws_delivery import envelope_json, publish_sns, send_sqs
-from shared.targets.payload_room import CARRIER_BYTES, EVENT_TIME_BYTES, payload_room
-from shared.targets.signing import MOST_KEYS
+from sundial.shared.constants import PAYLOAD_LIMIT_BYTES
+from sundial.shared.targets import Delivery, EventBridgeTarget, Signer, SnsTarget, SqsTarget, TargetError
+from sundial.shared.targets.aws_delivery import envelope_json, publish_sns, send_sqs
+from sundial.shared.targets.payload_room import CARRIER_BYTES, EVENT_TIME_BYTES, payload_room
+from sundial.shared.targets.signing import MOST_KEYS
 
 LONGEST = Delivery(
     job_id="7ZZZZZZZZZZZZZZZZZZZZZZZZZ",

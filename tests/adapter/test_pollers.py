@@ -7,15 +7,16 @@ import threading
 import time
 from typing import Any
 
-from local_stack.pollers import QueuePoller
-from local_stack.resources import Resources
-from shared import constants as c
+from sundial.contract.vocabulary import Priority
+from sundial.local_stack.pollers import QueuePoller
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
 
 
 def test_a_poller_hands_over_batches_and_deletes_all_but_the_reported_failures(
     resources: Resources, sqs: Any
 ) -> None:
-    url = resources.queue_urls[c.Priority.LOW]
+    url = resources.queue_urls[Priority.LOW]
     sqs.send_message_batch(
         QueueUrl=url, Entries=[{"Id": str(n), "MessageBody": json.dumps({"n": n})} for n in range(10)]
     )
@@ -32,7 +33,7 @@ def test_a_poller_hands_over_batches_and_deletes_all_but_the_reported_failures(
 
     stop = threading.Event()
     # Room for a whole batch: the messages one receive returns must come in one event, not one apiece.
-    poller = QueuePoller(sqs, c.Priority.LOW, url, c.WORKER_BATCH_SIZE, handler, "us-east-1", stop).start()
+    poller = QueuePoller(sqs, Priority.LOW, url, c.WORKER_BATCH_SIZE, handler, "us-east-1", stop).start()
     try:
         assert handled.wait(10)
     finally:
@@ -60,7 +61,7 @@ def test_a_poller_never_runs_more_jobs_at_once_than_its_pool_has_places(
 ) -> None:
     """Places are jobs, not invocations: a pool of three never has a fourth job running, however the
     messages are batched, so a flood on one queue cannot pile up writes on the shared emulator."""
-    url = resources.queue_urls[c.Priority.LOW]
+    url = resources.queue_urls[Priority.LOW]
     total = 12
     for start in (0, 10):
         entries = [
@@ -87,7 +88,7 @@ def test_a_poller_never_runs_more_jobs_at_once_than_its_pool_has_places(
         return {"batchItemFailures": []}
 
     stop = threading.Event()
-    poller = QueuePoller(sqs, c.Priority.LOW, url, 3, handler, "us-east-1", stop).start()
+    poller = QueuePoller(sqs, Priority.LOW, url, 3, handler, "us-east-1", stop).start()
     try:
         assert done.wait(20)
     finally:

@@ -11,15 +11,16 @@ import boto3
 from click.testing import CliRunner
 from ulid import ULID
 
-from local_stack.resources import Resources
-from shared.api.sealing import HeaderSealer
-from shared.clock import FixedClock
-from shared.models import Job, JobStatus
-from shared.store import JobStore, items
-from shared.store.reseal import reseal_headers
-from shared.targets import HeaderOpener, HttpTarget, PythonTarget, Sealed
-from shared.targets.models import AnyTarget
 from sundial.cli import cli
+from sundial.contract.targets import AnyTarget
+from sundial.contract.vocabulary import JobStatus
+from sundial.local_stack.resources import Resources
+from sundial.shared.clock import FixedClock
+from sundial.shared.models import Job
+from sundial.shared.service.sealing import HeaderSealer
+from sundial.shared.store import JobStore, items
+from sundial.shared.store.reseal import reseal_headers
+from sundial.shared.targets import HeaderOpener, HttpTarget, PythonTarget, Sealed
 from tests.functions.conftest import table_items
 
 NOW = 1_900_000_000_000

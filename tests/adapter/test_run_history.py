@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared import constants as c
-from shared.api.models import JobCreate
-from shared.api.service import JobService
-from shared.engine.worker import Outcome, Worker
-from shared.models import Run
+from sundial.contract.jobs import JobCreate
+from sundial.shared import constants as c
+from sundial.shared.engine.worker import Outcome, Worker
+from sundial.shared.models import Run
+from sundial.shared.service.service import JobService
 from tests.adapter.conftest import Engine, python_target
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared.api.models import JobCreate
-from shared.dispatch import JobMessage
-from shared.engine.worker import Outcome
-from shared.models import JobStatus
+from sundial.contract.jobs import JobCreate
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared.dispatch import JobMessage
+from sundial.shared.engine.worker import Outcome
 from tests.adapter.conftest import Engine, python_target
 from tests.adapter.lost_answers import LostAnswers
 

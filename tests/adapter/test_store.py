@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from shared.errors import Conflict, StaleDelivery
-from shared.lifecycle import Placement, on_cancel, on_pause
-from shared.models import JobStatus, Run, RunStatus, RunSummary
-from shared.store import DueRow, IdempotencyRecord, new_token
+from sundial.contract.vocabulary import JobStatus, RunStatus
+from sundial.shared.errors import Conflict, StaleDelivery
+from sundial.shared.lifecycle import Placement, on_cancel, on_pause
+from sundial.shared.models import Run, RunSummary
+from sundial.shared.store import DueRow, IdempotencyRecord, new_token
 from tests.adapter.conftest import Engine
 from tests.adapter.test_engine import create
 
@@ -18,7 +19,7 @@ SECOND = 1000
 
 
 def _later(engine: Engine, seconds: int = 600) -> str:
-    from shared.clock import format_rfc3339
+    from sundial.shared.clock import format_rfc3339
 
     return format_rfc3339(engine.clock.now_ms() + seconds * SECOND)
 

@@ -18,8 +18,8 @@ import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
 
-from shared.errors import InvalidInput
-from shared.targets import (
+from sundial.shared.errors import InvalidInput
+from sundial.shared.targets import (
     Delivery,
     EventBridgeTarget,
     LambdaTarget,

@@ -10,8 +10,8 @@ from typing import Any
 import boto3
 import pytest
 
-from shared.api.sealing import HeaderSealer
-from shared.targets import (
+from sundial.shared.service.sealing import HeaderSealer
+from sundial.shared.targets import (
     Delivery,
     DeliveryKeys,
     HeaderOpener,
@@ -20,7 +20,7 @@ from shared.targets import (
     TargetError,
     deliver,
 )
-from shared.targets.models import masked
+from sundial.shared.targets.models import masked
 from tests.support.receivers import Receiver
 
 JOB = "01JD0000000000000000000000"

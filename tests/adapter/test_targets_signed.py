@@ -13,7 +13,7 @@ import boto3
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from shared.targets import (
+from sundial.shared.targets import (
     Delivery,
     DeliveryKeys,
     HttpTarget,

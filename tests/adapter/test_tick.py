@@ -14,15 +14,16 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from shared import constants as c
-from shared.api.models import JobCreate
-from shared.api.service import JobService
-from shared.clock import FixedClock, format_rfc3339
-from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.scheduler import Scheduler, TickReport
-from shared.engine.tick_sends import PRIORITY_RANK, Due, Taken
-from shared.engine.worker import Outcome
-from shared.store import DueShards, JobStore, SentMarks, items
+from sundial.contract.jobs import JobCreate
+from sundial.contract.vocabulary import Priority
+from sundial.shared import constants as c
+from sundial.shared.clock import FixedClock, format_rfc3339
+from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.engine.scheduler import Scheduler, TickReport
+from sundial.shared.engine.tick_sends import PRIORITY_RANK, Due, Taken
+from sundial.shared.engine.worker import Outcome
+from sundial.shared.service.service import JobService
+from sundial.shared.store import DueShards, JobStore, SentMarks, items
 from tests.adapter.conftest import Engine, python_target
 
 SECOND = 1000
@@ -111,7 +112,7 @@ def test_the_rows_of_all_shards_are_taken_in_due_order_and_high_first_within_a_s
     first_at = (engine.clock.now_ms() + 10 * MINUTE) // SECOND * SECOND
     for n in range(30):  # within each second: low first, then medium, then high
         create(engine, first_at + n * 370, priority=c.PRIORITIES[2 - n % 3])
-    taken: list[tuple[int, c.Priority]] = []
+    taken: list[tuple[int, Priority]] = []
     take = Scheduler._take
 
     def noted(self: Scheduler, due: Due, *args: Any) -> Taken | None:
@@ -250,7 +251,7 @@ class DiesMidSend(SlowSends):
 def test_a_tick_killed_mid_send_costs_the_next_only_the_rows_sent_since_its_last_mark(
     engine: Engine, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("shared.engine.scheduler.MARK_EVERY_MS", 0)  # a mark after every chunk
+    monkeypatch.setattr("sundial.shared.engine.scheduler.MARK_EVERY_MS", 0)  # a mark after every chunk
     instant = engine.clock.now_ms() + 10 * MINUTE
     jobs = ahead_jobs(engine, 200, instant, apart_ms=0)  # all due at once: one second, one ms
     clock = SharedClock(instant - 30 * SECOND)

@@ -7,12 +7,16 @@ import threading
 import time
 from typing import Any
 
-from shared import constants as c
-from shared.api.models import JobCreate
-from shared.clock import format_rfc3339
-from shared.engine.worker import Outcome
-from shared.models import Job
-from shared.targets import Delivery
+from sundial.contract.bounds import (
+    LONGEST_TIMEOUT_SECONDS,
+    MAX_EARLY_WAIT_SECONDS,
+    WORKER_FUNCTION_TIMEOUT_SECONDS,
+)
+from sundial.contract.jobs import JobCreate
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.engine.worker import Outcome
+from sundial.shared.models import Job
+from sundial.shared.targets import Delivery
 from tests.adapter.conftest import Engine, python_target
 
 SECOND = 1000
@@ -79,16 +83,16 @@ def test_the_longest_timeout_the_api_accepts_is_given_in_full_to_an_early_messag
             {
                 "target": python_target(),
                 "run_at": format_rfc3339(run_at),
-                "timeout_seconds": c.LONGEST_TIMEOUT_SECONDS,
+                "timeout_seconds": LONGEST_TIMEOUT_SECONDS,
             }
         )
     )
-    engine.clock.advance(60 - c.MAX_EARLY_WAIT_SECONDS)
+    engine.clock.advance(60 - MAX_EARLY_WAIT_SECONDS)
     [message] = engine.receive()
-    invocation_ends = engine.clock.now_ms() + c.WORKER_FUNCTION_TIMEOUT_SECONDS * SECOND
+    invocation_ends = engine.clock.now_ms() + WORKER_FUNCTION_TIMEOUT_SECONDS * SECOND
 
     result = engine.worker.process(message, invocation_ends)
 
     assert result.outcome is Outcome.SUCCEEDED, result
-    assert engine.targets.limits == [c.LONGEST_TIMEOUT_SECONDS]
-    assert engine.store.get(view.id).retry.timeout_seconds == c.LONGEST_TIMEOUT_SECONDS
+    assert engine.targets.limits == [LONGEST_TIMEOUT_SECONDS]
+    assert engine.store.get(view.id).retry.timeout_seconds == LONGEST_TIMEOUT_SECONDS

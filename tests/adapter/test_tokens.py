@@ -11,9 +11,10 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
-from shared.errors import InvalidInput
-from shared.models import Run, RunStatus, RunSummary
-from shared.store import ListFilter
+from sundial.contract.vocabulary import RunStatus
+from sundial.shared.errors import InvalidInput
+from sundial.shared.models import Run, RunSummary
+from sundial.shared.store import ListFilter
 from tests.adapter.conftest import Engine
 from tests.adapter.test_engine import create
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from shared import constants as c
-from shared.api.models import Effect, JobCreate, JobUpdate, JobView
-from shared.clock import format_rfc3339
-from shared.errors import Conflict
-from shared.models import JobStatus
-from shared.schedules import first_occurrence, parse_schedule
+from sundial.contract.jobs import Effect, JobCreate, JobUpdate, JobView
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import constants as c
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.errors import Conflict
+from sundial.shared.schedules import first_occurrence, parse_schedule
 from tests.adapter.conftest import Engine, python_target
 from tests.adapter.test_exactly_once import run_due
 

@@ -11,14 +11,15 @@ import pytest
 from click.testing import CliRunner
 from ulid import ULID
 
-from local_stack.resources import ensure_resources, table_definition, upgrade_table
-from shared import constants as c
-from shared.clock import FixedClock
-from shared.models import Health, Job, JobStatus, RunSummary
-from shared.store import JobStore, ListFilter, items
-from shared.store.upgrade import LISTING_KEYS, backfill_listing
-from shared.targets.models import PythonTarget
 from sundial.cli import cli
+from sundial.contract.targets import PythonTarget
+from sundial.contract.vocabulary import Health, JobStatus
+from sundial.local_stack.resources import ensure_resources, table_definition, upgrade_table
+from sundial.shared import constants as c
+from sundial.shared.clock import FixedClock
+from sundial.shared.models import Job, RunSummary
+from sundial.shared.store import JobStore, ListFilter, items
+from sundial.shared.store.upgrade import LISTING_KEYS, backfill_listing
 
 NOW = 1_900_000_000_000
 _tables = itertools.count()

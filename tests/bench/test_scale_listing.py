@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bench.scale import listing
-from shared import constants as c
+from sundial.shared import constants as c
 
 JOBS = 30_000
 BOUND = listing.PAGE + c.LIST_SHARDS

@@ -10,7 +10,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from local_stack.resources import Resources, ensure_resources
+from sundial.local_stack.resources import Resources, ensure_resources
 from tests.e2e.processes import start_emulator
 
 
@@ -37,7 +37,7 @@ def own_resources(emulator_url: str) -> Resources:
 def quiet_engine_warnings() -> Iterator[None]:
     """The engine logs each fault it rides out (a throttled heartbeat, a job left for the next tick)
     with its traceback; under thousands of injected faults that drowns the ledger's own report."""
-    engine = logging.getLogger("shared")
+    engine = logging.getLogger("sundial.shared")
     level = engine.level
     engine.setLevel(logging.ERROR)
     try:

@@ -25,19 +25,19 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from local_stack.resources import Resources
-from shared import constants as c
-from shared.api.models import JobCreate, JobUpdate
-from shared.api.service import JobService
-from shared.clock import FixedClock
-from shared.dispatch import Dispatcher, JobMessage, SharedSends
-from shared.engine.scheduler import Scheduler, TickReport
-from shared.engine.tick_sends import Due, Marks, Taken
-from shared.engine.worker import AttemptResult, Outcome, Worker
-from shared.errors import Conflict
-from shared.models import Job, Run, RunSummary
-from shared.store import DueRow, JobStore, items
-from shared.targets import Delivery
+from sundial.contract.jobs import JobCreate, JobUpdate
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
+from sundial.shared.clock import FixedClock
+from sundial.shared.dispatch import Dispatcher, JobMessage, SharedSends
+from sundial.shared.engine.scheduler import Scheduler, TickReport
+from sundial.shared.engine.tick_sends import Due, Marks, Taken
+from sundial.shared.engine.worker import AttemptResult, Outcome, Worker
+from sundial.shared.errors import Conflict
+from sundial.shared.models import Job, Run, RunSummary
+from sundial.shared.service.service import JobService
+from sundial.shared.store import DueRow, JobStore, items
+from sundial.shared.targets import Delivery
 from tests.chaos.faults import (
     Crash,
     Faults,
@@ -361,7 +361,7 @@ class Simulation:
 
         crash_on(ddb, "dynamodb.UpdateItem", crash_completion)
         store = WorkerStore(ddb, self.resources.table_name, clock, intents=self.intents, faults=self.faults)
-        # As deployed: the records of a batch share their sends (functions/clients.py).
+        # As deployed: the records of a batch share their sends (sundial/functions/clients.py).
         dispatcher = SharedSends(sqs, self.resources.queue_urls, self.resources.dead_letter_queue_url, clock)
         return Worker(
             store, dispatcher, clock, self._target, f"w{index}", sleep=lambda _: None, heartbeat_seconds=0.05
@@ -548,7 +548,7 @@ class Simulation:
         return due
 
     def _deliver_batch(self, batch: list[tuple[str, bool]]) -> list[AttemptResult | None]:
-        """One batch to a random worker, its records side by side as functions/worker.py runs them.
+        """One batch to a random worker, its records side by side as sundial/functions/worker.py runs them.
         An invocation that ends before its deletes (a crash or timeout after its records) leaves
         every record of it, finished or not, to come back after the visibility timeout."""
         worker = self._pick_worker()

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from local_stack.resources import Resources
-from shared.clock import format_rfc3339
-from shared.models import JobStatus, RunStatus
-from shared.schedules import first_occurrence, next_runs, parse_schedule
+from sundial.contract.vocabulary import JobStatus, RunStatus
+from sundial.local_stack.resources import Resources
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.schedules import first_occurrence, next_runs, parse_schedule
 from tests.chaos.harness import SECOND, Action, Fence, Simulation, Snapshot
 
 MINUTE = 60 * SECOND

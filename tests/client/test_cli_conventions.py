@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from local_stack.child import free_port
+from sundial.local_stack.child import free_port
 from tests.client.test_signing import JOB, JOB_ID
 from tests.support.sigv4_stub import Reply, StubApi
 

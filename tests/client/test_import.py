@@ -36,7 +36,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_blocker_blocks() -> None:
-    result = _run("import local_stack.cli")
+    result = _run("import sundial.local_stack.cli")
     assert result.returncode != 0 and "blocked in this test" in result.stderr
 
 

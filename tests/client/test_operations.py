@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.api.models import JobUpdate, PreviewRequest
 from sundial.client import Conflict, InvalidInput, JobCreate, JobView, NotFound, SundialClient
+from sundial.contract.jobs import JobUpdate, PreviewRequest
 from tests.client.conftest import FAIL, NOOP
 
 pytestmark = pytest.mark.e2e

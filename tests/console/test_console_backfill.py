@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from shared.clock import format_rfc3339
+from sundial.shared.clock import format_rfc3339
 from tests.console.browser import Browser
 from tests.console.conftest import Stack
 from tests.console.flows import confirm, field, open_job, type_into, unique

@@ -10,10 +10,11 @@ import boto3
 import pytest
 from ulid import ULID
 
-from shared import constants as c
-from shared.models import Job, JobStatus
-from shared.store import items
-from shared.targets.models import PythonTarget
+from sundial.contract.targets import PythonTarget
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import constants as c
+from sundial.shared.models import Job
+from sundial.shared.store import items
 from tests.console.browser import Browser
 from tests.console.conftest import Stack
 from tests.console.flows import dead_job, unique

@@ -6,15 +6,16 @@ from typing import Any
 
 import boto3
 
-from local_stack.emulator import Emulator
-from local_stack.resources import Resources
-from shared import lifecycle
-from shared.api.stats import MINUTE_MS, StatsService, executions, percentile
-from shared.clock import FixedClock
-from shared.models import Health, Job, JobStatus, Run, RunStatus, RunSummary
-from shared.store import items
-from shared.store.stats_reads import Start, StatsReads
-from shared.targets.models import PythonTarget
+from sundial.contract.targets import PythonTarget
+from sundial.contract.vocabulary import Health, JobStatus, RunStatus
+from sundial.local_stack.emulator import Emulator
+from sundial.local_stack.resources import Resources
+from sundial.shared import lifecycle
+from sundial.shared.clock import FixedClock
+from sundial.shared.models import Job, Run, RunSummary
+from sundial.shared.service.stats import MINUTE_MS, StatsService, executions, percentile
+from sundial.shared.store import items
+from sundial.shared.store.stats_reads import Start, StatsReads
 from tests.functions.conftest import api_event, env, header_key, invoke_api
 
 __all__ = ["env", "header_key"]  # the fixtures, from the functions' conftest

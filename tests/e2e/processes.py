@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from local_stack.child import free_port, wait_for_port
+from sundial.local_stack.child import free_port, wait_for_port
 
 STARTUP_SECONDS = 60.0
 STOP_SECONDS = 20.0
@@ -23,7 +23,7 @@ BANNER = "Sundial is running locally."
 def sundial_command() -> list[str]:
     """The installed console script next to this interpreter, as `make local` runs it."""
     script = Path(sys.executable).parent / "sundial"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "local_stack.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "sundial.local_stack.cli"]
 
 
 class Process:

@@ -17,8 +17,8 @@ from typing import Any
 import boto3
 import pytest
 
-from shared import constants as c
-from shared.api.operations import LEASE_MS
+from sundial.shared import constants as c
+from sundial.shared.service.operations import LEASE_MS
 from tests.e2e.api import Api, wait_until
 from tests.e2e.processes import start_emulator, start_local
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 HANDLERS = """
 from pathlib import Path
 
-from shared.targets import Delivery, python_handler
+from sundial.shared.targets import Delivery, python_handler
 
 
 @python_handler("greet")

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from local_stack.options import DEFAULT_WORKERS, pool_sizes
-from shared import constants as c
+from sundial.contract.vocabulary import Priority
+from sundial.local_stack.options import DEFAULT_WORKERS, pool_sizes
+from sundial.shared import constants as c
 from tests.e2e.api import parse_rfc3339, rfc3339, wait_until
 from tests.e2e.conftest import Stack, record_lateness
 from tests.e2e.listener import Listener
@@ -128,7 +129,7 @@ def test_a_flood_of_slow_low_jobs_does_not_delay_high_and_medium_ones(
 ) -> None:
     now = time.time()
     # Three times what the low pool runs at once.
-    low_capacity = pool_sizes(DEFAULT_WORKERS)[c.Priority.LOW]
+    low_capacity = pool_sizes(DEFAULT_WORKERS)[Priority.LOW]
     flood = [
         stack.api.create(
             name=f"flood-{n}",

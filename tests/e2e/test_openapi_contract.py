@@ -158,7 +158,7 @@ def test_the_generated_client_parses_errors(generated: ModuleType, base_url: str
 
 def served_document() -> dict[str, Any]:
     """The document the api handler serves at /openapi.json, built in this process."""
-    from functions.api import openapi
+    from sundial.functions.api import openapi
 
     document: dict[str, Any] = json.loads(openapi().body)
     return document

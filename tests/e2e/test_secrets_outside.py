@@ -12,7 +12,7 @@ import boto3
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from shared import constants as c
+from sundial.shared import constants as c
 from tests.e2e.conftest import Stack
 from tests.support.receivers import Receiver, references
 

@@ -14,8 +14,8 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack.cli import main
-from local_stack.smoke_client import Api, Deployment, execute_api_region
+from sundial.local_stack.cli import main
+from sundial.local_stack.smoke_client import Api, Deployment, execute_api_region
 from tests.e2e.conftest import Stack
 from tests.e2e.processes import sundial_command
 

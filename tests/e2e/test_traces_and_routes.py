@@ -11,8 +11,8 @@ import boto3
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from shared import constants as c
-from shared import tracing
+from sundial.shared import constants as c
+from sundial.shared import tracing
 from tests.e2e.api import wait_until
 from tests.e2e.conftest import Stack
 from tests.support.receivers import Received, Receiver

@@ -8,8 +8,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from shared.clock import format_rfc3339
 from sundial.cli import cli
+from sundial.shared.clock import format_rfc3339
 from tests.e2e.api import parse_rfc3339, rfc3339, wait_until
 from tests.e2e.conftest import Stack
 from tests.e2e.listener import Listener

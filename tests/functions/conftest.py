@@ -12,11 +12,12 @@ from typing import Any
 import boto3
 import pytest
 
-from functions import clients
-from local_stack.emulator import Emulator
-from local_stack.lambda_context import new_context
-from local_stack.resources import Resources, ensure_header_key
-from shared import constants as c
+from sundial.contract.vocabulary import Priority
+from sundial.functions import clients
+from sundial.local_stack.emulator import Emulator
+from sundial.local_stack.lambda_context import new_context
+from sundial.local_stack.resources import Resources, ensure_header_key
+from sundial.shared import constants as c
 
 EVENTS = Path(__file__).parent.parent / "events"
 
@@ -39,9 +40,9 @@ def env(
     """The functions' environment pointed at this test's table and queues; caches start empty."""
     values = {
         c.ENV_TABLE_NAME: resources.table_name,
-        c.ENV_QUEUE_URL_HIGH: resources.queue_urls[c.Priority.HIGH],
-        c.ENV_QUEUE_URL_MEDIUM: resources.queue_urls[c.Priority.MEDIUM],
-        c.ENV_QUEUE_URL_LOW: resources.queue_urls[c.Priority.LOW],
+        c.ENV_QUEUE_URL_HIGH: resources.queue_urls[Priority.HIGH],
+        c.ENV_QUEUE_URL_MEDIUM: resources.queue_urls[Priority.MEDIUM],
+        c.ENV_QUEUE_URL_LOW: resources.queue_urls[Priority.LOW],
         c.ENV_DEAD_LETTER_QUEUE_URL: resources.dead_letter_queue_url,
         c.ENV_ENDPOINT_URL: emulator.endpoint_url,
         c.ENV_HEADER_KEY_ARN: header_key,
@@ -88,7 +89,7 @@ def api_event(
 
 
 def invoke_api(event: dict[str, Any]) -> Answer:
-    from functions.api import handler
+    from sundial.functions.api import handler
 
     result = handler(event, new_context("api", "us-east-1"))
     multi = {name: ", ".join(values) for name, values in (result.get("multiValueHeaders") or {}).items()}

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from functions import clients
-from local_stack.resources import Resources
-from shared import constants as c
+from sundial.contract.vocabulary import Priority
+from sundial.functions import clients
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
 from tests.functions.conftest import Api
 from tests.functions.test_worker import run, sqs_event, take
 
@@ -110,7 +111,7 @@ def test_a_dead_occurrence_s_summary_reaches_an_sqs_route(
         },
     )
     assert created.status == 201, created.body
-    [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    [body] = take(sqs, env.queue_urls[Priority.MEDIUM])
 
     run(sqs_event(body))
 

@@ -1,4 +1,5 @@
-"""The API handler driven with API Gateway REST proxy events, end to end through shared/ on the emulator."""
+"""The API handler driven with API Gateway REST proxy events, end to end through sundial/shared/ on the
+emulator."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from local_stack.resources import Resources
-from shared.clock import SystemClock, to_epoch_ms
-from shared.constants import DISPATCH_HORIZON_SECONDS, Priority
-from shared.store import JobStore
+from sundial.contract.vocabulary import Priority
+from sundial.local_stack.resources import Resources
+from sundial.shared.clock import SystemClock, to_epoch_ms
+from sundial.shared.constants import DISPATCH_HORIZON_SECONDS
+from sundial.shared.store import JobStore
 from tests.functions.conftest import Api, api_event, invoke_api, load_event
 
 NOOP = {"type": "python", "handler": "noop"}
@@ -484,7 +486,7 @@ def test_an_unknown_route_is_404_and_a_wrong_method_405(api: Api) -> None:
 
 
 def test_an_unexpected_failure_is_a_500_without_details(env: Resources, api: Api) -> None:
-    from functions import clients
+    from sundial.functions import clients
 
     def broken(**_: Any) -> None:
         raise RuntimeError("secret internals")

@@ -14,9 +14,10 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from functions import clients
-from local_stack.resources import Resources
-from shared import constants as c
+from sundial.contract.bounds import LONGEST_TIMEOUT_SECONDS
+from sundial.contract.vocabulary import Priority
+from sundial.functions import clients
+from sundial.local_stack.resources import Resources
 from tests.functions.conftest import Api
 from tests.functions.test_worker import run, sqs_event, take
 
@@ -93,7 +94,7 @@ others = st.fixed_dictionaries(
             st.text(st.characters(codec="ascii", min_codepoint=32), max_size=12), st.text(max_size=12)
         ),
         "max_retries": st.integers(0, 20),
-        "timeout_seconds": st.integers(1, c.LONGEST_TIMEOUT_SECONDS),
+        "timeout_seconds": st.integers(1, LONGEST_TIMEOUT_SECONDS),
         "payload": json_values,
     },
 )
@@ -156,7 +157,7 @@ def _can_be_read_listed_run_and_cancelled(api: Api, env: Resources, sqs: Any, jo
     assert job_id in {job["id"] for job in listed.body["jobs"]}
     triggered = api("POST", f"/jobs/{job_id}/trigger")
     assert triggered.status == 200, triggered.body
-    messages = [body for queue in c.Priority for body in take(sqs, env.queue_urls[queue])]
+    messages = [body for queue in Priority for body in take(sqs, env.queue_urls[queue])]
     assert messages, "a triggered job sends its message"
     assert run(sqs_event(*messages)) == {"batchItemFailures": []}
     assert clients.store().get(job_id).last_run is not None

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from shared.clock import format_rfc3339
-from shared.lifecycle.backfill import MAX_BACKFILL_OCCURRENCES
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.lifecycle.backfill import MAX_BACKFILL_OCCURRENCES
 from tests.functions.conftest import Api
 
 NOOP = {"type": "python", "handler": "noop"}

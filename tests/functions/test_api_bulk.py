@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from functions import clients
-from functions.scheduler import handler as tick
-from local_stack.lambda_context import new_context
+from sundial.functions import clients
+from sundial.functions.scheduler import handler as tick
+from sundial.local_stack.lambda_context import new_context
 from tests.functions.conftest import Api, load_event
 
 NOOP = {"type": "python", "handler": "noop"}

@@ -14,8 +14,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from local_stack.gateway import api_app
-from local_stack.resources import Resources
+from sundial.local_stack.gateway import api_app
+from sundial.local_stack.resources import Resources
 from tests.functions.conftest import api_event, invoke_api
 
 # Small enough that the whole run takes well under a minute on the emulator.

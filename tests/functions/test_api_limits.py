@@ -5,21 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import constants as c
-from shared.targets import SnsTarget
-from shared.targets.payload_room import payload_room
+from sundial.contract.bounds import LONGEST_TIMEOUT_SECONDS, WORKER_FUNCTION_TIMEOUT_SECONDS
+from sundial.shared import constants as c
+from sundial.shared.targets import SnsTarget
+from sundial.shared.targets.payload_room import payload_room
 from tests.functions.conftest import Api
 
 NOOP = {"type": "python", "handler": "noop"}
 
 
 def test_a_timeout_the_worker_cannot_keep_is_refused_saying_why(api: Api, stored: Any) -> None:
-    answer = api("POST", "/jobs", {"target": NOOP, "timeout_seconds": c.LONGEST_TIMEOUT_SECONDS + 1})
+    answer = api("POST", "/jobs", {"target": NOOP, "timeout_seconds": LONGEST_TIMEOUT_SECONDS + 1})
 
     assert answer.status == 400, answer.body
     assert answer.body["field"] == "timeout_seconds"
     message = answer.body["message"]
-    assert f"at most {c.LONGEST_TIMEOUT_SECONDS}" in message and "worker invocation" in message, message
+    assert f"at most {LONGEST_TIMEOUT_SECONDS}" in message and "worker invocation" in message, message
     assert stored() == []
 
 
@@ -27,14 +28,14 @@ def test_the_longest_timeout_is_accepted_and_a_change_past_it_changes_nothing(ap
     created = api(
         "POST",
         "/jobs",
-        {"target": NOOP, "schedule": "rate(1 hour)", "timeout_seconds": c.LONGEST_TIMEOUT_SECONDS},
+        {"target": NOOP, "schedule": "rate(1 hour)", "timeout_seconds": LONGEST_TIMEOUT_SECONDS},
     )
     assert created.status == 201, created.body
-    assert created.body["timeout_seconds"] == c.LONGEST_TIMEOUT_SECONDS
+    assert created.body["timeout_seconds"] == LONGEST_TIMEOUT_SECONDS
     before = stored()
 
     changed = api(
-        "PATCH", f"/jobs/{created.body['id']}", {"timeout_seconds": c.WORKER_FUNCTION_TIMEOUT_SECONDS}
+        "PATCH", f"/jobs/{created.body['id']}", {"timeout_seconds": WORKER_FUNCTION_TIMEOUT_SECONDS}
     )
 
     assert changed.status == 400 and changed.body["field"] == "timeout_seconds", changed.body
@@ -48,7 +49,7 @@ def test_the_contract_states_the_limit(api: Api) -> None:
     for name in ("JobCreate", "JobUpdate"):
         field = schemas[name]["properties"]["timeout_seconds"]
         limits = [field, *field.get("anyOf", [])]
-        assert any(part.get("maximum") == c.LONGEST_TIMEOUT_SECONDS for part in limits), (name, field)
+        assert any(part.get("maximum") == LONGEST_TIMEOUT_SECONDS for part in limits), (name, field)
 
 
 def test_a_payload_its_target_could_never_carry_is_refused(api: Api, env: Any, stored: Any) -> None:

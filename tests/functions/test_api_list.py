@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from functions import clients
-from local_stack.resources import Resources
-from shared import constants as c
-from shared.api.requests import list_filter
-from shared.clock import SystemClock
-from shared.store import JobStore, listing
+from sundial.functions import clients
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
+from sundial.shared.clock import SystemClock
+from sundial.shared.service.requests import list_filter
+from sundial.shared.store import JobStore, listing
 from tests.functions.conftest import Api
 
 NOOP = {"type": "python", "handler": "noop"}

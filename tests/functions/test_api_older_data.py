@@ -9,16 +9,15 @@ from typing import Any
 
 import pytest
 
-from functions import clients
-from functions.scheduler import handler as tick_handler
-from local_stack.lambda_context import new_context
-from local_stack.resources import Resources
-from shared import constants as c
-from shared.clock import SystemClock
-from shared.models import Job, JobStatus
-from shared.schedules import MisfirePolicy
-from shared.store.items import job_to_item
-from shared.targets.models import PythonTarget
+from sundial.contract.targets import PythonTarget
+from sundial.contract.vocabulary import JobStatus, MisfirePolicy, Priority
+from sundial.functions import clients
+from sundial.functions.scheduler import handler as tick_handler
+from sundial.local_stack.lambda_context import new_context
+from sundial.local_stack.resources import Resources
+from sundial.shared.clock import SystemClock
+from sundial.shared.models import Job
+from sundial.shared.store.items import job_to_item
 from tests.functions.conftest import Api, load_event
 from tests.functions.test_worker import run, sqs_event, take
 
@@ -96,14 +95,14 @@ def test_the_tick_and_the_worker_settle_a_stored_job_from_year_0(
     never_due = write(dynamodb, env, YEAR_10000, **fields)
 
     first = tick()
-    messages = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    messages = take(sqs, env.queue_urls[Priority.MEDIUM])
     worked = run(sqs_event(*messages)) if messages else {"batchItemFailures": []}
     again = tick()
 
     assert first["claimed"] == 1
     assert worked == {"batchItemFailures": []}
     assert again == {"claimed": 0, "reclaimed": 0, "dispatched": 0}
-    assert take(sqs, env.queue_urls[c.Priority.MEDIUM]) == []
+    assert take(sqs, env.queue_urls[Priority.MEDIUM]) == []
     settled = clients.store().get(job_id)
     assert settled.status is JobStatus.SUCCEEDED, settled
     assert settled.due_at is None
@@ -117,7 +116,7 @@ def test_a_delivery_of_a_year_0_occurrence_names_the_instant_it_holds(
 ) -> None:
     job_id = write(dynamodb, env, YEAR_0)
     tick()
-    [message] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    [message] = take(sqs, env.queue_urls[Priority.MEDIUM])
 
     assert run(sqs_event(message)) == {"batchItemFailures": []}
     [history] = api("GET", f"/jobs/{job_id}/runs").body["runs"]

@@ -8,13 +8,13 @@ from typing import Any
 import boto3
 import pytest
 
-from functions import clients
-from local_stack.resources import Resources
-from shared import constants as c
-from shared.clock import SystemClock
-from shared.store import JobStore
-from shared.targets import HeaderOpener
-from shared.targets.models import HttpTarget, Sealed, SecretRef
+from sundial.contract.targets import HttpTarget, Sealed, SecretRef
+from sundial.functions import clients
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
+from sundial.shared.clock import SystemClock
+from sundial.shared.store import JobStore
+from sundial.shared.targets import HeaderOpener
 from tests.functions.conftest import Api
 
 DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}

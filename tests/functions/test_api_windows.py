@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from shared.clock import format_rfc3339, to_epoch_ms
-from shared.schedules import parse_schedule, start_instant
+from sundial.shared.clock import format_rfc3339, to_epoch_ms
+from sundial.shared.schedules import parse_schedule, start_instant
 from tests.functions.conftest import Api
 
 NOOP = {"type": "python", "handler": "noop"}

@@ -8,7 +8,7 @@ from typing import Any
 
 from werkzeug.test import Client
 
-from local_stack.gateway import Gateway
+from sundial.local_stack.gateway import Gateway
 
 Seen = list[dict[str, Any]]
 

@@ -12,12 +12,12 @@ import pytest
 from werkzeug.serving import make_server
 from werkzeug.test import Client
 
-from functions.api import handler as api_handler
-from local_stack.gateway import ALLOWED_HOSTS_ENV, Gateway
-from local_stack.resources import Resources
 from sundial.console import server as console_server
 from sundial.console.guard import CONSOLE_HEADER
 from sundial.console.server import ConsoleProxy, Target, forwarded_path
+from sundial.functions.api import handler as api_handler
+from sundial.local_stack.gateway import ALLOWED_HOSTS_ENV, Gateway
+from sundial.local_stack.resources import Resources
 
 BASE = "http://127.0.0.1:8000"
 NOOP = {"type": "python", "handler": "noop"}

@@ -146,7 +146,7 @@ def test_an_answer_that_fails_its_own_model_is_a_500(api: Api, monkeypatch: pyte
         def preview(self, _: Any) -> dict[str, Any]:
             return {"next_runs": "not a list"}
 
-    monkeypatch.setattr("functions.api._service", Broken)
+    monkeypatch.setattr("sundial.functions.api._service", Broken)
 
     answer = api("POST", "/schedules/preview", {"schedule": "rate(1 hour)"})
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from functions import clients
-from local_stack.resources import Resources
-from shared import constants as c
+from sundial.functions import clients
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
 from tests.functions.conftest import api_event, invoke_api
 
 HANDLERS = (
-    "from shared.targets import Delivery, python_handler\n\n\n"
+    "from sundial.shared.targets import Delivery, python_handler\n\n\n"
     '@python_handler("cold-start-greet")\ndef greet(delivery: Delivery) -> None:\n    pass\n'
 )
 

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from functions import clients
-from functions.scheduler import handler
-from local_stack.lambda_context import new_context
-from local_stack.resources import Resources
-from shared import constants as c
-from shared.api.models import JobCreate
-from shared.api.service import JobService
-from shared.clock import FixedClock, format_rfc3339
-from shared.models import JobStatus
-from shared.store import items
+from sundial.contract.jobs import JobCreate
+from sundial.contract.vocabulary import JobStatus, Priority
+from sundial.functions import clients
+from sundial.functions.scheduler import handler
+from sundial.local_stack.lambda_context import new_context
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
+from sundial.shared.clock import FixedClock, format_rfc3339
+from sundial.shared.service.service import JobService
+from sundial.shared.store import items
 from tests.functions.conftest import emf_metrics, load_event
 
 SECOND = 1000
@@ -47,7 +47,7 @@ def test_a_tick_claims_and_dispatches_what_is_due(
 
     assert result == {"claimed": 1, "reclaimed": 0, "dispatched": 1}
     assert clients.store().get(job_id).status is JobStatus.QUEUED
-    [message] = sqs.receive_message(QueueUrl=env.queue_urls[c.Priority.MEDIUM])["Messages"]
+    [message] = sqs.receive_message(QueueUrl=env.queue_urls[Priority.MEDIUM])["Messages"]
     assert json.loads(message["Body"])["job_id"] == job_id
     metrics = emf_metrics(capfd.readouterr().out)
     assert metrics[c.Metric.CLAIMED] == 1

@@ -18,9 +18,10 @@ import boto3
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from functions import clients, worker
-from local_stack.resources import Resources, ensure_signing_secret
-from shared import constants as c
+from sundial.contract.vocabulary import Priority
+from sundial.functions import clients, worker
+from sundial.local_stack.resources import Resources, ensure_signing_secret
+from sundial.shared import constants as c
 from tests.functions.conftest import Answer, api_event, invoke_api, table_items
 from tests.functions.test_worker import run, sqs_event, take
 from tests.support.receivers import Receiver, references
@@ -95,7 +96,7 @@ def test_no_secret_value_is_in_any_answer_log_line_history_row_or_table_item(
         ).body["id"]
         for path in ("/ok", "/fail")
     ]
-    run(sqs_event(*take(sqs, env.queue_urls[c.Priority.MEDIUM])))
+    run(sqs_event(*take(sqs, env.queue_urls[Priority.MEDIUM])))
     for job_id in ids:
         api("GET", f"/jobs/{job_id}")
         api("GET", f"/jobs/{job_id}/runs")

@@ -1,4 +1,4 @@
-"""functions.clients as the worker uses it for targets: Sundial's own queues, and clients whose
+"""sundial.functions.clients as the worker uses it for targets: Sundial's own queues, and clients whose
 timeouts and retries fit inside an attempt's limit, proven against a server that never answers."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from functions import clients
-from local_stack.resources import Resources
-from shared.targets import (
+from sundial.functions import clients
+from sundial.local_stack.resources import Resources
+from sundial.shared.targets import (
     Delivery,
     EventBridgeTarget,
     LambdaTarget,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from local_stack.resources import Resources
-from shared import constants as c
-from shared import tracing
-from shared.targets import Delivery, python_handler
+from sundial.contract.vocabulary import Priority
+from sundial.local_stack.resources import Resources
+from sundial.shared import tracing
+from sundial.shared.targets import Delivery, python_handler
 from tests.functions.conftest import api_event, invoke_api
 from tests.functions.test_worker import run, sqs_event, take
 
@@ -41,11 +41,11 @@ def create(headers: dict[str, str] | None = None, **fields: Any) -> dict[str, An
 
 def test_every_attempt_carries_the_create_s_trace_with_a_span_of_its_own(env: Resources, sqs: Any) -> None:
     job = create({"traceparent": TRACEPARENT}, max_retries=1)
-    [first] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    [first] = take(sqs, env.queue_urls[Priority.MEDIUM])
     assert json.loads(first)["traceparent"] == TRACEPARENT
 
     run(sqs_event(first))
-    [second] = take(sqs, env.queue_urls[c.Priority.MEDIUM])  # the retry, dispatched by the settle
+    [second] = take(sqs, env.queue_urls[Priority.MEDIUM])  # the retry, dispatched by the settle
     run(sqs_event(second))
 
     parents = [tracing.parse(delivery.traceparent) for delivery in delivered]
@@ -70,7 +70,7 @@ def test_a_malformed_traceparent_is_ignored_and_a_trace_started(
     env: Resources, sqs: Any, header: str
 ) -> None:
     create({"traceparent": header}, max_retries=0)
-    [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    [body] = take(sqs, env.queue_urls[Priority.MEDIUM])
 
     started = tracing.parse(json.loads(body)["traceparent"])
 
@@ -84,7 +84,7 @@ def test_a_trigger_s_trace_goes_with_the_run_it_schedules(env: Resources, sqs: A
     answer = invoke_api(api_event("POST", f"/jobs/{job['id']}/trigger", headers={"traceparent": other}))
 
     assert answer.status == 200, answer.body
-    [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    [body] = take(sqs, env.queue_urls[Priority.MEDIUM])
     run(sqs_event(body))
     assert tracing.trace_id_of(delivered[0].traceparent) == "ab" * 16
 
@@ -97,5 +97,5 @@ def test_a_batch_create_s_trace_goes_with_each_job(env: Resources, sqs: Any) -> 
     )
 
     assert [item["status"] for item in answer.body["results"]] == [201, 201]
-    bodies = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    bodies = take(sqs, env.queue_urls[Priority.MEDIUM])
     assert [json.loads(body)["traceparent"] for body in bodies] == [TRACEPARENT, TRACEPARENT]

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from functions import clients, worker
-from functions.worker import handler
-from local_stack.lambda_context import new_context
-from local_stack.resources import Resources
-from shared import constants as c
-from shared import dispatch
+from sundial.contract.vocabulary import Priority
+from sundial.functions import clients, worker
+from sundial.functions.worker import handler
+from sundial.local_stack.lambda_context import new_context
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
+from sundial.shared import dispatch
 from tests.functions.conftest import api_event, emf_metrics, invoke_api, load_event
 
 NOOP = {"type": "python", "handler": "noop"}
@@ -75,7 +76,7 @@ def test_a_batch_runs_each_job_and_sends_an_unparsable_record_to_the_dead_letter
     env: Resources, sqs: Any, capfd: pytest.CaptureFixture[str], log_lines: io.StringIO
 ) -> None:
     job_id = create()
-    [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    [body] = take(sqs, env.queue_urls[Priority.MEDIUM])
 
     result = run(sqs_event(body, "this is not a job message"))
 
@@ -97,7 +98,7 @@ def test_one_failing_record_is_reported_alone_and_logged_with_its_job(
     env: Resources, sqs: Any, log_lines: io.StringIO
 ) -> None:
     ok, broken = create(), create()
-    bodies = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    bodies = take(sqs, env.queue_urls[Priority.MEDIUM])
     ordered = sorted(bodies, key=lambda b: json.loads(b)["job_id"] != ok)
 
     def fault(params: dict[str, Any], **_: Any) -> None:
@@ -121,7 +122,7 @@ def test_a_duplicate_delivery_is_dropped_and_counted(
     env: Resources, sqs: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
     job_id = create()
-    [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    [body] = take(sqs, env.queue_urls[Priority.MEDIUM])
 
     result = run(sqs_event(body, body))
 
@@ -137,7 +138,7 @@ def test_a_job_that_dies_is_dead_lettered_and_the_api_revives_it(
     env: Resources, sqs: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
     job_id = create(target={"type": "python", "handler": "fail"}, max_retries=0)
-    [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    [body] = take(sqs, env.queue_urls[Priority.MEDIUM])
 
     result = run(sqs_event(body))
 
@@ -173,7 +174,7 @@ def test_the_records_of_a_batch_run_side_by_side_each_settled_on_its_own(
 
     monkeypatch.setattr(worker, "_deliver", deliver)
     ids = [create(name="fails" if n == 0 else f"ok-{n}", max_retries=0) for n in range(count)]
-    bodies = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    bodies = take(sqs, env.queue_urls[Priority.MEDIUM])
 
     result = run(sqs_event(*bodies))
 
@@ -189,10 +190,10 @@ def test_a_batch_of_recurring_jobs_sends_their_next_occurrences_in_one_request(
     # A window no loaded test machine outlasts; ten messages fill a request and leave at once.
     monkeypatch.setattr(dispatch, "SHARED_SEND_WINDOW_SECONDS", 5.0)
     ids = [create(name=f"every-minute-{n}", schedule="rate(1 minute)") for n in range(c.WORKER_BATCH_SIZE)]
-    take(sqs, env.queue_urls[c.Priority.MEDIUM])  # the first occurrences, a minute away
+    take(sqs, env.queue_urls[Priority.MEDIUM])  # the first occurrences, a minute away
     for job_id in ids:
         assert invoke_api(api_event("POST", f"/jobs/{job_id}/trigger")).status == 200
-    bodies = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+    bodies = take(sqs, env.queue_urls[Priority.MEDIUM])
     sends: list[int] = []
     clients.clients().sqs().meta.events.register(
         "provide-client-params.sqs.SendMessageBatch", lambda params, **_: sends.append(len(params["Entries"]))

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from local_stack.resources import Resources
-from shared import constants as c
+from sundial.contract.vocabulary import Priority
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
 from tests.functions.conftest import api_event, emf_metrics, invoke_api
 from tests.functions.test_worker import create, job, run, sqs_event, take
 
@@ -24,7 +25,7 @@ def test_each_dead_occurrence_in_a_row_is_the_alarms_metric_and_the_job_is_liste
     for streak in (1, 2):
         triggered = invoke_api(api_event("POST", f"/jobs/{job_id}/trigger"))  # an occurrence now
         assert triggered.status == 200, triggered.body
-        [body] = take(sqs, env.queue_urls[c.Priority.MEDIUM])
+        [body] = take(sqs, env.queue_urls[Priority.MEDIUM])
 
         assert run(sqs_event(body)) == {"batchItemFailures": []}
 

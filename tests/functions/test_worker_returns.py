@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from functions import clients, worker
-from functions.worker import handler
-from local_stack.lambda_context import new_context
-from local_stack.resources import Resources
-from shared import constants as c
-from shared import lifecycle
+from sundial.contract.vocabulary import Priority
+from sundial.functions import clients, worker
+from sundial.functions.worker import handler
+from sundial.local_stack.lambda_context import new_context
+from sundial.local_stack.resources import Resources
+from sundial.shared import constants as c
+from sundial.shared import lifecycle
 from tests.functions.conftest import api_event, invoke_api
 
 NOOP = {"type": "python", "handler": "noop"}
@@ -67,7 +68,7 @@ def test_a_record_that_fails_at_its_fence_comes_back_after_its_lease(
 ) -> None:
     answer = invoke_api(api_event("POST", "/jobs", {"target": NOOP, "timeout_seconds": 30}))
     job_id = answer.body["id"]
-    url = slow_queues.queue_urls[c.Priority.MEDIUM]
+    url = slow_queues.queue_urls[Priority.MEDIUM]
     record = received_record(sqs, url)
     fence_fails(job_id)
     changes = visibility_changes(clients.clients().sqs())
@@ -93,7 +94,7 @@ def test_a_record_that_fails_at_its_fence_comes_back_after_its_lease(
 def test_an_early_record_that_could_not_be_deferred_comes_back_at_its_instant(
     slow_queues: Resources, sqs: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = slow_queues.queue_urls[c.Priority.HIGH]
+    url = slow_queues.queue_urls[Priority.HIGH]
     due_at = int(time.time() * 1000) + 200_000
     body = {"job_id": "01JD8ZQ3V6X4M7N2P5R8T1W9YB", "token": "0" * 16, "due_at": due_at, "priority": "high"}
     sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))

@@ -31,19 +31,19 @@ ROOT = Path(__file__).resolve().parents[2]
 # from inside another function's step (a cancel from a target, a tick from a fence hook): that call
 # is still the API's or the tick's, as it would be in AWS, where each runs in its own function.
 OWNERS = (
-    ("functions/api.py", "api"),
-    ("functions/scheduler.py", "scheduler"),
-    ("functions/worker.py", "worker"),
-    ("shared/api/", "api"),
-    ("shared/engine/scheduler.py", "scheduler"),
-    ("shared/engine/tick_sends.py", "scheduler"),  # the tick's sender threads
-    ("shared/engine/worker.py", "worker"),
+    ("sundial/functions/api.py", "api"),
+    ("sundial/functions/scheduler.py", "scheduler"),
+    ("sundial/functions/worker.py", "worker"),
+    ("sundial/shared/service/", "api"),
+    ("sundial/shared/engine/scheduler.py", "scheduler"),
+    ("sundial/shared/engine/tick_sends.py", "scheduler"),  # the tick's sender threads
+    ("sundial/shared/engine/worker.py", "worker"),
     # Only the worker calls job targets.
-    ("shared/targets/", "worker"),
+    ("sundial/shared/targets/", "worker"),
 )
 # The engine's shared steps (settle, heartbeat, alerts) belong to whichever entry point called them;
 # with none on the stack (a test calling a step alone), to the worker, whose steps they mostly are.
-SHARED_STEPS = ("shared/engine/", "worker")
+SHARED_STEPS = ("sundial/shared/engine/", "worker")
 # The parameters that say which resource a call is on.
 NAMING = (
     "TableName",
@@ -61,7 +61,7 @@ NAMING = (
 # The bulk operations' runner runs in the API (its first slice) and in the tick (the rest), and acts
 # through the API's service: its calls are the function's that runs it. On the runner's own thread
 # that is the entry point outside it on the stack; its threads carry that function in their names.
-RUNNER = "shared/api/operations.py"
+RUNNER = "sundial/shared/service/operations.py"
 RUNNER_THREADS = (("bulk-api", "api"), ("bulk-tick", "scheduler"))
 
 _lock = threading.Lock()

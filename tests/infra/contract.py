@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared import constants as c
+from sundial.shared import constants as c
 from tests.infra.policies import Request, Resolver, Statement
 
 FUNCTIONS = {"api": "FunctionsApi", "scheduler": "FunctionsScheduler", "worker": "FunctionsWorker"}

@@ -59,7 +59,7 @@ def test_every_method_proxies_to_the_api_function(synthesised: Synthesised) -> N
     (api_id,) = (
         k
         for k, f in synthesised.of_type("AWS::Lambda::Function").items()
-        if f["Properties"]["Handler"] == "functions.api.handler"
+        if f["Properties"]["Handler"] == "sundial.functions.api.handler"
     )
     for route, properties in _methods(synthesised).items():
         integration = properties["Integration"]
@@ -108,7 +108,7 @@ def test_the_tick_runs_the_scheduler_every_minute(synthesised: Synthesised) -> N
     (scheduler_id,) = (
         k
         for k, f in synthesised.of_type("AWS::Lambda::Function").items()
-        if f["Properties"]["Handler"] == "functions.scheduler.handler"
+        if f["Properties"]["Handler"] == "sundial.functions.scheduler.handler"
     )
     synthesised.template.has_resource_properties(
         "AWS::Events::Rule",

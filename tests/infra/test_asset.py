@@ -132,4 +132,4 @@ def test_every_module_the_code_imports_is_in_the_asset_or_the_standard_library(
         and not (asset / name).is_dir()
         and not (asset / f"{name}.py").is_file()
     }
-    assert not missing, "add to functions/requirements.txt: " + ", ".join(sorted(missing))
+    assert not missing, "add to sundial/functions/requirements.txt: " + ", ".join(sorted(missing))

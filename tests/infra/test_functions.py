@@ -7,15 +7,22 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from shared import constants as c
+from sundial.contract.bounds import (
+    LONGEST_TIMEOUT_SECONDS,
+    MAX_EARLY_WAIT_SECONDS,
+    SETTLE_HEADROOM_SECONDS,
+    WORKER_FUNCTION_TIMEOUT_SECONDS,
+)
+from sundial.contract.vocabulary import Priority
+from sundial.shared import constants as c
 from tests.infra.conftest import CONFIGURED_CONTEXT, Synthesised
 
 pytestmark = pytest.mark.infra
 
 HANDLERS = {
-    "api": "functions.api.handler",
-    "scheduler": "functions.scheduler.handler",
-    "worker": "functions.worker.handler",
+    "api": "sundial.functions.api.handler",
+    "scheduler": "sundial.functions.scheduler.handler",
+    "worker": "sundial.functions.worker.handler",
 }
 
 
@@ -56,9 +63,9 @@ def test_every_function_gets_the_same_environment_and_the_worker_its_signing_sec
     table_id = next(iter(synthesised.of_type("AWS::DynamoDB::Table")))
     expected = {
         c.ENV_TABLE_NAME: {"Ref": table_id},
-        c.ENV_QUEUE_URL_HIGH: {"Ref": queue_ids[c.QUEUE_NAMES[c.Priority.HIGH]]},
-        c.ENV_QUEUE_URL_MEDIUM: {"Ref": queue_ids[c.QUEUE_NAMES[c.Priority.MEDIUM]]},
-        c.ENV_QUEUE_URL_LOW: {"Ref": queue_ids[c.QUEUE_NAMES[c.Priority.LOW]]},
+        c.ENV_QUEUE_URL_HIGH: {"Ref": queue_ids[c.QUEUE_NAMES[Priority.HIGH]]},
+        c.ENV_QUEUE_URL_MEDIUM: {"Ref": queue_ids[c.QUEUE_NAMES[Priority.MEDIUM]]},
+        c.ENV_QUEUE_URL_LOW: {"Ref": queue_ids[c.QUEUE_NAMES[Priority.LOW]]},
         c.ENV_DEAD_LETTER_QUEUE_URL: {"Ref": queue_ids[c.DEAD_LETTER_QUEUE_NAME]},
         c.ENV_PRECISION: "second",
         c.ENV_HISTORY: "all",
@@ -89,11 +96,9 @@ def test_a_job_of_the_longest_timeout_still_settles_inside_the_worker(synthesise
     # minus the settle headroom, so the longest timeout the API accepts must fit in what the deployed
     # function leaves after an early message's wait and that headroom.
     worker = _functions(synthesised)["worker"][1]
-    assert worker["Timeout"] == c.WORKER_FUNCTION_TIMEOUT_SECONDS == 900
-    assert 0 < c.SETTLE_HEADROOM_SECONDS < worker["Timeout"] / 10
-    assert (
-        worker["Timeout"] - c.MAX_EARLY_WAIT_SECONDS - c.SETTLE_HEADROOM_SECONDS >= c.LONGEST_TIMEOUT_SECONDS
-    )
+    assert worker["Timeout"] == WORKER_FUNCTION_TIMEOUT_SECONDS == 900
+    assert 0 < SETTLE_HEADROOM_SECONDS < worker["Timeout"] / 10
+    assert worker["Timeout"] - MAX_EARLY_WAIT_SECONDS - SETTLE_HEADROOM_SECONDS >= LONGEST_TIMEOUT_SECONDS
 
 
 def test_the_scheduler_reserves_no_concurrency_unless_asked(
@@ -214,7 +219,7 @@ def test_the_api_reads_the_depths_of_the_three_priority_queues_only(synthesised:
 
 # What each function's code calls (test_iam_contract.py proves it calls no more).
 TABLE_ACTIONS = {
-    # Scan: GET /stats's census, kept for a bounded age (shared/api/stats.py).
+    # Scan: GET /stats's census, kept for a bounded age (sundial/shared/service/stats.py).
     "api": {"GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem", "Scan"},
     # Query: its sent marks and a bulk operation's listing, whose jobs BatchGetItem fetches.
     "scheduler": {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchGetItem"},

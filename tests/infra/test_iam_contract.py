@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from shared import constants as c
-from shared.constants import PRIORITIES
+from sundial.shared import constants as c
+from sundial.shared.constants import PRIORITIES
 from tests.infra import contract
 from tests.infra.aws_calls import CALLS_ENV, install
 from tests.infra.conftest import CONFIGURED_CONTEXT, CONTRACT_TABLE, Synthesised
@@ -277,8 +277,8 @@ def test_functions_may_write_their_logs_and_traces(template: Template) -> None:
 
 
 def test_the_api_may_make_the_reads_of_get_stats(template: Template) -> None:
-    """GET /stats's reads (shared/store/stats_reads.py, shared/api/stats.py) as IAM sees them; the
-    recorded suites do not call that route, so its calls are named here."""
+    """GET /stats's reads (sundial/shared/store/stats_reads.py, sundial/shared/service/stats.py) as IAM sees
+    them; the recorded suites do not call that route, so its calls are named here."""
     table = template.arn(template.own_id(c.TABLE_NAME) or "")
     wanted = [
         Request("dynamodb:Scan", table),

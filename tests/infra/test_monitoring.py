@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from shared import constants as c
+from sundial.contract.bounds import WORKER_FUNCTION_TIMEOUT_SECONDS
+from sundial.shared import constants as c
 from tests.infra.conftest import Synthesised
 
 pytestmark = pytest.mark.infra
@@ -67,7 +68,7 @@ def test_cloudwatch_may_publish_to_the_topic_for_these_alarms_only(synthesised: 
 
 def test_an_alarm_fires_when_the_tick_stops(synthesised: Synthesised) -> None:
     # A disabled rule or a lost invoke permission shows as no invocations, not as errors.
-    scheduler = _function_id(synthesised, "functions.scheduler.handler")
+    scheduler = _function_id(synthesised, "sundial.functions.scheduler.handler")
     (alarm,) = _find(synthesised, "Invocations", Namespace="AWS/Lambda")
     assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": scheduler}}]
     assert alarm["Statistic"] == "Sum"
@@ -113,13 +114,13 @@ def test_a_recurring_job_dying_again_and_again_alarms_at_the_configured_streak(
 
 @pytest.mark.parametrize("metric_name", ["Errors", "Throttles"])
 def test_scheduler_error_and_throttle_alarms(synthesised: Synthesised, metric_name: str) -> None:
-    scheduler = _function_id(synthesised, "functions.scheduler.handler")
+    scheduler = _function_id(synthesised, "sundial.functions.scheduler.handler")
     (alarm,) = _find(synthesised, metric_name, Namespace="AWS/Lambda")
     assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": scheduler}}]
 
 
 def test_scheduler_duration_alarm_below_its_timeout(synthesised: Synthesised) -> None:
-    scheduler = _function_id(synthesised, "functions.scheduler.handler")
+    scheduler = _function_id(synthesised, "sundial.functions.scheduler.handler")
     timeout_ms = synthesised.resources[scheduler]["Properties"]["Timeout"] * 1000
     (alarm,) = _find(synthesised, "Duration", Namespace="AWS/Lambda")
     assert alarm["Statistic"] == "Maximum"
@@ -131,7 +132,7 @@ def test_oldest_message_age_alarm_per_priority_queue(synthesised: Synthesised) -
     watched = {a["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for a in alarms}
     assert watched == {_queue_id(synthesised, name) for name in c.QUEUE_NAMES.values()}
     # Above the longest legitimate wait: the full SQS delay plus a job running its whole timeout.
-    assert all(a["Threshold"] > c.MAX_DELAY_SECONDS + c.WORKER_FUNCTION_TIMEOUT_SECONDS for a in alarms)
+    assert all(a["Threshold"] > c.MAX_DELAY_SECONDS + WORKER_FUNCTION_TIMEOUT_SECONDS for a in alarms)
 
 
 def test_start_lateness_p99_alarm(synthesised: Synthesised, configured: Synthesised) -> None:

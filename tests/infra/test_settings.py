@@ -18,7 +18,7 @@ def _settings(context: dict[str, Any]) -> Any:
 
 
 def test_defaults() -> None:
-    from shared.constants import Priority
+    from sundial.contract.vocabulary import Priority
 
     settings = _settings({})
     assert dict(settings.max_concurrency) == {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
@@ -33,7 +33,7 @@ def test_defaults() -> None:
 
 
 def test_an_upgrade_reads_only_the_indexes_declared_once_the_backfill_is_done() -> None:
-    from shared import constants as c
+    from sundial.shared import constants as c
 
     assert _settings({}).ready_indexes == (c.LIST_INDEX_NAME, *c.FILTER_INDEXES)
     assert _settings({"sundial:listIndexes": 0, "sundial:listingBackfilled": "false"}).ready_indexes == ()
@@ -68,7 +68,7 @@ def test_the_stage_names_the_stack(context: dict[str, Any], name: str) -> None:
 )
 def test_provisioned_pollers_from_cdk_json_or_the_command_line(raw: Any, expected: tuple[int, int]) -> None:
     from infra.settings import Pollers
-    from shared.constants import Priority
+    from sundial.contract.vocabulary import Priority
 
     pollers = _settings({"sundial:provisionedPollersHigh": raw}).provisioned_pollers
     assert dict(pollers) == {Priority.HIGH: Pollers(*expected)}

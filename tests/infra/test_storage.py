@@ -1,4 +1,4 @@
-"""The table and the queues: names and keys from shared.constants, durable and encrypted."""
+"""The table and the queues: names and keys from sundial.shared.constants, durable and encrypted."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from local_stack.resources import table_definition
-from shared import constants as c
+from sundial.contract.bounds import WORKER_FUNCTION_TIMEOUT_SECONDS
+from sundial.contract.vocabulary import Priority
+from sundial.local_stack.resources import table_definition
+from sundial.shared import constants as c
 from tests.infra.conftest import Synthesised, _synthesise
 
 pytestmark = pytest.mark.infra
@@ -55,7 +57,7 @@ def test_an_upgrade_adds_the_filter_indexes_one_per_deploy(tmp_path: Any) -> Non
         names = [i["IndexName"] for i in _table(stack)["Properties"]["GlobalSecondaryIndexes"]]
         assert names == [c.DUE_INDEX_NAME, c.LIST_INDEX_NAME, *c.FILTER_INDEXES[:declared]]
         functions = stack.of_type("AWS::Lambda::Function").values()
-        (api,) = (f for f in functions if f["Properties"].get("Handler") == "functions.api.handler")
+        (api,) = (f for f in functions if f["Properties"].get("Handler") == "sundial.functions.api.handler")
         ready = api["Properties"]["Environment"]["Variables"][c.ENV_LIST_INDEXES]
         assert ready == ",".join([c.LIST_INDEX_NAME, *c.FILTER_INDEXES[:declared]] if declared else [])
 
@@ -152,10 +154,10 @@ def test_three_priority_queues_and_one_dead_letter_queue(synthesised: Synthesise
 
 
 @pytest.mark.parametrize("priority", c.PRIORITIES)
-def test_priority_queue_visibility_and_redrive(synthesised: Synthesised, priority: c.Priority) -> None:
+def test_priority_queue_visibility_and_redrive(synthesised: Synthesised, priority: Priority) -> None:
     queues = _queues(synthesised)
     properties = queues[c.QUEUE_NAMES[priority]]["Properties"]
-    assert properties["VisibilityTimeout"] >= 6 * c.WORKER_FUNCTION_TIMEOUT_SECONDS
+    assert properties["VisibilityTimeout"] >= 6 * WORKER_FUNCTION_TIMEOUT_SECONDS
     assert properties["VisibilityTimeout"] == c.QUEUE_VISIBILITY_TIMEOUT_SECONDS
     redrive = properties["RedrivePolicy"]
     assert redrive["maxReceiveCount"] >= 5

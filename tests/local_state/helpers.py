@@ -9,7 +9,7 @@ from typing import Any
 
 import boto3
 
-from local_stack.child import free_port, wait_for_port
+from sundial.local_stack.child import free_port, wait_for_port
 from tests.e2e.processes import Process
 
 TABLE = "things"
@@ -25,7 +25,7 @@ def start_emulator(log_dir: Path, state: Path, name: str = "emulator", *extra: s
 
 def run_emulator(state: Path, *extra: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """`sundial emulator` expected to refuse to start: its exit status and what it printed."""
-    command = [sys.executable, "-m", "local_stack.cli", "emulator", "--port", str(free_port())]
+    command = [sys.executable, "-m", "sundial.local_stack.cli", "emulator", "--port", str(free_port())]
     return subprocess.run(
         [*command, "--state-dir", str(state), *extra],
         capture_output=True,

@@ -10,12 +10,13 @@ from typing import Any
 
 import boto3
 
-from local_stack.resources import ensure_resources
-from local_stack.state import directory, records
-from local_stack.state.tables_on_disk import SNAPSHOT, SNAPSHOT_CHUNK, log_name
-from shared import constants as c
-from shared.models import Job, JobStatus
-from shared.store import items
+from sundial.contract.vocabulary import JobStatus
+from sundial.local_stack.resources import ensure_resources
+from sundial.local_stack.state import directory, records
+from sundial.local_stack.state.tables_on_disk import SNAPSHOT, SNAPSHOT_CHUNK, log_name
+from sundial.shared import constants as c
+from sundial.shared.models import Job
+from sundial.shared.store import items
 from tests.local_state.helpers import start_emulator
 
 JOBS = 100_000

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from local_stack.options import DEFAULT_WORKERS
+from sundial.local_stack.options import DEFAULT_WORKERS
 from tests.e2e.api import Api, rfc3339, wait_until
 from tests.e2e.listener import Call, Listener
 from tests.e2e.processes import Process, start_local

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from local_stack.options import DEFAULT_STATE_DIR, state_dir, state_environment
+from sundial.local_stack.options import DEFAULT_STATE_DIR, state_dir, state_environment
 
 HERE = {"SUNDIAL_STATE_DIR": "/srv/sundial"}
 MEMORY = {"SUNDIAL_EPHEMERAL": "1"}

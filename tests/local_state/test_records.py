@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from local_stack.state.records import AppendLog, CorruptState, Record, decode, encode, scan
+from sundial.local_stack.state.records import AppendLog, CorruptState, Record, decode, encode, scan
 
 
 def _log(path: Path, records: list[Record]) -> None:

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from local_stack.child import free_port
-from local_stack.state.records import encode
+from sundial.local_stack.child import free_port
+from sundial.local_stack.state.records import encode
 from tests.local_state.helpers import create_table, dynamodb, run_emulator, snapshot_of, start_emulator
 
 
 def _local(state: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "local_stack.cli", "local", "--port", str(free_port())]
+    command = [sys.executable, "-m", "sundial.local_stack.cli", "local", "--port", str(free_port())]
     return subprocess.run(
         [*command, "--state-dir", str(state), *extra], capture_output=True, text=True, timeout=60, check=False
     )

@@ -12,7 +12,7 @@ import boto3
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from shared import constants as c
+from sundial.shared import constants as c
 from tests.e2e.api import Api, wait_until
 from tests.e2e.processes import emulator_url_in_banner, start_local
 from tests.local_state.helpers import run_emulator, start_emulator

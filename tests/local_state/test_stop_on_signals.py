@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from local_stack.child import free_port, wait_for_port
-from local_stack.state import directory
-from local_stack.state.directory import DirectoryLock
+from sundial.local_stack.child import free_port, wait_for_port
+from sundial.local_stack.state import directory
+from sundial.local_stack.state.directory import DirectoryLock
 from tests.e2e.processes import Process
 from tests.local_state import large_state
 from tests.local_state.helpers import dynamodb

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from local_stack.child import free_port, wait_for_port
-from local_stack.state.records import encode
+from sundial.local_stack.child import free_port, wait_for_port
+from sundial.local_stack.state.records import encode
 from tests.local_state.helpers import create_table, dynamodb, items, key, start_emulator
 
 WRITERS = 4
@@ -202,8 +202,9 @@ def _emulator_compacting_every(tmp_path: Path, state: Path, size: int) -> tuple[
     """The emulator with a small snapshot threshold, so that a test sees several snapshots."""
     port = free_port()
     code = (
-        "import sys; import local_stack.state.tables_on_disk as t; "
-        f"t.COMPACT_MIN_BYTES = {size}; from local_stack.cli import main; sys.exit(main(sys.argv[1:]))"
+        "import sys; import sundial.local_stack.state.tables_on_disk as t; "
+        f"t.COMPACT_MIN_BYTES = {size}; from sundial.local_stack.cli import main; "
+        "sys.exit(main(sys.argv[1:]))"
     )
     args = ["emulator", "--port", str(port), "--state-dir", str(state)]
     with (tmp_path / "compacting.log").open("ab") as log:

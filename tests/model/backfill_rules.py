@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule
 
-from shared import lifecycle
-from shared.api.models import BackfillRequest, BackfillView, JobUpdate
-from shared.clock import format_rfc3339, to_epoch_ms
-from shared.models import JobStatus
+from sundial.contract.jobs import BackfillRequest, BackfillView, JobUpdate
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import lifecycle
+from sundial.shared.clock import format_rfc3339, to_epoch_ms
 from tests.model.checks import short
 
 if TYPE_CHECKING:

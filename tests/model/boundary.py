@@ -21,9 +21,9 @@ import urllib3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
-from shared import constants as c
-from shared.dispatch import JobMessage
-from shared.store.items import JOB_SK
+from sundial.shared import constants as c
+from sundial.shared.dispatch import JobMessage
+from sundial.shared.store.items import JOB_SK
 from tests.chaos.faults import error_response
 
 DYNAMODB_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems"})

@@ -9,12 +9,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import constants as c
-from shared import lifecycle
-from shared.clock import format_rfc3339
-from shared.models import IN_FLIGHT, WAITING, Job, JobStatus, Run, RunStatus
-from shared.schedules import MisfirePolicy
-from shared.store import DueRow, items
+from sundial.contract.vocabulary import JobStatus, MisfirePolicy, RunStatus
+from sundial.shared import constants as c
+from sundial.shared import lifecycle
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.models import IN_FLIGHT, WAITING, Job, Run
+from sundial.shared.store import DueRow, items
 from tests.model.spread import spread_misfire_target
 
 SECOND = 1000

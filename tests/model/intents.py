@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared import lifecycle
-from shared.models import Job, JobStatus
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import lifecycle
+from sundial.shared.models import Job
 from tests.model.checks import short
 
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.DEAD, JobStatus.CANCELLED)

@@ -4,9 +4,10 @@ that start (docs/schedules.md, "Spread windows"). checks.misfire_target hands wi
 
 from __future__ import annotations
 
-from shared import constants as c
-from shared.models import Job
-from shared.schedules import MisfirePolicy, parse_schedule, start_instant
+from sundial.contract.vocabulary import MisfirePolicy
+from sundial.shared import constants as c
+from sundial.shared.models import Job
+from sundial.shared.schedules import parse_schedule, start_instant
 
 GRACE_MS = c.MISFIRE_GRACE_SECONDS * 1000
 

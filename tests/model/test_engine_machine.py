@@ -36,23 +36,24 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-import shared.api.service as service_module
-import shared.engine.scheduler as scheduler_module
-import shared.store.writes as writes_module
-from local_stack.emulator import Emulator
-from local_stack.resources import table_definition
-from shared import constants as c
-from shared import lifecycle
-from shared.api.models import JobCreate, JobUpdate, JobView
-from shared.api.service import JobService
-from shared.clock import FixedClock, format_rfc3339, to_epoch_ms
-from shared.dispatch import Dispatcher, JobMessage
-from shared.engine.heartbeat import Heartbeat
-from shared.engine.scheduler import Scheduler
-from shared.engine.worker import AttemptEnd, Worker
-from shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
-from shared.models import Job, JobStatus, RunStatus
-from shared.store import DueRow, JobStore
+import sundial.shared.engine.scheduler as scheduler_module
+import sundial.shared.service.service as service_module
+import sundial.shared.store.writes as writes_module
+from sundial.contract.jobs import JobCreate, JobUpdate, JobView
+from sundial.contract.vocabulary import JobStatus, RunStatus
+from sundial.local_stack.emulator import Emulator
+from sundial.local_stack.resources import table_definition
+from sundial.shared import constants as c
+from sundial.shared import lifecycle
+from sundial.shared.clock import FixedClock, format_rfc3339, to_epoch_ms
+from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.engine.heartbeat import Heartbeat
+from sundial.shared.engine.scheduler import Scheduler
+from sundial.shared.engine.worker import AttemptEnd, Worker
+from sundial.shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
+from sundial.shared.models import Job
+from sundial.shared.service.service import JobService
+from sundial.shared.store import DueRow, JobStore
 from tests.model import checks
 from tests.model.backfill_rules import BackfillSteps
 from tests.model.boundary import (
@@ -1336,7 +1337,7 @@ def model_env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[E
     monkeypatch.setattr(scheduler_module, "ThreadPoolExecutor", InlineExecutor)
     monkeypatch.setattr(botocore.endpoint, "time", NoWait())
     monkeypatch.setattr(writes_module, "time", NoWait())
-    engine_log = logging.getLogger("shared")
+    engine_log = logging.getLogger("sundial.shared")
     level = engine_log.level
     engine_log.setLevel(logging.ERROR)
     yield Env(emulator.endpoint_url, ids)

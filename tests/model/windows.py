@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from shared import constants as c
-from shared.models import JobStatus
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import constants as c
 
 if TYPE_CHECKING:
     from tests.model.intents import Intent

@@ -1,1 +1,1 @@
-"""Tests that test the tests: named bugs planted in shared/, one at a time, in a scratch copy."""
+"""Tests that test the tests: named bugs planted in sundial/shared/, one at a time, in a scratch copy."""

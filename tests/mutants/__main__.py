@@ -58,8 +58,8 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="sundial-mutants-"))
     try:
         shutil.copytree(ROOT, scratch, dirs_exist_ok=True, ignore=lambda _d, names: COPIED_OUT & set(names))
-        # What each mutant starts from: shared/ as it was when the run began.
-        shutil.copytree(scratch / "shared", scratch / PRISTINE)
+        # What each mutant starts from: sundial/shared/ as it was when the run began.
+        shutil.copytree(scratch / "sundial" / "shared", scratch / PRISTINE)
         _check_imports(scratch)
         env = _environment(args.seed)
         print(_budget(env))
@@ -100,16 +100,16 @@ def _budget(env: dict[str, str]) -> str:
 
 
 def _check_imports(scratch: Path) -> None:
-    """The scratch copy's shared/ must be the one imported there, not the editable install's."""
+    """The scratch copy's sundial/shared/ must be the one imported there, not the editable install's."""
     found = subprocess.run(
-        [sys.executable, "-c", "import shared; print(shared.__file__)"],
+        [sys.executable, "-c", "import sundial.shared; print(sundial.shared.__file__)"],
         cwd=scratch,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
     if not Path(found).resolve().is_relative_to(scratch.resolve()):
-        raise SystemExit(f"the scratch copy imports shared/ from {found}, not from {scratch}")
+        raise SystemExit(f"the scratch copy imports sundial/shared/ from {found}, not from {scratch}")
 
 
 def _baseline(scratch: Path, env: dict[str, str], model_only: bool) -> bool:
@@ -129,8 +129,8 @@ def _baseline(scratch: Path, env: dict[str, str], model_only: bool) -> bool:
 
 def _try(mutation: Mutation, scratch: Path, env: dict[str, str], model_only: bool) -> tuple[Run, Run] | str:
     """The model's run and the other suites' run against the mutant, or why it no longer applies."""
-    shutil.rmtree(scratch / "shared")
-    shutil.copytree(scratch / PRISTINE, scratch / "shared")
+    shutil.rmtree(scratch / "sundial" / "shared")
+    shutil.copytree(scratch / PRISTINE, scratch / "sundial" / "shared")
     try:
         mutation.apply(scratch)
     except MutationGone as gone:
@@ -155,9 +155,13 @@ def _other_suites() -> list[str]:
 
 def _diff(scratch: Path) -> str:
     lines: list[str] = []
-    for mutated in sorted((scratch / "shared").rglob("*.py")):
+    for mutated in sorted((scratch / "sundial" / "shared").rglob("*.py")):
         relative = mutated.relative_to(scratch)
-        before = (scratch / PRISTINE / relative.relative_to("shared")).read_text().splitlines(keepends=True)
+        before = (
+            (scratch / PRISTINE / relative.relative_to("sundial/shared"))
+            .read_text()
+            .splitlines(keepends=True)
+        )
         after = mutated.read_text().splitlines(keepends=True)
         lines += difflib.unified_diff(before, after, f"a/{relative}", f"b/{relative}", n=0)
     return "".join(f"   {line}" for line in lines)

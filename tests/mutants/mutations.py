@@ -1,4 +1,4 @@
-"""The named mutations `make mutants` plants in shared/, one at a time: each a bug the model test
+"""The named mutations `make mutants` plants in sundial/shared/, one at a time: each a bug the model test
 exists to find (docs/testing.md says why these are chosen by hand).
 
 An edit finds its place by a semantic anchor, not by line numbers: a pattern that must occur exactly
@@ -96,8 +96,8 @@ def _enclosing_brackets(text: str, offset: int) -> tuple[int, int]:
     raise MutationGone(f"no bracketed expression around offset {offset}")
 
 
-TABLE = "shared/lifecycle/table.py"
-DECIDE = "shared/lifecycle/decide.py"
+TABLE = "sundial/shared/lifecycle/table.py"
+DECIDE = "sundial/shared/lifecycle/decide.py"
 
 
 def drop_guard(event: str, guard: str) -> Edit:
@@ -136,8 +136,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a write applied with its answer lost is taken for someone else's (a write's own write_id not "
         "recognised)",
         (
-            first_if_false("shared/store/writes.py", "_own_or_stale"),
-            first_if_false("shared/store/writes.py", "_recognise"),
+            first_if_false("sundial/shared/store/writes.py", "_own_or_stale"),
+            first_if_false("sundial/shared/store/writes.py", "_recognise"),
         ),
     ),
     Mutation(
@@ -164,7 +164,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a trigger that must wait behind a running attempt is acknowledged but not counted",
         (
             Edit(
-                "shared/store/jobs.py",
+                "sundial/shared/store/jobs.py",
                 r"^\s*def trigger\(",
                 r"job\.triggers \+ 1",
                 "job.triggers",
@@ -212,7 +212,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a create overwrites a job with the same id: ABSENT dropped from the create's put",
         (
             Edit(
-                "shared/store/jobs.py",
+                "sundial/shared/store/jobs.py",
                 r"^\s*def _put_new\(",
                 r"x\.NOT_EXISTS",
                 '"attribute_not_exists(#pk) OR attribute_exists(#pk)"',

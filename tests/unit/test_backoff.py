@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.backoff import retry_delay_seconds
-from shared.models import DEFAULT_BACKOFF
+from sundial.contract.bounds import DEFAULT_BACKOFF
+from sundial.shared.backoff import retry_delay_seconds
 
 
 class _Edge(random.Random):

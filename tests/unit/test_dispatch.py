@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from shared import constants as c
-from shared.clock import FixedClock
-from shared.dispatch import JobMessage, SharedSends, delay_seconds
+from sundial.contract.vocabulary import Priority
+from sundial.shared import constants as c
+from sundial.shared.clock import FixedClock
+from sundial.shared.dispatch import JobMessage, SharedSends, delay_seconds
 
 NOW = 1_796_000_000_000
 
@@ -78,7 +79,7 @@ class StubSqs:
 
 
 def _message(n: int) -> JobMessage:
-    return JobMessage(job_id=f"job-{n}", token="t", due_at=NOW + 60_000, priority=c.Priority.MEDIUM)
+    return JobMessage(job_id=f"job-{n}", token="t", due_at=NOW + 60_000, priority=Priority.MEDIUM)
 
 
 def test_shared_sends_put_concurrent_sends_in_one_request_and_answer_each_caller_for_its_own() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shared.lifecycle import TRANSITIONS, Transition
-from shared.models import JobStatus
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared.lifecycle import TRANSITIONS, Transition
 
 DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 ORDER = list(JobStatus)
@@ -32,7 +32,9 @@ def render(row: Transition) -> str:
 def test_every_row_of_the_table_is_in_the_design_document() -> None:
     text = DESIGN.read_text()
     missing = [render(row) for row in TRANSITIONS.values() if render(row) not in text]
-    assert missing == [], "docs/design.md differs from shared/lifecycle/table.py:\n" + "\n".join(missing)
+    assert missing == [], "docs/design.md differs from sundial/shared/lifecycle/table.py:\n" + "\n".join(
+        missing
+    )
 
 
 def test_the_design_document_has_no_row_the_code_lacks() -> None:

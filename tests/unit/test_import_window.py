@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from shared.api.bulk_models import BatchAnswer, BatchItem
-from shared.api.models import ErrorBody
 from sundial.client.errors import Throttled
 from sundial.commands.bulk import _Request, _Sender, _Tally, _Window
+from sundial.contract.bulk import BatchAnswer, BatchItem
+from sundial.contract.errors import ErrorBody
 
 
 def throttled() -> Throttled:

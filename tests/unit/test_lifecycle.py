@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from shared import constants as c
-from shared.errors import Conflict
-from shared.lifecycle import (
+from sundial.contract.targets import PythonTarget
+from sundial.contract.vocabulary import JobStatus, MisfirePolicy, OverlapPolicy
+from sundial.shared import constants as c
+from sundial.shared.errors import Conflict
+from sundial.shared.lifecycle import (
     Placement,
     after_failure,
     after_lost,
@@ -21,10 +23,8 @@ from shared.lifecycle import (
     on_trigger,
     waiting_triggers,
 )
-from shared.lifecycle.leases import lease_seconds, resend_lease
-from shared.models import Job, JobStatus, OverlapPolicy, RetryPolicy
-from shared.schedules import MisfirePolicy
-from shared.targets.models import PythonTarget
+from sundial.shared.lifecycle.leases import lease_seconds, resend_lease
+from sundial.shared.models import Job, RetryPolicy
 
 T0 = 1_796_000_000_000  # 2026-11-30T...Z, a whole minute
 MINUTE = 60_000

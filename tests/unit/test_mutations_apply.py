@@ -1,4 +1,4 @@
-"""Every named mutation of `make mutants` still applies to shared/ as it is, and plants valid Python:
+"""Every named mutation of `make mutants` still applies to sundial/shared/ as it is, and plants valid Python:
 a mutation whose anchor the code moved away from fails here, in `make test`, not only in a long
 mutants run."""
 
@@ -16,13 +16,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda mutation: mutation.name)
 def test_mutation_applies_and_compiles(mutation: Mutation, tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "shared", tmp_path / "shared")
+    shutil.copytree(ROOT / "sundial" / "shared", tmp_path / "sundial" / "shared")
 
     mutation.apply(tmp_path)
 
     changed = [
         path
-        for path in sorted((tmp_path / "shared").rglob("*.py"))
+        for path in sorted((tmp_path / "sundial" / "shared").rglob("*.py"))
         if path.read_text() != (ROOT / path.relative_to(tmp_path)).read_text()
     ]
     assert {str(path.relative_to(tmp_path)) for path in changed} == {edit.path for edit in mutation.edits}
@@ -31,21 +31,21 @@ def test_mutation_applies_and_compiles(mutation: Mutation, tmp_path: Path) -> No
 
 
 def test_an_edit_whose_anchor_is_gone_says_so(tmp_path: Path) -> None:
-    (tmp_path / "shared").mkdir()
-    (tmp_path / "shared" / "module.py").write_text("def kept():\n    return 1\n")
-    edit = Edit("shared/module.py", r"^def renamed\(", r"return 1", "return 2")
+    (tmp_path / "sundial" / "shared").mkdir(parents=True)
+    (tmp_path / "sundial" / "shared" / "module.py").write_text("def kept():\n    return 1\n")
+    edit = Edit("sundial/shared/module.py", r"^def renamed\(", r"return 1", "return 2")
 
     with pytest.raises(MutationGone, match="not found"):
         edit.apply(tmp_path)
 
 
 def test_an_edit_changes_only_its_anchor_s_scope(tmp_path: Path) -> None:
-    (tmp_path / "shared").mkdir()
+    (tmp_path / "sundial" / "shared").mkdir(parents=True)
     source = "def first():\n    return 1\n\n\ndef second():\n    return 1\n"
-    (tmp_path / "shared" / "module.py").write_text(source)
+    (tmp_path / "sundial" / "shared" / "module.py").write_text(source)
 
-    Edit("shared/module.py", r"^def second\(", r"return 1", "return 2").apply(tmp_path)
+    Edit("sundial/shared/module.py", r"^def second\(", r"return 1", "return 2").apply(tmp_path)
 
-    assert (tmp_path / "shared" / "module.py").read_text() == source.replace(
+    assert (tmp_path / "sundial" / "shared" / "module.py").read_text() == source.replace(
         "second():\n    return 1", "second():\n    return 2"
     )

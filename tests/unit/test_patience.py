@@ -7,8 +7,13 @@ from collections.abc import Callable
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from shared.clock import FixedClock
-from shared.engine.patience import FIRST_WAIT_SECONDS, LONGEST_WAIT_SECONDS, Patience, passes_with_time
+from sundial.shared.clock import FixedClock
+from sundial.shared.engine.patience import (
+    FIRST_WAIT_SECONDS,
+    LONGEST_WAIT_SECONDS,
+    Patience,
+    passes_with_time,
+)
 
 START_MS = 1_796_000_000_000
 

@@ -11,8 +11,8 @@ from datetime import datetime
 
 import pytest
 
-from shared.clock import format_rfc3339
-from shared.schedules import next_runs, parse_schedule
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.schedules import next_runs, parse_schedule
 
 NEW_YEAR = "2026-01-01T00:00:00Z"
 

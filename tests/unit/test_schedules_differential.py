@@ -23,8 +23,8 @@ from cronsim import CronSim, CronSimError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.errors import InvalidInput
-from shared.schedules import next_runs, parse_schedule
+from sundial.shared.errors import InvalidInput
+from sundial.shared.schedules import next_runs, parse_schedule
 
 SEED = 20260111
 RUNS = 5

@@ -16,8 +16,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from shared.clock import format_rfc3339
-from shared.schedules import next_runs, parse_schedule
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.schedules import next_runs, parse_schedule
 
 
 def ms(text: str) -> int:

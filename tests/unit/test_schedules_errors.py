@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.errors import InvalidInput
-from shared.schedules import Schedule, parse_instant, parse_schedule, parse_timezone
+from sundial.shared.errors import InvalidInput
+from sundial.shared.schedules import Schedule, parse_instant, parse_schedule, parse_timezone
 
 SCHEDULE_ERRORS = [
     ("61 * * * *", "cron expression '61 * * * *': minute must be 0-59"),

@@ -9,8 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from shared.clock import format_rfc3339
-from shared.schedules import Schedule, next_runs, parse_schedule
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.schedules import Schedule, next_runs, parse_schedule
 
 
 def ms(text: str) -> int:

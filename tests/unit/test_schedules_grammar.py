@@ -9,9 +9,9 @@ from datetime import datetime
 
 import pytest
 
-from shared.clock import format_rfc3339
-from shared.errors import InvalidInput
-from shared.schedules import next_runs, parse_schedule
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.errors import InvalidInput
+from sundial.shared.schedules import next_runs, parse_schedule
 
 AFTER = "2026-01-01T00:00:00Z"
 

@@ -6,15 +6,10 @@ from datetime import datetime
 
 import pytest
 
-from shared.clock import format_rfc3339
-from shared.errors import InvalidInput
-from shared.schedules import (
-    MisfirePolicy,
-    first_occurrence,
-    following_occurrence,
-    next_runs,
-    parse_schedule,
-)
+from sundial.contract.vocabulary import MisfirePolicy
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.errors import InvalidInput
+from sundial.shared.schedules import first_occurrence, following_occurrence, next_runs, parse_schedule
 
 MINUTE = 60_000
 GRACE = 60_000

@@ -15,7 +15,8 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.schedules import MisfirePolicy, following_occurrence, next_runs, parse_schedule
+from sundial.contract.vocabulary import MisfirePolicy
+from sundial.shared.schedules import following_occurrence, next_runs, parse_schedule
 
 # 2026 transitions (UTC epoch seconds), so that generated instants often straddle one.
 TRANSITIONS = {

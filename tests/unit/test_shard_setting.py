@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from functions.settings import Settings
-from shared import constants as c
-from shared.store import DueShards
+from sundial.functions.settings import Settings
+from sundial.shared import constants as c
+from sundial.shared.store import DueShards
 
 NAMES = {
     c.ENV_TABLE_NAME: "jobs",

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from shared.errors import InvalidInput
-from shared.targets import Target, check_target
+from sundial.shared.errors import InvalidInput
+from sundial.shared.targets import Target, check_target
 
 TARGET: TypeAdapter[Target] = TypeAdapter(Target)
 

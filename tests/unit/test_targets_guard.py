@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from shared.targets import TargetError
-from shared.targets.guard import Resolver, checked_addresses, parse_literal, refusal
+from sundial.shared.targets import TargetError
+from sundial.shared.targets.guard import Resolver, checked_addresses, parse_literal, refusal
 
 
 @pytest.mark.parametrize(

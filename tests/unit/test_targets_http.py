@@ -19,9 +19,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from shared.constants import ERROR_TEXT_LIMIT
-from shared.targets import AwsClients, Delivery, HttpTarget, TargetError, TargetTimedOut, deliver
-from shared.targets.http_delivery import deliver_http, request_headers
+from sundial.shared.constants import ERROR_TEXT_LIMIT
+from sundial.shared.targets import AwsClients, Delivery, HttpTarget, TargetError, TargetTimedOut, deliver
+from sundial.shared.targets.http_delivery import deliver_http, request_headers
 
 DELIVERY = Delivery(
     job_id="01JD0000000000000000000000",

@@ -7,10 +7,17 @@ from typing import Any
 
 import pytest
 
-from shared.constants import ERROR_TEXT_LIMIT
-from shared.targets import Delivery, PythonTarget, TargetError, TargetTimedOut, deliver, python_handler
-from shared.targets.errors import bounded
-from shared.targets.registry import registered_handlers
+from sundial.shared.constants import ERROR_TEXT_LIMIT
+from sundial.shared.targets import (
+    Delivery,
+    PythonTarget,
+    TargetError,
+    TargetTimedOut,
+    deliver,
+    python_handler,
+)
+from sundial.shared.targets.errors import bounded
+from sundial.shared.targets.registry import registered_handlers
 
 DELIVERY = Delivery(
     job_id="01JD0000000000000000000000", scheduled_at="2026-12-01T09:00:00Z", attempt=1, idempotency_key="k"

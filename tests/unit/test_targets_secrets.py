@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from standardwebhooks.webhooks import Webhook
 
-from shared.targets import TargetError, deliver
-from shared.targets.models import Delivery, HttpTarget, SecretRef, masked, masked_url
-from shared.targets.secrets import scrubbed
-from shared.targets.signing import key_of, signature
+from sundial.contract.targets import HttpTarget, SecretRef
+from sundial.shared.targets import TargetError, deliver
+from sundial.shared.targets.models import Delivery, masked, masked_url
+from sundial.shared.targets.secrets import scrubbed
+from sundial.shared.targets.signing import key_of, signature
 
 KEY = base64.b64encode(bytes(range(32))).decode()
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from botocore.config import Config
 
-from shared.targets import (
+from sundial.shared.targets import (
     Delivery,
     EventBridgeTarget,
     LambdaTarget,
@@ -19,7 +19,7 @@ from shared.targets import (
     aws_client_config,
     deliver,
 )
-from shared.targets.timeouts import timeout_bucket
+from sundial.shared.targets.timeouts import timeout_bucket
 
 DELIVERY = Delivery(
     job_id="01JD0000000000000000000000", scheduled_at="2026-12-01T09:00:00Z", attempt=1, idempotency_key="k"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared import tracing
+from sundial.shared import tracing
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0736aa"
 HEADER = f"00-{TRACE_ID}-00f067aa0ba902b7-01"

@@ -8,10 +8,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.lifecycle import Placement, after_success, catch_up, start_of
-from shared.models import Job, JobStatus
-from shared.schedules import MisfirePolicy, following_occurrence, parse_schedule, start_instant
-from shared.targets.models import PythonTarget
+from sundial.contract.targets import PythonTarget
+from sundial.contract.vocabulary import JobStatus, MisfirePolicy
+from sundial.shared.lifecycle import Placement, after_success, catch_up, start_of
+from sundial.shared.models import Job
+from sundial.shared.schedules import following_occurrence, parse_schedule, start_instant
 
 T0 = 1_796_000_400_000  # a whole hour
 MINUTE = 60_000

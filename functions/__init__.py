@@ -1,1 +1,0 @@
-"""The three Lambda entry points (api, scheduler, worker): thin handlers over shared/."""

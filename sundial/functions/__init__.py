@@ -1,0 +1,1 @@
+"""The three Lambda entry points (api, scheduler, worker): thin handlers over sundial/shared/."""

@@ -1,0 +1,93 @@
+"""The emulator as a child process of `sundial local`: started on a free port, stopped on exit.
+
+It runs in its own session so that Ctrl-C in the terminal reaches `sundial local` only, which then
+drains its workers before it stops the emulator they still write to. On Linux the child also asks to
+be terminated when its parent dies, so a SIGKILLed local stack leaves no orphan emulator behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+# A child that fails exits, which the wait notices at once; this bounds one that hangs, and is
+# generous since a restore of 100,000 jobs takes seconds, and more on a loaded machine.
+READY_TIMEOUT_SECONDS = 300.0
+STOP_TIMEOUT_SECONDS = 5.0
+_PR_SET_PDEATHSIG = 1
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on right now (another process could take it before we do; unlikely)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for_port(host: str, port: int, timeout: float, alive: subprocess.Popen[bytes] | None = None) -> None:
+    """Returns once something accepts connections on host:port. Raises TimeoutError or RuntimeError
+    (the process that should have opened it exited)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if alive is not None and alive.poll() is not None:
+            raise RuntimeError(f"the emulator exited with code {alive.returncode} before it listened")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"nothing listened on {host}:{port} within {timeout:.0f} s")
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class EmulatorProcess:
+    """`sundial emulator --port PORT` as a child process."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.port = port
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> EmulatorProcess:
+        """Starts the child and waits until it listens. Raises TimeoutError or RuntimeError."""
+        command = [sys.executable, "-m", "sundial.local_stack.cli", "emulator", "--port", str(self.port)]
+        # preexec_fn only makes one prctl call, and the local stack starts its child before any thread.
+        self._process = subprocess.Popen(
+            command,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509
+        )
+        try:
+            wait_for_port(self.host, self.port, READY_TIMEOUT_SECONDS, self._process)
+        except BaseException:  # a signal that interrupts the wait too: the child must not outlive it
+            self.stop()
+            raise
+        return self
+
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

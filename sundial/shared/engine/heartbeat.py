@@ -1,0 +1,72 @@
+"""Keeps a running job's lease ahead of the clock, and notices when the lease was really lost."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from types import TracebackType
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from sundial.shared import lifecycle
+from sundial.shared.clock import Clock
+from sundial.shared.errors import StaleDelivery
+from sundial.shared.models import Job
+from sundial.shared.store import JobStore
+
+logger = logging.getLogger(__name__)
+# After an AWS error the next beat comes this much sooner than a regular one.
+RETRY_AFTER_ERROR_SECONDS = 2.0
+
+
+class Heartbeat:
+    """A background thread renewing the lease while the target runs (invariant 5).
+
+    A throttle or any other AWS error is retried on the next, earlier beat; the lease counts as lost
+    only when a write says another token holds the job. Settling is conditional on the token, so a
+    lease that merely ran out on our clock is still ours to settle unless the tick took it.
+    """
+
+    def __init__(self, store: JobStore, job: Job, token: str, clock: Clock, every_seconds: float) -> None:
+        self._store = store
+        self._job = job
+        self._token = token
+        self._clock = clock
+        self._every = every_seconds
+        self._lease_until = job.lease_until
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{job.id}", daemon=True)
+        self.lost = False
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def beat(self) -> bool:
+        """Renews the lease when it runs short. Returns False after an AWS error (retry soon)."""
+        now_ms = self._clock.now_ms()
+        timeout = self._job.retry.timeout_seconds
+        if self.lost or not lifecycle.needs_renewal(self._lease_until, now_ms, timeout):
+            return True
+        lease_until = lifecycle.running_lease(now_ms, timeout)
+        try:
+            self._store.heartbeat(self._job.id, self._token, lease_until, now_ms)
+        except StaleDelivery:
+            self.lost = True
+            return True
+        except (ClientError, BotoCoreError):
+            logger.warning("heartbeat of job %s failed; trying again", self._job.id, exc_info=True)
+            return False
+        self._lease_until = lease_until
+        return True
+
+    def _loop(self) -> None:
+        wait = self._every
+        while not self._stop.wait(wait):
+            wait = self._every if self.beat() else min(self._every, RETRY_AFTER_ERROR_SECONDS)

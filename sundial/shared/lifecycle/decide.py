@@ -1,0 +1,408 @@
+"""Where a job goes after each event: pure functions of the job as read and `now`.
+
+The store applies a Placement with one conditional write (its row in the table says which); when
+that write finds the job changed by a user action, the caller decides again from the job as it now is.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+
+from sundial.contract.vocabulary import JobStatus, MisfirePolicy, OverlapPolicy, RunStatus
+from sundial.shared import constants as c
+from sundial.shared.backoff import retry_delay_seconds
+from sundial.shared.errors import Conflict
+from sundial.shared.models import Job
+from sundial.shared.schedules import following_occurrence, parse_schedule, start_instant
+
+SECOND_MS = 1000
+GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND_MS
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A job's next state. `due_at` None keeps it out of the due index (terminal, paused).
+
+    `alert` marks the end of an occurrence as DEAD: the write that applies it records an owed alert.
+    """
+
+    status: JobStatus
+    scheduled_at: int | None
+    due_at: int | None
+    attempt: int
+    clear_deferred: bool = False
+    alert: bool = False
+    defer_to: int | None = None  # an extra run now; the schedule resumes here after it
+    retried_after: int | None = None  # set by a retry; None keeps the job's (a new occurrence: 0)
+    extra: bool = False  # the occurrence placed is a triggered extra run
+    triggers: int | None = None  # the triggers left waiting; None keeps the job's
+    backfill: tuple[int, ...] | None = None  # the backfilled instants left waiting; None keeps the job's
+
+    def dispatches_now(self, now_ms: int) -> bool:
+        """True when the due time falls before the next tick: the writer dispatches it itself."""
+        return (
+            self.status in (JobStatus.PENDING, JobStatus.FAILED)
+            and self.due_at is not None
+            and self.due_at <= now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
+        )
+
+    def waits_ahead(self, now_ms: int) -> bool:
+        """True when the due time is far enough that the tick sends the message without a claim: the
+        job waits with its token and an implied lease (see shared.engine.scheduler)."""
+        ahead_ms = (c.DISPATCH_HORIZON_SECONDS + c.AHEAD_MARGIN_SECONDS) * SECOND_MS
+        return (
+            self.status in (JobStatus.PENDING, JobStatus.FAILED)
+            and self.due_at is not None
+            and self.due_at > now_ms + ahead_ms
+        )
+
+
+# --- an attempt ends -----------------------------------------------------------------------------
+
+
+def after_success(job: Job, now_ms: int, started_ms: int) -> Placement:
+    """The next occurrence, SUCCEEDED for a one-off, CANCELLED when a cancel was asked meanwhile."""
+    return _move_on(job, now_ms, started_ms, JobStatus.SUCCEEDED)
+
+
+def after_failure(
+    job: Job, now_ms: int, started_ms: int, rng: random.Random | None = None, not_before: int = 0
+) -> Placement:
+    """A retry after the backoff (never before `not_before`) while attempts remain; else the
+    occurrence ends DEAD. A cancel asked meanwhile ends it CANCELLED; a pause holds the retry."""
+    if job.cancel_requested or is_dead(job):
+        return _move_on(job, now_ms, started_ms, JobStatus.DEAD)
+    if job.triggers:  # a trigger asked while it ran: the retry is that run, now (and even if paused)
+        due = max(now_ms, not_before)
+        return Placement(JobStatus.FAILED, job.scheduled_at, due, job.attempt, triggers=job.triggers - 1)
+    backoff = retry_delay_seconds(job.retry.backoff, _retry_attempt(job), rng)
+    due = max(now_ms + round(backoff * SECOND_MS), not_before)
+    return Placement(JobStatus.FAILED, job.scheduled_at, _unless_paused(job, due), job.attempt)
+
+
+def after_lost(job: Job, now_ms: int) -> Placement:
+    """A running attempt whose worker vanished: retried at once (the attempt was counted at its fence)."""
+    started = job.started_at or now_ms
+    if job.cancel_requested or is_dead(job):
+        return _move_on(job, now_ms, started, JobStatus.DEAD)
+    if job.triggers:
+        return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt, triggers=job.triggers - 1)
+    return Placement(JobStatus.FAILED, job.scheduled_at, _unless_paused(job, now_ms), job.attempt)
+
+
+def is_dead(job: Job) -> bool:
+    """True when the attempts of the current occurrence are used up."""
+    return _retry_attempt(job) > job.retry.max_retries
+
+
+def _retry_attempt(job: Job) -> int:
+    """The attempt's number as the retry policy counts it: from the latest retry."""
+    return job.attempt - job.retried_after
+
+
+def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
+    """The end of an occurrence; the first trigger waiting behind it starts its extra run now."""
+    placement = _end(job, now_ms, started_ms, outcome)
+    if placement.status is JobStatus.CANCELLED:
+        return placement
+    if not job.triggers:
+        return _next_backfill(job, now_ms, placement)
+    resume_at = placement.scheduled_at if placement.status is JobStatus.PENDING else None
+    extra = _extra_instant(job, now_ms, resume_at)
+    return Placement(
+        JobStatus.PENDING,
+        extra,
+        now_ms,
+        0,
+        resume_at is None,
+        placement.alert,
+        defer_to=resume_at,
+        extra=True,
+        triggers=job.triggers - 1,
+    )
+
+
+def _end(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
+    alert = outcome is JobStatus.DEAD and not job.cancel_requested
+    if job.cancel_requested:
+        return Placement(
+            JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0, backfill=()
+        )
+    if job.deferred_at is not None:
+        # A triggered extra run is over: the schedule resumes where it was.
+        due = _unless_paused(job, start_of(job, job.deferred_at))
+        return Placement(JobStatus.PENDING, job.deferred_at, due, 0, clear_deferred=True, alert=alert)
+    following = next_occurrence(job, started_ms, now_ms)
+    if following is None:
+        return Placement(outcome, job.scheduled_at, None, job.attempt, alert=alert)
+    due = _unless_paused(job, start_of(job, following))
+    return Placement(JobStatus.PENDING, following, due, 0, alert=alert)
+
+
+def _next_backfill(job: Job, now_ms: int, placement: Placement) -> Placement:
+    """The first backfilled instant waiting starts now (held while paused), and the schedule resumes
+    where `placement` puts it. When the schedule has ended, what waits is dropped: nothing would
+    resume after it."""
+    if not job.backfill:
+        return placement
+    if placement.status is not JobStatus.PENDING:
+        return replace(placement, backfill=())
+    first, *rest = job.backfill
+    return Placement(
+        JobStatus.PENDING,
+        first,
+        _unless_paused(job, now_ms),
+        0,
+        alert=placement.alert,
+        defer_to=placement.scheduled_at,
+        extra=True,
+        backfill=tuple(rest),
+    )
+
+
+def is_backfill_run(job: Job) -> bool:
+    """True when the current occurrence is a backfilled one: an extra run at an instant before the
+    job existed, which only a backfill places (a triggered run's instant is the moment it was asked)."""
+    return job.extra_run and job.scheduled_at is not None and job.scheduled_at < job.created_at
+
+
+def _unless_paused(job: Job, due_at: int) -> int | None:
+    return None if job.paused else due_at
+
+
+# --- occurrences: misfire and overlap ------------------------------------------------------------
+
+
+def next_occurrence(job: Job, started_ms: int, now_ms: int) -> int | None:
+    """The occurrence after the current one, which started at `started_ms` and ended at `now_ms`.
+
+    Occurrences that fell due while it ran are overlaps: `skip` drops them, `buffer` keeps them
+    under the misfire policy. Those already due before it started are misfires (it started late):
+    the misfire policy alone decides them. None when the schedule has no more.
+    """
+    if not job.is_recurring or job.schedule is None or job.scheduled_at is None:
+        return None
+    policy = MisfirePolicy(job.misfire_policy)
+    if policy is MisfirePolicy.RUN_ONCE and start_of(job, job.scheduled_at) < started_ms - GRACE_MS:
+        policy = MisfirePolicy.SKIP  # this late run was the one run of what was missed
+    if job.overlap_policy is OverlapPolicy.BUFFER:
+        return _following(job, now_ms, policy, GRACE_MS)
+    before_start = _following(job, started_ms, policy, GRACE_MS)
+    if before_start is not None and start_of(job, before_start) <= started_ms:
+        return before_start
+    return _following(job, now_ms, MisfirePolicy.SKIP, 0)
+
+
+def catch_up(job: Job, now_ms: int) -> int | None:
+    """The occurrence to run instead of the current one when it is missed (more than the grace late):
+    run_all keeps it, run_once takes the latest one due by now, skip the first one not missed (which
+    may lie ahead). None when skip finds the schedule ended. A retry or a triggered run is kept."""
+    scheduled = job.scheduled_at
+    policy = MisfirePolicy(job.misfire_policy)
+    if (
+        not job.is_recurring
+        or scheduled is None
+        or job.attempt
+        or job.extra_run
+        or job.deferred_at is not None
+    ):
+        return scheduled
+    if start_of(job, scheduled) >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
+        return scheduled
+    if policy is MisfirePolicy.SKIP:
+        return _following(job, now_ms, MisfirePolicy.SKIP, GRACE_MS)
+    latest = _following(job, now_ms, MisfirePolicy.RUN_ONCE, 0)
+    return latest if latest is not None and start_of(job, latest) <= now_ms else scheduled
+
+
+def caught_up(job: Job, now_ms: int) -> Placement | None:
+    """Where a just-claimed job goes when its occurrence was missed; None to run it as it is."""
+    target = catch_up(job, now_ms)
+    if target == job.scheduled_at:
+        return None
+    if target is None:
+        return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
+    return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), 0)
+
+
+def _following(job: Job, now_ms: int, policy: MisfirePolicy, grace_ms: int) -> int | None:
+    assert job.schedule is not None and job.scheduled_at is not None
+    schedule = parse_schedule(job.schedule, job.timezone)
+    return following_occurrence(
+        schedule,
+        job.scheduled_at,
+        now_ms,
+        policy,
+        job.start_at,
+        job.end_at,
+        grace_ms,
+        lambda instant: start_of(job, instant),
+    )
+
+
+def start_of(job: Job, instant_ms: int) -> int:
+    """When the occurrence at `instant_ms` starts: its instant, or later inside the job's spread
+    window. Lateness, misfires and the worker's wait are all measured against this."""
+    if not job.window_seconds:
+        return instant_ms
+    schedule = parse_schedule(job.schedule, job.timezone) if job.is_recurring and job.schedule else None
+    return start_instant(job.id, instant_ms, job.window_seconds, schedule)
+
+
+# --- what the user asks --------------------------------------------------------------------------
+
+
+def on_cancel(job: Job) -> Placement | None:
+    """CANCELLED at once, the waiting triggers with it; None while an attempt runs: the flag ends it
+    when the attempt settles (and drops the triggers then)."""
+    if job.status is JobStatus.RUNNING:
+        return None
+    return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0, backfill=())
+
+
+def on_pause(job: Job) -> Placement | None:
+    """Out of the due index, and every waiting trigger dropped: a triggered run not yet started
+    gives its place back to the occurrence it deferred (a queued message is dropped at its fence).
+    None when only the flag changes: a running attempt finishes, a finished job stays so."""
+    if unstarted_extra(job) and is_backfill_run(job):
+        return Placement(JobStatus.PENDING, job.scheduled_at, None, 0)  # held, as the rest waiting are
+    if unstarted_extra(job):
+        return _extra_dropped(job)
+    if job.status in (JobStatus.PENDING, JobStatus.FAILED):
+        return Placement(job.status, job.scheduled_at, None, job.attempt)
+    if job.status is JobStatus.QUEUED:
+        return Placement(_waiting_status(job), job.scheduled_at, None, job.attempt)
+    return None
+
+
+def _extra_dropped(job: Job) -> Placement:
+    """Where a job goes when its triggered run, not yet started, is dropped: back to the occurrence
+    it deferred, or, when it ran on a finished job, back to how that job had ended."""
+    if job.deferred_at is not None:
+        return Placement(JobStatus.PENDING, job.deferred_at, None, 0, clear_deferred=True)
+    last = job.last_run
+    ended = JobStatus.DEAD if last is not None and last.status is RunStatus.DEAD else JobStatus.SUCCEEDED
+    scheduled = last.scheduled_at if last is not None else job.scheduled_at
+    return Placement(ended, scheduled, None, last.attempt if last is not None else 0)
+
+
+def on_resume(job: Job, now_ms: int) -> Placement | None:
+    """Back into the due index: a held retry runs now, a missed occurrence as its misfire policy
+    says. None when only the flag changes (queued, running or finished)."""
+    if job.status is JobStatus.FAILED:
+        return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt)
+    if job.status is not JobStatus.PENDING:
+        return None
+    target = catch_up(job, now_ms)
+    if target is None:
+        return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
+    if job.backfill and job.attempt == 0 and not unstarted_extra(job):
+        # Backfilled while paused: the first of those runs starts now, and the schedule resumes
+        # behind it where its misfire policy puts it, as a backfill on a running schedule does.
+        first, *rest = job.backfill
+        return Placement(
+            JobStatus.PENDING, first, now_ms, 0, defer_to=target, extra=True, backfill=tuple(rest)
+        )
+    return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), job.attempt)
+
+
+def on_trigger(job: Job, now_ms: int) -> Placement | None:
+    """One extra occurrence now; the schedule resumes after it where it was (`defer_to`). A retry
+    waiting for its backoff runs now instead. None when the extra run must wait behind the current
+    occurrence (a running attempt, a triggered run not yet started, a retry due already): the store
+    counts it in `triggers`, and each starts as soon as the one before it ends (one job never runs
+    two attempts at once). Raises Conflict when cancelled or when MAX_WAITING_TRIGGERS wait."""
+    if job.status is JobStatus.CANCELLED:
+        raise Conflict(f"job '{job.id}' is cancelled; create a new job to run it again")
+    if job.cancel_requested:
+        # Acknowledged, the cancel holds: the running attempt is the last, so a run waiting behind
+        # it would never start.
+        raise Conflict(
+            f"job '{job.id}' is being cancelled: its running attempt is its last; create a new job "
+            "to run it again"
+        )
+    if waiting_triggers(job) >= c.MAX_WAITING_TRIGGERS:
+        raise Conflict(
+            f"job '{job.id}' has {c.MAX_WAITING_TRIGGERS} triggered runs waiting already; each runs in "
+            "turn: trigger it again once one has started"
+        )
+    if job.status is JobStatus.RUNNING or unstarted_extra(job):
+        return None
+    if job.attempt > 0 and job.status in (JobStatus.FAILED, JobStatus.QUEUED):
+        if job.due_at is not None and job.due_at <= now_ms:
+            return None  # its retry is due already: the extra run follows this occurrence
+        return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt)
+    if job.status in (JobStatus.PENDING, JobStatus.QUEUED):
+        resume_at = job.deferred_at or job.scheduled_at
+        extra = _extra_instant(job, now_ms, resume_at)
+        return Placement(JobStatus.PENDING, extra, now_ms, 0, defer_to=resume_at, extra=True)
+    extra = _extra_instant(job, now_ms, None)
+    return Placement(JobStatus.PENDING, extra, now_ms, 0, clear_deferred=True, extra=True)
+
+
+def unstarted_extra(job: Job) -> bool:
+    """True when the current occurrence is a triggered extra run whose first attempt has not started."""
+    return job.extra_run and job.status in (JobStatus.PENDING, JobStatus.QUEUED) and job.attempt == 0
+
+
+def waiting_triggers(job: Job) -> int:
+    """Acknowledged triggers whose runs have not started: the current occurrence when it is one, and
+    those waiting behind it. None once a cancel was asked: it drops them all."""
+    if job.cancel_requested or job.status is JobStatus.CANCELLED:
+        return 0
+    return job.triggers + (1 if unstarted_extra(job) and not is_backfill_run(job) else 0)
+
+
+def _extra_instant(job: Job, now_ms: int, resume_at: int | None) -> int:
+    """A triggered run's instant, which names its occurrence (and its idempotency key): never one the
+    job ran or will run, even when the trigger comes on the very millisecond of one."""
+    taken = {job.scheduled_at, resume_at, job.last_run.scheduled_at if job.last_run else None}
+    instant = now_ms
+    while instant in taken:
+        instant += 1
+    return instant
+
+
+def on_retry(job: Job, now_ms: int) -> Placement:
+    """A dead job's occurrence again, now, with its retry policy afresh. Raises Conflict unless dead.
+
+    Attempt numbers go on from the dead attempt's, so the history keeps every attempt apart."""
+    if job.status is not JobStatus.DEAD:
+        raise Conflict(f"job '{job.id}' is {job.status.value}, not dead; only dead jobs can be retried")
+    return Placement(
+        JobStatus.PENDING,
+        job.scheduled_at,
+        now_ms,
+        job.attempt,
+        clear_deferred=True,
+        retried_after=job.attempt,
+    )
+
+
+def timing_change_refusal(job: Job) -> str | None:
+    """Why a change of schedule or run time cannot apply to this job now, or None when it can.
+
+    A change takes effect from the next occurrence: a finished one-off or a cancelled job has none,
+    and a one-off retrying its only occurrence keeps it."""
+    if job.status is JobStatus.CANCELLED:
+        return f"job '{job.id}' is cancelled; create a new job instead"
+    if job.status is JobStatus.DEAD:
+        return f"job '{job.id}' is dead; retry it (POST /jobs/{job.id}/retry) or create a new job"
+    if job.status is JobStatus.SUCCEEDED:
+        return f"job '{job.id}' has finished; create a new job to run it again"
+    if job.attempt > 0 and not job.is_recurring:
+        return f"job '{job.id}' is retrying its run; change its timing after the retries end, or cancel it"
+    if job.extra_run and job.deferred_at is None:
+        return f"job '{job.id}' has finished and runs a triggered run now; create a new job to run it again"
+    return None
+
+
+def replaces_occurrence(job: Job) -> bool:
+    """True when new timing moves the current occurrence: it has not run an attempt yet, and it is
+    not a triggered run (new timing moves where the schedule resumes after that instead)."""
+    return job.status in (JobStatus.PENDING, JobStatus.QUEUED) and job.attempt == 0 and not job.extra_run
+
+
+def _waiting_status(job: Job) -> JobStatus:
+    return JobStatus.FAILED if job.attempt > 0 else JobStatus.PENDING

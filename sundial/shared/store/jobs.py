@@ -1,0 +1,493 @@
+"""The job store: every DynamoDB write of Sundial, one named conditional write per state change.
+
+Each state change is a row of the transition table (shared.lifecycle.table): its condition is built
+from the row, and an end status the row does not list is refused. A failed condition raises
+StaleDelivery carrying the job as it now is, so the caller can tell a zombie from a user action and
+decide again; the API turns what it cannot resolve into Conflict or JobNotFound.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared import constants as c
+from sundial.shared import lifecycle
+from sundial.shared.errors import Conflict, JobNotFound, StaleDelivery
+from sundial.shared.lifecycle import TRANSITIONS, Event, Placement
+from sundial.shared.models import Job, Run, RunSummary
+from sundial.shared.store import expressions as x
+from sundial.shared.store import items, routes
+from sundial.shared.store.backfills import BackfillLedger, ledger_item
+from sundial.shared.store.operations import OperationStore
+from sundial.shared.store.reads import DueRow, SentMark
+from sundial.shared.store.routes import RouteAlerts
+from sundial.shared.store.writes import Item, is_condition_failure
+
+SECOND_MS = 1000
+# An owed alert waits this long for the writer that owes it before the tick sends it instead.
+ALERT_GRACE_MS = 60 * SECOND_MS
+# An idempotency record blocks a second create until it expires (TTL deletion can lag by days).
+IDEMPOTENCY_FREE = "attribute_not_exists(#pk) OR #expires < :now"
+FENCED_FROM = TRANSITIONS[Event.FENCE].sources
+ENDED = frozenset({JobStatus.SUCCEEDED, JobStatus.DEAD, JobStatus.CANCELLED})
+# What items written before triggers were counted hold instead of `triggers` (read as one): every
+# write of `triggers` removes it.
+LEGACY_TRIGGER_FLAG = "trigger_requested"
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    key: str
+    body_hash: str
+    job_id: str
+    expires_at: int  # epoch seconds
+
+
+def new_token() -> str:
+    return secrets.token_hex(8)
+
+
+class JobStore(BackfillLedger, OperationStore, RouteAlerts):
+    """Reads (StoreReads) and every conditional write on jobs, their history, their alerts and the
+    bulk operations that act on them."""
+
+    _operation: str | None = None
+    _trace: str | None = None
+
+    def for_operation(self, operation_id: str) -> JobStore:
+        """This store with every user action it writes marked as `operation_id`'s, in the action's
+        own write: a bulk operation repeating a slice after a crash knows the jobs it acted on."""
+        marked = copy.copy(self)
+        marked._operation = operation_id
+        return marked
+
+    def traced(self, traceparent: str | None) -> JobStore:
+        """This store with every user action that schedules a run (a trigger, a retry, a resume or a
+        change that places an occurrence) recording `traceparent` as the job's trace, in its write."""
+        traced = copy.copy(self)
+        traced._trace = traceparent
+        return traced
+
+    # --- the tick ---------------------------------------------------------------------------------
+
+    def claim(self, row: DueRow, token: str, now_ms: int) -> Job:
+        """PENDING/FAILED whose due key is still the one read → QUEUED with a fresh token and lease."""
+        lease_until = lifecycle.queued_lease(row.due_at, now_ms)
+        change = x.Change(condition_values={":seen_due_key": row.due_key})
+        change.set(status=JobStatus.QUEUED, token=token, lease_until=lease_until, updated_at=now_ms)
+        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.QUEUED, lease_until)}).remove("resent")
+        return self._transition(Event.CLAIM, row.job_id, change)
+
+    def catch_up(self, job: Job, token: str, placement: Placement, next_token: str | None) -> Job:
+        """A claimed occurrence that was missed → the one its misfire policy runs instead."""
+        change = self._placement_change(job, placement, next_token)
+        return self._transition(Event.CATCH_UP, job.id, change, token=token)
+
+    def resend(self, job: Job, seen_due_key: str, now_ms: int) -> Job:
+        """A queued job whose lease ran out keeps its token (its message may still be waiting in a
+        backlog, and either copy may start it) and gets a longer lease."""
+        lease_until = lifecycle.resend_lease(now_ms, job.resent)
+        change = x.Change(condition_values={":seen_due_key": seen_due_key, ":now": now_ms})
+        change.set(lease_until=lease_until, updated_at=now_ms, resent=job.resent + 1)
+        change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until, self._written))
+        return self._transition(Event.RESEND, job.id, change, token=job.token)
+
+    def expire_lease(self, job_id: str, token: str, now_ms: int) -> Job:
+        """RUNNING+token → its lease ended now: its worker is known to be gone (a local stack started
+        again on its saved state), so the next tick reclaims the attempt instead of waiting out the
+        lease. The heartbeat's row and write, with a lease in the past. Raises StaleDelivery."""
+        return self.heartbeat(job_id, token, now_ms - 1, now_ms)
+
+    def release(self, job_id: str, token: str, now_ms: int) -> Job:
+        """A queued job whose message could not be sent: due for the next tick at once."""
+        change = x.Change().set(lease_until=now_ms - 1, updated_at=now_ms)
+        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.QUEUED, now_ms - 1)})
+        return self._transition(Event.RELEASE, job_id, change, token=token)
+
+    def reclaim(
+        self, job: Job, seen_due_key: str, placement: Placement, run: RunSummary, next_token: str | None
+    ) -> Job:
+        """A running job whose lease expired (its worker is gone) → `placement`, the lost attempt as
+        its last run. Conditional on the lease still being expired and the index row unchanged."""
+        now_ms = self._now()
+        change = self._placement_change(job, placement, next_token)
+        change.set(last_run=run.model_dump_json(exclude_none=True))
+        change.condition_values.update({":seen_due_key": seen_due_key, ":now": now_ms})
+        return self._settle(Event.RECLAIM, job, placement, run, change)
+
+    def mark_sent(self, shard: int, mark: SentMark) -> None:
+        """Records that the tick sent every ahead row's message of `shard` that `mark` covers; never
+        moves back (a slow tick finishing after a faster one leaves the later mark). A mark without
+        a position inside a second leaves the one written before: it is still true."""
+        names = {"#until": items.SENT_UNTIL}
+        values: dict[str, Any] = {":until": {"N": str(mark.until)}}
+        update, condition = "SET #until = :until", "attribute_not_exists(#until) OR #until < :until"
+        if mark.within:
+            names["#within"] = items.SENT_WITHIN
+            values[":within"] = {"S": mark.within}
+            update += ", #within = :within"
+            condition += " OR (#until = :until AND (attribute_not_exists(#within) OR #within < :within))"
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=items.sent_mark_key(shard),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+
+    def forget_sends(self) -> None:
+        """Drops the tick's record of its sends: the queues that held those messages are gone (a
+        local stack started again on its saved state), so the next tick sends them again."""
+        marks = self.sent_marks()
+        for shard in [None, *marks.own]:
+            self._client.delete_item(TableName=self._table, Key=items.sent_mark_key(shard))
+
+    # --- the worker -------------------------------------------------------------------------------
+
+    def fence(
+        self,
+        job_id: str,
+        token: str,
+        worker: str,
+        now_ms: int,
+        timeout_seconds: int = c.LEASE_CHUNK_SECONDS,
+        delivery_id: str | None = None,
+    ) -> Job:
+        """QUEUED+token → RUNNING before anything runs; counts the attempt (a job waiting with its
+        token, whose message the tick sent without a claim, starts from PENDING or FAILED alike; its
+        index row stays where it is, its implied lease now the lease). A late delivery whose
+        lease ran short gets a fresh one (and its index row moves), so no tick reclaims an attempt
+        that has just started. Raises StaleDelivery for a duplicate or stale delivery.
+
+        `delivery_id` names this delivery: a worker repeating the fence after an error passes the
+        same one, so the repeat recognises its own applied fence instead of taking it for a
+        duplicate's (each copy of a message has its own)."""
+        needed = lifecycle.shortest_running_lease(now_ms, timeout_seconds)
+        write_id = delivery_id or x.new_write_id()
+        change = self._fence_change(worker, now_ms, needed, write_id)
+        try:
+            return self._transition(Event.FENCE, job_id, change, x.LEASE_LASTS, token=token)
+        except StaleDelivery as exc:
+            current = exc.current
+            if current is None or current.status not in FENCED_FROM or current.token != token:
+                raise
+        lease_until = lifecycle.running_lease(now_ms, current.retry.timeout_seconds)
+        change = self._fence_change(worker, now_ms, None, write_id).set(lease_until=lease_until)
+        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
+        return self._transition(Event.FENCE, job_id, change, token=token)
+
+    @staticmethod
+    def _fence_change(worker: str, now_ms: int, lease_needed: int | None, write_id: str) -> x.Change:
+        values = {":lease_needed": lease_needed} if lease_needed is not None else {}
+        change = x.Change(condition_values=values, write_id=write_id).increment("attempt").remove("resent")
+        return change.set(status=JobStatus.RUNNING, worker=worker, started_at=now_ms, updated_at=now_ms)
+
+    def heartbeat(self, job_id: str, token: str, lease_until: int, now_ms: int) -> Job:
+        """RUNNING+token → lease extended. Raises StaleDelivery when the lease was lost."""
+        change = x.Change().set(lease_until=lease_until, updated_at=now_ms)
+        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
+        return self._transition(Event.HEARTBEAT, job_id, change, token=token)
+
+    def complete(
+        self, job: Job, token: str, placement: Placement, run: RunSummary, next_token: str | None
+    ) -> Job:
+        """RUNNING+token+revision → the placement after success. Raises StaleDelivery."""
+        return self._finish(Event.SUCCEED, job, token, placement, run, next_token)
+
+    def fail(
+        self, job: Job, token: str, placement: Placement, run: RunSummary, next_token: str | None
+    ) -> Job:
+        """RUNNING+token+revision → a retry, or the end of the occurrence. Raises StaleDelivery."""
+        return self._finish(Event.FAIL, job, token, placement, run, next_token)
+
+    def put_run(self, run: Run) -> bool:
+        """Writes one history item once; False when another write holds it (a repeated finish)."""
+        expires = run.scheduled_at // SECOND_MS + c.RUN_HISTORY_TTL_SECONDS
+        item = items.run_to_item(run, expires)
+        return self._put_if(item, x.NOT_EXISTS, None, lambda found: found == item)
+
+    def alert_sent(self, job_id: str, run: RunSummary) -> None:
+        """Clears an owed alert once its dead-letter message is out."""
+        key = {c.PARTITION_KEY: {"S": items.job_pk(job_id)}}
+        key[c.SORT_KEY] = {"S": items.alert_sk(run.scheduled_at, run.attempt)}
+        self._client.delete_item(TableName=self._table, Key=key)
+
+    # --- the API: read, decide, write conditional on the version read ------------------------------
+
+    def create(
+        self, job: Job, idempotency: IdempotencyRecord | None, stored_as: Callable[[Job], Job] = lambda j: j
+    ) -> tuple[Job, bool]:
+        """Writes a new job, its payload apart when large, after reserving its Idempotency-Key.
+        `stored_as` gives what the item holds once the job's id is final (its sealed headers name it).
+
+        Returns (job, True), or (the first job, False) for a repeated key with the same body. Raises
+        Conflict for a repeated key with a different body. No transaction: the reservation names
+        the job's id, so a retry after a crash between the writes finishes the same job."""
+        if idempotency is not None and not self._reserve(idempotency):
+            return self._replay(idempotency, job, stored_as)
+        return self._put_new(stored_as(job), idempotency)
+
+    def cancel(self, job: Job, placement: Placement | None) -> Job:
+        if placement is None:
+            return self._user_change(Event.CANCEL, job, None, None, cancel_requested=True)
+        return self._user_change(Event.CANCEL, job, placement, None)
+
+    def pause(self, job: Job, placement: Placement | None) -> Job:
+        """Paused; the triggers waiting behind the current occurrence are dropped with it."""
+        dropped: dict[str, Any] = {"triggers": None, LEGACY_TRIGGER_FLAG: None}
+        return self._user_change(Event.PAUSE, job, placement, None, paused=True, **dropped)
+
+    def resume(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
+        return self._user_change(Event.RESUME, job, placement, next_token, paused=False)
+
+    def trigger(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
+        """Places the extra run, or counts it behind the current occurrence (placement None)."""
+        if placement is None:
+            counted: dict[str, Any] = {"triggers": job.triggers + 1, LEGACY_TRIGGER_FLAG: None}
+            return self._user_change(Event.TRIGGER, job, None, None, **counted)
+        return self._user_change(Event.TRIGGER, job, placement, next_token)
+
+    def backfill(
+        self,
+        job: Job,
+        placement: Placement | None,
+        next_token: str | None,
+        waiting: tuple[int, ...],
+        recorded: tuple[int, ...],
+    ) -> Job:
+        """Records each instant of `recorded` in the ledger, only if absent, with the job's write:
+        the first backfilled run placed now, or `waiting` added behind the current occurrence."""
+        now_ms = self._now()
+        new = [ledger_item(job.id, instant, now_ms) for instant in recorded]
+        fields: dict[str, Any] = {} if placement is not None else {"backfill": list(waiting) or None}
+        return self._user_change(Event.BACKFILL, job, placement, next_token, new_items=new, **fields)
+
+    def revive(self, job: Job, placement: Placement, next_token: str | None) -> Job:
+        return self._user_change(Event.RETRY, job, placement, next_token)
+
+    def update(
+        self, job: Job, changes: dict[str, Any], placement: Placement | None, next_token: str | None
+    ) -> Job:
+        """Writes changed fields, a new placement when timing moved an occurrence not yet run, and
+        the index row's shard when the priority changed."""
+        fields = items.plain_fields(changes)
+        if placement is None and "priority" in changes and job.due_at is not None:
+            fields[c.DUE_SHARD_ATTRIBUTE] = items.due_shard(changes["priority"], job.id, self._written)
+        if fields.get("payload_stored_apart"):
+            # A large payload lives in its own item: it and the job change together or not at all.
+            put = items.payload_item(job.id, changes["payload"])
+            fields.pop("payload")
+            return self._user_change(Event.UPDATE, job, placement, next_token, put=put, **fields)
+        return self._user_change(Event.UPDATE, job, placement, next_token, **fields)
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def _finish(
+        self,
+        event: Event,
+        job: Job,
+        token: str,
+        placement: Placement,
+        run: RunSummary,
+        next_token: str | None,
+    ) -> Job:
+        change = self._placement_change(job, placement, next_token)
+        last_run = run.model_dump_json(exclude_none=True)
+        change.set(last_run=last_run)
+        change.condition_values[":token"] = token
+        # The worker repeats this write after a throttle or a fault: the repeat must know it.
+        change.write_id = x.repeatable_write_id(event.value, token, next_token or "", last_run)
+        return self._settle(event, job, placement, run, change)
+
+    def _settle(self, event: Event, job: Job, placement: Placement, run: RunSummary, change: x.Change) -> Job:
+        change.condition_values.setdefault(":token", job.token)
+        change.condition_values[":revision"] = job.revision
+        # The attempt's last run names this settle alone, and only the next settle replaces it.
+        change.proof["last_run"] = change.sets["last_run"]
+        if placement.status is JobStatus.CANCELLED:
+            change.remove("cancel_requested")
+        change.set(**lifecycle.health_after(job, placement, run.status))
+        if not placement.alert:
+            return self._transition(event, job.id, change)
+        due_at = self._now() + ALERT_GRACE_MS
+        alert = items.alert_item(job, run, due_at, self._written)
+        in_a_row = lifecycle.route_owed(job, placement)
+        if in_a_row is None:
+            return self._transition(event, job.id, change, put=alert)
+        # The job's own route is owed in the same write, as the stack's alert is.
+        route = routes.route_alert_item(job, run, in_a_row, due_at, self._written)
+        return self._transition(event, job.id, change, put=alert, also=route)
+
+    def _user_change(
+        self,
+        event: Event,
+        job: Job,
+        placement: Placement | None,
+        next_token: str | None,
+        put: Item | None = None,
+        new_items: list[Item] | None = None,
+        **fields: Any,
+    ) -> Job:
+        change = x.Change() if placement is None else self._placement_change(job, placement, next_token)
+        change.set(updated_at=self._now(), **fields).increment("revision")
+        if self._operation is not None:
+            change.set(operation=self._operation)
+        if self._trace is not None and _schedules(event, placement):
+            change.set(traceparent=self._trace)
+        change.condition_values[":version"] = job.version
+        return self._transition(event, job.id, change, put=put, new_items=new_items)
+
+    def _transition(
+        self,
+        event: Event,
+        job_id: str,
+        change: x.Change,
+        *extra: str,
+        token: str | None = None,
+        put: Item | None = None,
+        also: Item | None = None,
+        new_items: list[Item] | None = None,
+    ) -> Job:
+        """One write of the table's row for `event`: its sources and guards as the condition, with
+        `put` (and `also`) written in the same transaction."""
+        row = TRANSITIONS[event]
+        status = change.sets.get("status")
+        if status is not None and JobStatus(status) not in row.targets:
+            raise AssertionError(f"{event.value} cannot end in {status}")
+        sources, values = x.status_in(row.sources)
+        change.condition_values.update(values)
+        if token is not None:
+            change.condition_values[":token"] = token
+        condition = x.all_of(sources, *(x.GUARDS[guard] for guard in row.guards), *extra)
+        change.set(**items.index_moves(job_id, change.sets, change.removes))
+        if new_items:
+            if put is not None or also is not None:
+                raise AssertionError(f"{event.value} records ledger items and puts no other item")
+            return self._write_recording(job_id, change, condition, new_items)
+        if put is None:
+            return self._write(job_id, change, condition)
+        return self._write_with(job_id, change, condition, put, *([also] if also is not None else []))
+
+    def _placement_change(self, job: Job, placement: Placement, next_token: str | None) -> x.Change:
+        """The fields of a placement. Dispatched in the same write (`next_token`), it is QUEUED under
+        that token with a queued lease; otherwise it waits in the index at its due time, or leaves it."""
+        now_ms = self._now()
+        change = x.Change().set(
+            status=placement.status,
+            attempt=placement.attempt,
+            scheduled_at=placement.scheduled_at,
+            due_at=placement.due_at,
+            updated_at=now_ms,
+            worker=None,
+            started_at=None,
+        )
+        change.remove("resent")
+        _occurrence_fields(change, job, placement)
+        if next_token is not None:
+            assert placement.due_at is not None and placement.dispatches_now(now_ms)
+            lease_until = lifecycle.queued_lease(placement.due_at, now_ms, job.retry.timeout_seconds)
+            change.set(status=JobStatus.QUEUED, token=next_token, lease_until=lease_until)
+            change.set(
+                **items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until, self._written)
+            )
+        elif placement.due_at is not None and placement.waits_ahead(now_ms):
+            # Far enough ahead that the tick sends its message without a claim: the token and the
+            # lease it will start under are written now, in the write that places it anyway.
+            token = new_token()
+            change.set(token=token, lease_until=lifecycle.ahead_lease(placement.due_at))
+            ahead = items.ahead_attributes(job.priority, job.id, placement.due_at, token, self._written)
+            change.set(**ahead)
+        elif placement.due_at is not None:
+            change.set(token=None, lease_until=None)
+            due = items.due_attributes(
+                job.priority, job.id, placement.status, placement.due_at, self._written
+            )
+            change.set(**due)
+        else:
+            change.remove("token", "lease_until", c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE)
+        return change
+
+    def _now(self) -> int:
+        return self._clock.now_ms()
+
+    def _reserve(self, idempotency: IdempotencyRecord) -> bool:
+        item = items.idempotency_item(idempotency)
+        values = {":now": {"N": str(self._now() // SECOND_MS)}}
+        job_id = idempotency.job_id
+        return self._put_if(item, IDEMPOTENCY_FREE, values, lambda found: _names_job(found, job_id))
+
+    def _replay(
+        self, idempotency: IdempotencyRecord, job: Job, stored_as: Callable[[Job], Job]
+    ) -> tuple[Job, bool]:
+        response = self._client.get_item(
+            TableName=self._table, Key=items.idempotency_key(idempotency.key), ConsistentRead=True
+        )
+        first = items.deserialize(response.get("Item", {}))
+        if first.get("body_hash") != idempotency.body_hash:
+            raise Conflict(
+                f"Idempotency-Key '{idempotency.key}' was used with a different body", field="Idempotency-Key"
+            )
+        try:
+            return self.get(str(first["job_id"])), False
+        except JobNotFound:  # the first create stopped after its reservation: finish it now
+            return self._put_new(stored_as(job.model_copy(update={"id": str(first["job_id"])})), idempotency)
+
+    def _put_new(self, job: Job, idempotency: IdempotencyRecord | None) -> tuple[Job, bool]:
+        if job.payload_stored_apart:
+            self._client.put_item(TableName=self._table, Item=items.payload_item(job.id, job.payload))
+        write_id = x.new_write_id()
+        item = items.job_to_item(job, write_id, self._written)
+        if self._put_if(item, x.NOT_EXISTS, None, lambda found: found.get("write_id") == item["write_id"]):
+            return job, True
+        if idempotency is None:
+            raise Conflict(f"job '{job.id}' exists already")
+        return self.get(job.id), False  # a concurrent retry with the same key finished it first
+
+
+def _occurrence_fields(change: x.Change, job: Job, placement: Placement) -> None:
+    """What a placement says about its occurrence: the retries counted, the triggered run and where
+    the schedule resumes after it, the triggers left waiting."""
+    if placement.attempt == 0:
+        change.remove("retried_after")
+    elif placement.retried_after is not None:
+        change.set(retried_after=placement.retried_after)
+    if placement.clear_deferred:
+        change.remove("deferred_at")
+    if placement.defer_to is not None:
+        change.set(deferred_at=placement.defer_to)
+    if placement.triggers is not None:
+        change.set(triggers=placement.triggers or None).remove(LEGACY_TRIGGER_FLAG)
+    if placement.backfill is not None:
+        change.set(backfill=list(placement.backfill) or None)
+    if placement.extra:
+        change.set(extra_run=True)
+    elif placement.scheduled_at != job.scheduled_at or placement.status in ENDED or placement.clear_deferred:
+        # Another occurrence, this one over, or the schedule resuming after a triggered run: even
+        # at the same instant (a run moved to it), the occurrence resumed is not the triggered one.
+        change.remove("extra_run")
+
+
+def _schedules(event: Event, placement: Placement | None) -> bool:
+    """Whether a user action schedules a run: its trace goes with that run (sundial/shared/tracing.py)."""
+    return event in (Event.TRIGGER, Event.RETRY) or (
+        placement is not None and placement.due_at is not None and event in (Event.RESUME, Event.UPDATE)
+    )
+
+
+def _names_job(found: Item, job_id: str) -> bool:
+    return bool(found.get("job_id", {}).get("S") == job_id)
+
+
+__all__ = ["DueRow", "IdempotencyRecord", "JobStore", "new_token"]
