@@ -209,7 +209,7 @@ def _import_own_handlers(modules: tuple[str, ...]) -> None:
 
 def _handler(function: str) -> Handler:
     """A handler reads its settings at its first call, so the environment must be set before that."""
-    handler: Handler = importlib.import_module(f"functions.{function}").handler
+    handler: Handler = importlib.import_module(f"sundial.functions.{function}").handler
     return handler
 
 

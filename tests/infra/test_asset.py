@@ -15,7 +15,7 @@ from tests.infra.conftest import Synthesised
 pytestmark = pytest.mark.infra
 
 ROOT = Path(__file__).resolve().parents[2]
-REQUIREMENTS = ROOT / "functions" / "requirements.txt"
+REQUIREMENTS = ROOT / "sundial" / "functions" / "requirements.txt"
 ABI = "cpython-" + PYTHON_VERSION.replace(".", "")
 
 
@@ -46,8 +46,12 @@ def test_runtime_matches_the_wheels() -> None:
 
 def test_asset_holds_our_packages_and_the_pinned_distributions(synthesised: Synthesised) -> None:
     asset = synthesised.asset_dir
-    assert (asset / "shared" / "constants.py").is_file()
-    assert (asset / "functions").is_dir()
+    assert (asset / "sundial" / "shared" / "constants.py").is_file()
+    assert (asset / "sundial" / "functions").is_dir()
+    assert (asset / "sundial" / "contract").is_dir()
+    # The client, the command and the console are not the functions' code.
+    assert not (asset / "sundial" / "client").exists()
+    assert not (asset / "sundial" / "commands").exists()
     installed = {}
     for dist_info in asset.glob("*.dist-info"):
         name, version = dist_info.name.removesuffix(".dist-info").rsplit("-", 1)
@@ -78,23 +82,23 @@ def test_no_bytecode_or_host_artefacts(synthesised: Synthesised) -> None:
 
 
 def _tree(root: Path, requirements: str) -> Path:
-    (root / "shared").mkdir(parents=True)
-    (root / "functions").mkdir()
-    (root / "shared" / "constants.py").write_text("TABLE = 'jobs'\n")
-    (root / "functions" / "requirements.txt").write_text(requirements)
+    (root / "sundial" / "shared").mkdir(parents=True)
+    (root / "sundial" / "functions").mkdir()
+    (root / "sundial" / "shared" / "constants.py").write_text("TABLE = 'jobs'\n")
+    (root / "sundial" / "functions" / "requirements.txt").write_text(requirements)
     return root
 
 
 def test_asset_hash_follows_requirements_and_sources_but_not_bytecode(tmp_path: Path) -> None:
     root = _tree(tmp_path / "a", "pydantic==2.0.0\n")
     first = asset_hash(root)
-    (root / "shared" / "__pycache__").mkdir()
-    (root / "shared" / "__pycache__" / "constants.cpython-311.pyc").write_bytes(b"\0")
+    (root / "sundial" / "shared" / "__pycache__").mkdir()
+    (root / "sundial" / "shared" / "__pycache__" / "constants.cpython-311.pyc").write_bytes(b"\0")
     assert asset_hash(root) == first
-    (root / "functions" / "requirements.txt").write_text("pydantic==2.0.1\n")
+    (root / "sundial" / "functions" / "requirements.txt").write_text("pydantic==2.0.1\n")
     second = asset_hash(root)
     assert second != first
-    (root / "shared" / "constants.py").write_text("TABLE = 'other'\n")
+    (root / "sundial" / "shared" / "constants.py").write_text("TABLE = 'other'\n")
     assert asset_hash(root) != second
     assert [p.name for p in source_files(root)] == ["constants.py", "requirements.txt"]
 

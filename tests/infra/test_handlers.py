@@ -38,7 +38,7 @@ def test_the_handler_package_is_bundled_and_named_to_the_api_and_the_worker(
     # The whole top-level package, beside Sundial's own, without bytecode.
     assert (stack.asset_dir / "billing" / "jobs.py").read_text().startswith("from sundial.shared.targets")
     assert (stack.asset_dir / "billing" / "__init__.py").is_file()
-    assert (stack.asset_dir / "shared" / "constants.py").is_file()
+    assert (stack.asset_dir / "sundial" / "shared" / "constants.py").is_file()
     assert not (stack.asset_dir / "billing" / "__pycache__").exists()
     variables = {name: props["Environment"]["Variables"] for name, (_, props) in _functions(stack).items()}
     assert variables["api"][c.ENV_HANDLERS] == variables["worker"][c.ENV_HANDLERS] == "billing.jobs"
