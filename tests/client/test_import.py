@@ -62,7 +62,8 @@ def test_the_api_commands_run_without_the_local_stack() -> None:
             main(["jobs", "create", "--help"])
         except SystemExit as exit:
             print("exit:", exit.code)
-        print("loaded:", sorted(m for m in sys.modules if any(m == b or m.startswith(b + ".") for b in BLOCKED)))
+        blocked = [m for m in sys.modules if any(m == b or m.startswith(b + ".") for b in BLOCKED)]
+        print("loaded:", sorted(blocked))
         """
     )
     assert result.returncode == 0, result.stderr
