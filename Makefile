@@ -8,14 +8,17 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: local test unit lint typecheck chaos bench scale synth deploy diff smoke install browser clean mutants
+.PHONY: local test unit lint typecheck chaos bench scale synth deploy diff smoke install browser clean mutants pins
 
 install: $(STAMP) $(NODE_STAMP)
 
-$(STAMP): pyproject.toml
+# constraints.txt holds the versions the tests ran with; the install takes exactly those.
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# A venv made before the distribution took its registry name holds it as `sundial`.
+	$(BIN)/python -m pip uninstall --quiet --yes sundial 2>/dev/null || true
+	$(BIN)/python -m pip install --quiet --constraint constraints.txt -e '.[dev]'
 	touch $@
 
 $(NODE_STAMP): package.json package-lock.json
@@ -71,6 +74,10 @@ browser:
 # adapter tests. Niced: it runs for a while. MUTANTS_ARGS="--only NAME --model-only --seed N".
 mutants: $(STAMP)
 	nice -n 10 $(BIN)/python -m tests.mutants $(MUTANTS_ARGS)
+
+# The Lambda requirements take their versions from constraints.txt (infra/pins.py); a test checks it.
+pins: $(STAMP)
+	$(BIN)/python -m infra.pins
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q

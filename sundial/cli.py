@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
+from sundial import __version__
 from sundial.commands.connection import GIVEN_BEFORE, global_connection_options
 from sundial.commands.exits import SundialGroup
 from sundial.commands.jobs import jobs
@@ -29,6 +30,7 @@ LOCAL_STACK_COMMANDS = {
 
 
 @click.group(name="sundial", cls=SundialGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="sundial", message="%(prog)s %(version)s")
 def cli() -> None:
     """Sundial: schedule jobs on a deployed or a local Sundial, or run one on this machine.
 
