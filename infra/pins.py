@@ -38,12 +38,13 @@ def repinned(requirements: str, constraints: dict[str, str]) -> str:
     lines = []
     for line in requirements.splitlines():
         match = _PIN.match(line.strip())
-        if match:
-            name = canonical(match["name"])
-            if name not in constraints:
-                raise KeyError(f"{match['name']} is not pinned in constraints.txt")
-            line = f"{match['name']}{match['extras'] or ''}=={constraints[name]}"
-        lines.append(line)
+        if not match:
+            lines.append(line)
+            continue
+        name = canonical(match["name"])
+        if name not in constraints:
+            raise KeyError(f"{match['name']} is not pinned in constraints.txt")
+        lines.append(f"{match['name']}{match['extras'] or ''}=={constraints[name]}")
     return "\n".join(lines) + "\n"
 
 

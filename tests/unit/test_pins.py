@@ -53,4 +53,7 @@ def test_a_requirement_missing_from_the_constraints_is_refused() -> None:
 
 def test_repinning_keeps_extras_and_comments() -> None:
     text = "# why\naws-lambda-powertools[tracer]==3.0.0\n"
-    assert repinned(text, {"aws-lambda-powertools": "3.37.0"}) == "# why\naws-lambda-powertools[tracer]==3.37.0\n"
+    assert (
+        repinned(text, {"aws-lambda-powertools": "3.37.0"})
+        == "# why\naws-lambda-powertools[tracer]==3.37.0\n"
+    )
