@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_sqs as sqs
@@ -30,12 +30,16 @@ THROUGHPUT = (
 )
 
 
-def sundial_metric(name: c.Metric, statistic: str, period: Duration = ONE_MINUTE) -> cw.Metric:
-    """A metric the functions emit through Powertools: namespace Sundial, dimension service=sundial."""
+def sundial_metric(
+    stack_name: str, name: c.Metric, statistic: str, period: Duration = ONE_MINUTE
+) -> cw.Metric:
+    """A metric the functions of stack `stack_name` emit through Powertools: namespace Sundial,
+    dimensions service=sundial and stack=`stack_name`. Another stage's series of the same name
+    carries its own stack, so it never reaches this stage's alarms or graphs."""
     return cw.Metric(
         namespace=c.METRICS_NAMESPACE,
         metric_name=name.value,
-        dimensions_map={"service": c.METRICS_SERVICE},
+        dimensions_map={"service": c.METRICS_SERVICE, c.METRICS_STACK_DIMENSION: stack_name},
         statistic=statistic,
         period=period,
     )
@@ -52,7 +56,7 @@ def build_dashboard(
 ) -> cw.Dashboard:
     dashboard = cw.Dashboard(scope, construct_id, default_interval=Duration.hours(3))
     dashboard.add_widgets(cw.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24))
-    dashboard.add_widgets(*_job_widgets())
+    dashboard.add_widgets(*_job_widgets(Stack.of(scope).stack_name))
     dashboard.add_widgets(*_queue_widgets(queues))
     dashboard.add_widgets(*_error_widgets(functions, api))
     return dashboard
@@ -62,15 +66,18 @@ def _graph(title: str, left: Sequence[cw.IMetric]) -> cw.GraphWidget:
     return cw.GraphWidget(title=title, left=list(left), width=WIDTH)
 
 
-def _job_widgets() -> list[cw.IWidget]:
-    throughput = [sundial_metric(name, "Sum").with_(label=name.value) for name in THROUGHPUT]
+def _job_widgets(stack_name: str) -> list[cw.IWidget]:
+    def own(name: c.Metric, statistic: str, period: Duration = ONE_MINUTE) -> cw.Metric:
+        return sundial_metric(stack_name, name, statistic, period)
+
+    throughput = [own(name, "Sum").with_(label=name.value) for name in THROUGHPUT]
     lateness = [
-        sundial_metric(c.Metric.START_LATENESS_MS, "p50").with_(label="start lateness p50"),
-        sundial_metric(c.Metric.START_LATENESS_MS, "p99").with_(label="start lateness p99"),
-        sundial_metric(c.Metric.OLDEST_DUE_LATENESS_MS, "Maximum").with_(label="oldest due job"),
+        own(c.Metric.START_LATENESS_MS, "p50").with_(label="start lateness p50"),
+        own(c.Metric.START_LATENESS_MS, "p99").with_(label="start lateness p99"),
+        own(c.Metric.OLDEST_DUE_LATENESS_MS, "Maximum").with_(label="oldest due job"),
     ]
-    dead = sundial_metric(c.Metric.DEAD, "Sum", FIVE_MINUTES).with_(label="dead jobs")
-    streak = sundial_metric(c.Metric.DEAD_OCCURRENCES_IN_A_ROW, "Maximum", FIVE_MINUTES)
+    dead = own(c.Metric.DEAD, "Sum", FIVE_MINUTES).with_(label="dead jobs")
+    streak = own(c.Metric.DEAD_OCCURRENCES_IN_A_ROW, "Maximum", FIVE_MINUTES)
     return [
         _graph("Jobs per minute, by status", throughput),
         _graph("Lateness (ms)", lateness),

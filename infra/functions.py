@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -67,7 +67,7 @@ class Functions(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         code = code_asset(extra=handler_sources(settings.handlers))
-        environment = _environment(table.table_name, queues, settings)
+        environment = _environment(Stack.of(self).stack_name, table.table_name, queues, settings)
         made = {name: self._function(name, spec, code, environment) for name, spec in _SPECS.items()}
         self.api, self.scheduler, self.worker = made["Api"], made["Scheduler"], made["Worker"]
         if settings.handlers:
@@ -217,7 +217,7 @@ class Functions(Construct):
         )
 
 
-def _environment(table_name: str, queues: JobQueues, settings: Settings) -> dict[str, str]:
+def _environment(stack_name: str, table_name: str, queues: JobQueues, settings: Settings) -> dict[str, str]:
     urls = {priority: queue.queue_url for priority, queue in queues.by_priority.items()}
     shards = {c.ENV_DUE_SHARDS: settings.due_shards, c.ENV_DUE_SHARDS_BEFORE: settings.due_shards_before}
     return {
@@ -232,6 +232,8 @@ def _environment(table_name: str, queues: JobQueues, settings: Settings) -> dict
         c.ENV_LIST_INDEXES: ",".join(settings.ready_indexes),
         "POWERTOOLS_SERVICE_NAME": c.METRICS_SERVICE,
         "POWERTOOLS_METRICS_NAMESPACE": c.METRICS_NAMESPACE,
+        # Every metric names its stack beside the service: the stage's alarms read nothing else.
+        c.ENV_STACK_NAME: stack_name,
         # A handler's response goes to no trace: the API's carries job payloads and target headers
         # (an http target's Authorization, say), and a listing would outgrow X-Ray's 64 KB segment.
         "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",

@@ -127,15 +127,16 @@ class Monitoring(Construct):
             statistic="Maximum", period=ONE_MINUTE
         )
         self._alarm("DeadLetterMessages", "The dead-letter queue holds messages", dlq, 1)
-        dead = sundial_metric(c.Metric.DEAD, "Sum")
+        stack_name = Stack.of(self).stack_name
+        dead = sundial_metric(stack_name, c.Metric.DEAD, "Sum")
         self._alarm("DeadJobs", "A job exhausted its attempts and is DEAD", dead, 1)
-        lateness = sundial_metric(c.Metric.START_LATENESS_MS, "p99", FIVE_MINUTES)
+        lateness = sundial_metric(stack_name, c.Metric.START_LATENESS_MS, "p99", FIVE_MINUTES)
         description = f"p99 of job start lateness is at least {lateness_threshold_ms} ms"
         self._alarm("StartLatenessP99", description, lateness, lateness_threshold_ms, periods=2, datapoints=2)
 
     def _streak_alarm(self, in_a_row: int) -> None:
         # Each death of a recurring job's occurrence reports how many in a row have died.
-        streak = sundial_metric(c.Metric.DEAD_OCCURRENCES_IN_A_ROW, "Maximum")
+        streak = sundial_metric(Stack.of(self).stack_name, c.Metric.DEAD_OCCURRENCES_IN_A_ROW, "Maximum")
         description = f"A recurring job's occurrences died {in_a_row} times in a row"
         self._alarm("DeadOccurrencesInARow", description, streak, in_a_row)
 

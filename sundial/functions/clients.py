@@ -31,6 +31,7 @@ from sundial.shared.targets import (
 from sundial.shared.targets.registry import import_handler_modules
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools import Metrics
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
@@ -83,6 +84,15 @@ def settings() -> Settings:
     config = Settings()
     import_handler_modules(config.handler_modules)
     return config
+
+
+def name_stack_on(metrics: Metrics) -> None:
+    """From now on every metric `metrics` publishes names this function's stack: stages share the
+    account and the namespace, and each stage's alarms read only the series that name its stack.
+    Powertools keeps default dimensions across invocations; setting them again costs a dict update."""
+    stack = settings().stack_name
+    if stack is not None:
+        metrics.set_default_dimensions(**{c.METRICS_STACK_DIMENSION: stack})
 
 
 class Clients:

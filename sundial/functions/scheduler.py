@@ -48,6 +48,7 @@ def _operations() -> Operations:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    clients.name_stack_on(metrics)
     clock = SystemClock()
     deadline_ms = clock.now_ms() + context.get_remaining_time_in_millis() - SAFETY_MARGIN_MS
     request = ClaimRequest.of(event)

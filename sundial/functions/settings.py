@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     # The KMS key that seals inline header values: the API encrypts with it, the worker decrypts.
     # The deployed stack always sets it; the API refuses to start without it.
     header_key_arn: str | None = Field(default=None, validation_alias=c.ENV_HEADER_KEY_ARN)
+    # The stack the function belongs to, named on each of its metrics; the deployed stack always
+    # sets it, since its alarms read only the metrics that carry it.
+    stack_name: str | None = Field(default=None, min_length=1, validation_alias=c.ENV_STACK_NAME)
     # Modules of one's own python handlers (docs/handlers.md), comma-separated.
     handlers: str = Field(default="", validation_alias=c.ENV_HANDLERS)
     # Lambda names the log stream after the execution environment: the worker's identity in run history.

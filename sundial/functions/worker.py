@@ -136,6 +136,7 @@ def record_handler(
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    clients.name_stack_on(metrics)
     # A processor per batch: it keeps per-batch state, and the local stack may run batches in threads.
     processor = AsyncBatchProcessor(EventType.SQS, raise_on_entire_batch_failure=False)
     deadline_ms = SystemClock().now_ms() + context.get_remaining_time_in_millis()

@@ -14,11 +14,15 @@ DEFAULT_REGION = "us-east-1"
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
 # Variables that would make botocore look past the dummies (a missing profile even fails every call).
 CREDENTIAL_SOURCES = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
+# The stack the local stack's metrics name, as a deployed stage's name theirs: a name no deployed
+# stack has (theirs start with "Sundial").
+LOCAL_STACK_NAME = "local"
 # Defaults a developer may override: no X-Ray daemon here, and metric blobs would drown the logs
 # (each attempt's lateness is in its "attempt finished" log line).
-POWERTOOLS_DEFAULTS = {
+TELEMETRY_DEFAULTS = {
     "POWERTOOLS_SERVICE_NAME": c.METRICS_SERVICE,
     "POWERTOOLS_METRICS_NAMESPACE": c.METRICS_NAMESPACE,
+    c.ENV_STACK_NAME: LOCAL_STACK_NAME,
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_METRICS_DISABLED": "true",
 }
@@ -31,7 +35,7 @@ def use_emulator(environ: MutableMapping[str, str] = os.environ) -> str:
     environ.update(DUMMY_CREDENTIALS)
     region = environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
     environ["AWS_DEFAULT_REGION"] = region
-    for name, value in POWERTOOLS_DEFAULTS.items():
+    for name, value in TELEMETRY_DEFAULTS.items():
         environ.setdefault(name, value)
     return region
 

@@ -113,7 +113,11 @@ INLINE_PAYLOAD_BYTES: Final = 400
 
 # --- Metrics --------------------------------------------------------------------------------------
 METRICS_NAMESPACE: Final = "Sundial"
-METRICS_SERVICE: Final = "sundial"  # Powertools adds it as the one dimension: {"service": "sundial"}
+METRICS_SERVICE: Final = "sundial"  # Powertools adds it as a dimension: {"service": "sundial"}
+# Stages share the account and the namespace; every metric also names its stage's stack, the one
+# name CloudFormation keeps unique in an account and region, so that a stage's alarms and dashboard
+# read its own series alone (docs/operations.md, "Stages in one account").
+METRICS_STACK_DIMENSION: Final = "stack"
 # The X-Ray annotations that find one occurrence's API, tick and worker segments (docs/operations.md).
 TRACE_ANNOTATION: Final = "trace_id"
 JOB_ANNOTATION: Final = "job_id"
@@ -157,6 +161,8 @@ ENV_DUE_SHARDS: Final = "SUNDIAL_DUE_SHARDS"
 ENV_DUE_SHARDS_BEFORE: Final = "SUNDIAL_DUE_SHARDS_BEFORE"
 # The filter indexes that exist and are backfilled (comma-separated names; unset: all of them).
 ENV_LIST_INDEXES: Final = "SUNDIAL_LIST_INDEXES"
+# The stack the function belongs to: the value of every metric's METRICS_STACK_DIMENSION.
+ENV_STACK_NAME: Final = "SUNDIAL_STACK_NAME"
 
 
 class Precision(StrEnum):

@@ -72,6 +72,7 @@ def test_every_function_gets_the_same_environment_and_the_worker_its_signing_sec
         c.ENV_LIST_INDEXES: ",".join([c.LIST_INDEX_NAME, *c.FILTER_INDEXES]),
         "POWERTOOLS_SERVICE_NAME": "sundial",
         "POWERTOOLS_METRICS_NAMESPACE": "Sundial",
+        c.ENV_STACK_NAME: "Sundial",
         "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
         "LOG_LEVEL": "INFO",
     }

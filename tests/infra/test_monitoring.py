@@ -96,9 +96,16 @@ def test_dead_letter_queue_alarm(synthesised: Synthesised) -> None:
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
 
 
+# The dimensions of the default stage's own series (another stage's name their stack instead).
+OWN_DIMENSIONS = [
+    {"Name": "service", "Value": c.METRICS_SERVICE},
+    {"Name": c.METRICS_STACK_DIMENSION, "Value": "Sundial"},
+]
+
+
 def test_dead_jobs_alarm_on_the_sundial_metric(synthesised: Synthesised) -> None:
     (alarm,) = _find(synthesised, c.Metric.DEAD.value, Namespace=c.METRICS_NAMESPACE)
-    assert alarm["Dimensions"] == [{"Name": "service", "Value": c.METRICS_SERVICE}]
+    assert alarm["Dimensions"] == OWN_DIMENSIONS
     assert alarm["Statistic"] == "Sum"
     assert alarm["Threshold"] == 1  # >= 1 dead job, i.e. > 0
 
@@ -138,7 +145,7 @@ def test_oldest_message_age_alarm_per_priority_queue(synthesised: Synthesised) -
 def test_start_lateness_p99_alarm(synthesised: Synthesised, configured: Synthesised) -> None:
     (alarm,) = _find(synthesised, c.Metric.START_LATENESS_MS.value, Namespace=c.METRICS_NAMESPACE)
     assert alarm["ExtendedStatistic"] == "p99"
-    assert alarm["Dimensions"] == [{"Name": "service", "Value": c.METRICS_SERVICE}]
+    assert alarm["Dimensions"] == OWN_DIMENSIONS
     assert alarm["Threshold"] == 1000
     (configured_alarm,) = _find(configured, c.Metric.START_LATENESS_MS.value)
     assert configured_alarm["Threshold"] == 2500
@@ -166,6 +173,6 @@ def test_dashboard_shows_throughput_lateness_queues_dead_jobs_and_errors(synthes
         "Errors",
         "Throttles",
         "5XXError",
-        '"Sundial","JobsDead","service","sundial"',
+        '"Sundial","JobsDead","service","sundial","stack","Sundial"',
     ):
         assert needle in body, needle
