@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 import click
 
 from sundial import __version__
-from sundial.commands.connection import GIVEN_BEFORE, global_connection_options
-from sundial.commands.exits import SundialGroup
+from sundial.commands.config import config
+from sundial.commands.connection import GIVEN_BEFORE, global_connection_options, some_connection_options
+from sundial.commands.exits import USAGE, SundialGroup
 from sundial.commands.jobs import jobs
+from sundial.commands.local_options import local_stack_args
 from sundial.commands.preview import preview
 from sundial.commands.stats import stats
 from sundial.commands.upgrade import reseal_headers_command, upgrade_listing
@@ -34,11 +36,13 @@ LOCAL_STACK_COMMANDS = {
 def cli() -> None:
     """Sundial: schedule jobs on a deployed or a local Sundial, or run one on this machine.
 
-    The connection options (--api, --stack, --profile, --region, --timeout) go before the command
-    or after it.
+    The connection options (--api, --stack, --profile, --region, --timeout, --sundial-profile,
+    --debug) go before the command or after it. --profile is the AWS profile; --sundial-profile
+    (or $SUNDIAL_PROFILE) a profile of the config file (`sundial config path`).
 
     Exit codes: 0 ok, 1 usage or invalid input, 2 not found, 3 conflict, 4 authentication or
-    permission, 5 server error, throttling or network; 130 when Ctrl-C stops it.
+    permission, 5 server error, throttling or network; a job waited for or watched to its end: 6
+    dead, 7 cancelled, 124 `jobs wait --timeout`; 130 when Ctrl-C stops it.
     """
 
 
@@ -47,7 +51,10 @@ global_connection_options(cli)
 
 @cli.command()
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
-def completion(shell: str) -> None:
+@some_connection_options(
+    (), why="it prints a script; the completions it makes read the API of the command completed"
+)
+def completion(shell: str, **_connection: object) -> None:
     """Print the completion script for SHELL, e.g. `eval "$(sundial completion bash)"`."""
     from click.shell_completion import get_completion_class  # noqa: PLC0415
 
@@ -65,10 +72,7 @@ def _local_stack_command(name: str, summary: str) -> click.Command:
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def command(args: tuple[str, ...]) -> int:
         before = click.get_current_context().meta.get(GIVEN_BEFORE, {})
-        # `sundial --api URL smoke`: the one connection option the local stack's commands take.
-        if name == "smoke" and "api" in before and "--api" not in args:
-            args = ("--api", before["api"], *args)
-        return _local_stack_main()([name, *args])
+        return _local_stack_main()([name, *local_stack_args(name, args, before)])
 
     return command
 
@@ -89,6 +93,7 @@ cli.add_command(stats)
 cli.add_command(console)
 cli.add_command(upgrade_listing)
 cli.add_command(reseal_headers_command)
+cli.add_command(config)
 for _name, _summary in LOCAL_STACK_COMMANDS.items():
     cli.add_command(_local_stack_command(_name, _summary))
 
@@ -96,8 +101,13 @@ for _name, _summary in LOCAL_STACK_COMMANDS.items():
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in LOCAL_STACK_COMMANDS:
-        # Exactly the arguments given, untouched by click's parsing.
-        sys.exit(_local_stack_main()(args))
+        # The arguments given, untouched by click's parsing but for the connection options.
+        try:
+            own = local_stack_args(args[0], args[1:], {})
+        except click.UsageError as exc:
+            exc.show()
+            sys.exit(USAGE)
+        sys.exit(_local_stack_main()([args[0], *own]))
     cli.main(args, prog_name="sundial", complete_var=COMPLETE_VAR)
 
 

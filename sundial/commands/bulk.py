@@ -19,6 +19,7 @@ import click
 
 from sundial.client import SundialClient
 from sundial.client.errors import ApiError, ServerError, Throttled, Unreachable
+from sundial.commands.completion import JOB_ID
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.exits import CONFLICT, OK
 from sundial.commands.output import job_details, output_option, print_one
@@ -279,7 +280,7 @@ def _filters(pairs: tuple[str, ...]) -> dict[str, str]:
 
 def _action(name: str, single: Callable[[SundialClient, str], JobView], summary: str) -> click.Command:
     @click.command(name=name, help=summary)
-    @click.argument("job_ids", nargs=-1, metavar="[JOB_ID]...")
+    @click.argument("job_ids", nargs=-1, type=JOB_ID, metavar="[JOB_ID]...")
     @click.option("--filter", "pairs", multiple=True, metavar="KEY=VALUE", help=f"{', '.join(FILTER_KEYS)}")
     @click.option("--yes", is_flag=True, help="act on every job the filter matches without asking")
     @output_option

@@ -44,4 +44,18 @@ def _api_url(context: click.Context) -> str:
     return str(given or os.environ.get(API_URL_ENV) or LOCAL_API_URL)
 
 
-job_id_argument = click.argument("job_id", shell_complete=complete_job_id)
+class JobId(click.ParamType[str]):
+    """A job id as typed. Ids are ULIDs, whose Crockford base 32 ignores case, and the API's form is
+    upper case: every command sends it so, whether it sends the id in a path or in a body."""
+
+    name = "job_id"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        return str(value).upper()
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        return complete_job_id(ctx, param, incomplete)
+
+
+JOB_ID = JobId()
+job_id_argument = click.argument("job_id", type=JOB_ID)

@@ -19,6 +19,9 @@ from sundial.client import (
 )
 
 OK, USAGE, NOT_FOUND, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
+# How a job that `jobs wait` or a `--watch` followed ended when it did not succeed, and a wait that
+# ran out of time (124, as timeout(1) reports one).
+ENDED_DEAD, ENDED_CANCELLED, WAIT_TIMED_OUT = 6, 7, 124
 
 _CODES: tuple[tuple[type[ApiError], int], ...] = (
     (InvalidInput, USAGE),

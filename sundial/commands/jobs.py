@@ -15,6 +15,7 @@ from sundial.commands.alerts import alert_fields, alert_flags
 from sundial.commands.backfill import backfill
 from sundial.commands.completion import complete_zone, job_id_argument
 from sundial.commands.connection import Connection, connection_options
+from sundial.commands.exits import OK
 from sundial.commands.output import (
     job_details,
     jobs_table,
@@ -27,6 +28,7 @@ from sundial.commands.output import (
 from sundial.commands.output import watch as repeat
 from sundial.commands.paging import collect, paging_options, wanted
 from sundial.commands.remembered import run_at_for_key, state_file
+from sundial.commands.wait import FINAL_CODES, wait
 from sundial.contract.jobs import JobCreate, JobList, JobUpdate, JobView, RunList
 from sundial.contract.vocabulary import Health, JobStatus, MisfirePolicy, OverlapPolicy, Priority, RunStatus
 
@@ -181,8 +183,8 @@ def update(connection: Connection, output: str, job_id: str, file: str | None, *
 @connection_options
 def get(
     connection: Connection, output: str, job_id: str, watch: bool, interval: float, count: int | None
-) -> None:
-    """Show one job."""
+) -> int:
+    """Show one job. With --watch it stops once the job is final, exiting as `jobs wait` does."""
     client = connection.client()
 
     def show() -> JobView:
@@ -190,7 +192,7 @@ def get(
         print_one(job, output, job_details)
         return job
 
-    repeat(show, watch, interval, count, output, final=_is_final)
+    return _ended(repeat(show, watch, interval, count, output, final=_is_final))
 
 
 @jobs.command(name="list")
@@ -253,8 +255,9 @@ def runs(
     watch: bool,
     interval: float,
     count: int | None,
-) -> None:
-    """A job's attempt history, newest first. With --watch it stops once the job is final."""
+) -> int:
+    """A job's attempt history, newest first. With --watch it stops once the job is final, exiting
+    as `jobs wait` does."""
     client = connection.client()
     wanted_items = wanted(max_items, every)
 
@@ -269,13 +272,21 @@ def runs(
         print_page("runs", found.items, found.next_token, output, runs_table)
         return job
 
-    repeat(show, watch, interval, count, output, final=lambda job: job is not None and _is_final(job))
+    last = repeat(show, watch, interval, count, output, final=lambda job: job is not None and _is_final(job))
+    return _ended(last)
 
 
 def _is_final(job: JobView) -> bool:
     return job.status in FINAL_STATUSES
 
 
+def _ended(job: JobView | None) -> int:
+    """A --watch that saw the job end exits as it ended (0, or 6 dead, 7 cancelled): a script that
+    watches learns the outcome without reading the output."""
+    return OK if job is None else FINAL_CODES[job.status]
+
+
 for _command in bulk.COMMANDS:
     jobs.add_command(_command)
 jobs.add_command(backfill)
+jobs.add_command(wait)

@@ -1,4 +1,4 @@
-"""What the commands print: `-o table` for people, `json` and `jsonl` for scripts, and `--watch`."""
+"""What the commands print: `-o table` for people, `json`, `jsonl` and `yaml` for scripts, and `--watch`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 import click
+import yaml
 from pydantic import BaseModel
 
 from sundial.contract.jobs import JobView, RunView
 
-FORMATS = ("table", "json", "jsonl")
+FORMATS = ("table", "json", "jsonl", "yaml")
 # How a shell reports a command that SIGINT stopped: 128 + 2.
 INTERRUPTED = 130
 T = TypeVar("T")
@@ -27,7 +28,7 @@ output_option = click.option(
     type=click.Choice(FORMATS),
     default="table",
     show_default=True,
-    help="table for people; json (one document) or jsonl (one object a line) for scripts",
+    help="table for people; json or yaml (one document) or jsonl (one object a line) for scripts",
 )
 
 
@@ -58,13 +59,14 @@ def watch(
     count: int | None,
     output: str,
     final: Callable[[T], bool] = lambda _shown: False,
-) -> None:
+) -> T | None:
     """Shows once, or again every `interval` seconds until `final` holds for what was shown (`count`
-    times at most). On a terminal each refresh says when it was read. Ctrl-C exits 130, as a shell
-    reports a command that SIGINT stopped."""
+    times at most). Returns what was shown last when watching ended at `final`, else None. On a
+    terminal each refresh says when it was read. Ctrl-C exits 130, as a shell reports a command that
+    SIGINT stopped."""
     if not enabled:
         show()
-        return
+        return None
     shown = 0
     terminal = sys.stdout.isatty()
     try:
@@ -76,10 +78,12 @@ def watch(
             if terminal:
                 click.echo(_refreshed(interval), err=output != "table")
             shown += 1
-            if final(show()):
-                return
+            last = show()
+            if final(last):
+                return last
     except KeyboardInterrupt:
         raise SystemExit(INTERRUPTED) from None
+    return None
 
 
 def _refreshed(interval: float) -> str:
@@ -88,8 +92,8 @@ def _refreshed(interval: float) -> str:
 
 
 def print_items(items: Sequence[BaseModel], output: str, table: Callable[[Sequence[Any]], str]) -> None:
-    if output == "json":
-        click.echo(json.dumps([item.model_dump(mode="json") for item in items], indent=2))
+    if output in ("json", "yaml"):
+        echo_document([item.model_dump(mode="json") for item in items], output)
     elif output == "jsonl":
         for item in items:
             click.echo(item.model_dump_json())
@@ -107,22 +111,35 @@ def print_page(
 ) -> None:
     """A listing: `-o json` prints the API's page object, `{key: [...], "next_token": ...}`, whose
     token `--starting-token` goes on from; a table says on stderr how to go on."""
-    if output != "json":
+    if output not in ("json", "yaml"):
         print_items(items, output, table)
         if next_token and output == "table":
             click.echo(f"more {key}: --starting-token {next_token}", err=True)
         return
     document = {key: [item.model_dump(mode="json") for item in items], "next_token": next_token}
-    click.echo(json.dumps({**document, **(extra or {})}, indent=2))
+    echo_document({**document, **(extra or {})}, output)
 
 
 def print_one(item: BaseModel, output: str, table: Callable[[Any], str]) -> None:
     if output == "json":
         click.echo(item.model_dump_json(indent=2))
+    elif output == "yaml":
+        echo_document(item.model_dump(mode="json"), output)
     elif output == "jsonl":
         click.echo(item.model_dump_json())
     else:
         click.echo(table(item))
+
+
+def echo_document(document: Any, output: str) -> None:
+    """One JSON or YAML document; YAML keeps the API's key order and starts with `---`, so that
+    the documents of a --watch stay apart."""
+    if output == "yaml":
+        click.echo(
+            yaml.safe_dump(document, sort_keys=False, explicit_start=True, allow_unicode=True), nl=False
+        )
+    else:
+        click.echo(json.dumps(document, indent=2))
 
 
 def jobs_table(jobs: Sequence[JobView]) -> str:

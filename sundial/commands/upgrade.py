@@ -9,22 +9,25 @@ from typing import Any
 
 import click
 
+from sundial.commands.connection import Connection, some_connection_options
+
+# Why the API's connection options mean nothing to these commands.
+_WHY = "it talks to DynamoDB (and KMS) with your AWS credentials, not to the API"
+
 
 @click.command(name="upgrade-listing")
 @click.option("--table", required=True, help="the jobs table (the stack's JobsTable resource)")
 @click.option("--start", help="where a stopped run said to go on from (one segment's next_start)")
 @click.option("--segment", type=click.IntRange(min=0), default=None, help="only this segment of --segments")
 @click.option("--segments", type=click.IntRange(min=1, max=64), default=1, show_default=True)
-@click.option("--profile", help="AWS profile")
-@click.option("--region", help="AWS region")
 @click.option("--endpoint-url", help="DynamoDB endpoint (the emulator's, say)")
+@some_connection_options(("profile", "region"), why=_WHY)
 def upgrade_listing(
+    connection: Connection,
     table: str,
     start: str | None,
     segment: int | None,
     segments: int,
-    profile: str | None,
-    region: str | None,
     endpoint_url: str | None,
 ) -> None:
     """Give every job written before the sharded listing indexes its listing keys. Safe to stop
@@ -34,7 +37,7 @@ def upgrade_listing(
 
     from sundial.shared.store.upgrade import Progress, backfill_listing  # noqa: PLC0415
 
-    client: Any = boto3.Session(profile_name=profile, region_name=region).client(
+    client: Any = boto3.Session(profile_name=connection.profile, region_name=connection.region).client(
         "dynamodb", endpoint_url=endpoint_url
     )
     if start is not None and segment is None and segments > 1:
@@ -60,12 +63,9 @@ def upgrade_listing(
 @click.command(name="reseal-headers")
 @click.option("--table", required=True, help="the jobs table (the stack's JobsTable resource)")
 @click.option("--key", required=True, help="the header key's ARN (the API's SUNDIAL_HEADER_KEY_ARN)")
-@click.option("--profile", help="AWS profile")
-@click.option("--region", help="AWS region")
 @click.option("--endpoint-url", help="DynamoDB and KMS endpoint (the emulator's, say)")
-def reseal_headers_command(
-    table: str, key: str, profile: str | None, region: str | None, endpoint_url: str | None
-) -> None:
+@some_connection_options(("profile", "region"), why=_WHY)
+def reseal_headers_command(connection: Connection, table: str, key: str, endpoint_url: str | None) -> None:
     """Seal the inline header values and url queries of jobs stored before sealing. Safe to stop and
     to run again: it writes only targets that still hold a plain value, each conditional on the
     target read."""
@@ -74,7 +74,7 @@ def reseal_headers_command(
     from sundial.shared.service.sealing import HeaderSealer  # noqa: PLC0415
     from sundial.shared.store.reseal import reseal_headers  # noqa: PLC0415
 
-    session = boto3.Session(profile_name=profile, region_name=region)
+    session = boto3.Session(profile_name=connection.profile, region_name=connection.region)
     sealer = HeaderSealer(session.client("kms", endpoint_url=endpoint_url), key)
     client: Any = session.client("dynamodb", endpoint_url=endpoint_url)
     done = reseal_headers(client, table, sealer.sealed)

@@ -52,14 +52,17 @@ class Target:
     signer: Signer | None
 
     @classmethod
-    def of(cls, api_url: str, sign: bool | None = None, region: str | None = None) -> Target:
-        """Signs for an execute-api URL (in its region), or when asked (in `region`)."""
+    def of(
+        cls, api_url: str, sign: bool | None = None, region: str | None = None, profile: str | None = None
+    ) -> Target:
+        """Signs for an execute-api URL (in its region), or when asked (in `region`), with the
+        credentials of the AWS `profile` (default: botocore's chain)."""
         found = region or execute_api_region(api_url)
         if sign is None:
             sign = execute_api_region(api_url) is not None
         if sign and not found:
             raise ValueError("signing needs a region: give --region, or an execute-api URL")
-        return cls(api_url.rstrip("/"), Signer(found) if sign and found else None)
+        return cls(api_url.rstrip("/"), Signer(found, profile=profile) if sign and found else None)
 
 
 class ConsoleProxy:

@@ -87,12 +87,12 @@ def test_list_pages_with_max_items_and_starting_token(local_api: str) -> None:
 @pytest.mark.e2e
 def test_watch_stops_at_a_final_state_and_runs_page_and_filter(local_api: str) -> None:
     job_id = create(local_api, "--target-python", "fail", "--max-retries", "1", "--backoff", "1")["id"]
-    # No --count: it ends by itself once the job is dead.
+    # No --count: it ends by itself once the job is dead, and exits as `jobs wait` does (6: dead).
     watched = run("jobs", "get", job_id, "--api", local_api, "--watch", "--interval", "0.3", "-o", "jsonl")
-    assert watched.returncode == 0, watched.stderr
+    assert watched.returncode == 6, watched.stderr
     assert json.loads(watched.stdout.splitlines()[-1])["status"] == "dead"
     runs = run("jobs", "runs", job_id, "--api", local_api, "-w", "--interval", "0.3", "-o", "json")
-    assert runs.returncode == 0 and runs.stdout.count('"runs"') == 1  # final at once: one refresh
+    assert runs.returncode == 6 and runs.stdout.count('"runs"') == 1  # final at once: one refresh
 
     history = ("jobs", "runs", job_id, "--api", local_api, "-o", "json")
     assert [r["status"] for r in json_of(run(*history, "--all"))["runs"]] == ["dead", "failed"]
