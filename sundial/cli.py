@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import click
 
 from sundial import __version__
+from sundial.commands.apply import apply
 from sundial.commands.config import config
 from sundial.commands.connection import GIVEN_BEFORE, global_connection_options, some_connection_options
 from sundial.commands.exits import USAGE, SundialGroup
@@ -94,6 +95,7 @@ cli.add_command(console)
 cli.add_command(upgrade_listing)
 cli.add_command(reseal_headers_command)
 cli.add_command(config)
+cli.add_command(apply)
 for _name, _summary in LOCAL_STACK_COMMANDS.items():
     cli.add_command(_local_stack_command(_name, _summary))
 
