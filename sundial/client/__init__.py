@@ -12,12 +12,13 @@ Importable without the local stack or its emulator: it needs pydantic, botocore 
 
 from __future__ import annotations
 
-from sundial.client.client import LOCAL_API_URL, Health, SundialClient
+from sundial.client.client import LOCAL_API_URL, Health, SundialClient, TaggedJob
 from sundial.client.errors import (
     ApiError,
     Conflict,
     InvalidInput,
     NotFound,
+    PreconditionFailed,
     ServerError,
     Throttled,
     Unauthorized,
@@ -55,6 +56,7 @@ __all__ = [
     "JobView",
     "NotFound",
     "OperationView",
+    "PreconditionFailed",
     "PreviewRequest",
     "PreviewResponse",
     "RetryPolicy",
@@ -62,6 +64,7 @@ __all__ = [
     "RunView",
     "ServerError",
     "SundialClient",
+    "TaggedJob",
     "Throttled",
     "Unauthorized",
     "Unreachable",

@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlsplit
 
 from botocore.credentials import Credentials
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from sundial.client.bodies import validated
 from sundial.client.errors import ApiError, InvalidInput, Unreachable, error_for
@@ -43,6 +43,21 @@ T = TypeVar("T")
 
 class Health(BaseModel):
     status: str
+
+
+class TaggedJob(JobView):
+    """A job as an answer carried it, with that answer's ETag: pass `job.etag` as `if_match` to act
+    only on the job as it was read (docs/api.md, "ETag and If-Match")."""
+
+    _etag: str | None = PrivateAttr(default=None)
+
+    @property
+    def etag(self) -> str | None:
+        return self._etag
+
+    def tagged(self, tag: str | None) -> TaggedJob:
+        self._etag = tag
+        return self
 
 
 class _Page(Protocol):
@@ -102,13 +117,13 @@ class SundialClient:
         *,
         idempotency_key: str | None = None,
         traceparent: str | None = None,
-    ) -> JobView:
+    ) -> TaggedJob:
         """POST /jobs. A key is generated unless given; retries send the same key and body, so a
         create whose answer was lost is answered with the job it made rather than made twice.
         `traceparent` (W3C) is the trace its deliveries carry; without one the API starts one."""
         spec = validated(JobCreate, job)
         key = {"Idempotency-Key": idempotency_key or str(uuid.uuid4()), **_traced(traceparent)}
-        return self._call("POST", "/jobs", JobView, body=spec, headers=key, safe=True)
+        return self._job_call("POST", "/jobs", body=spec, headers=key, safe=True)
 
     def create_jobs(self, jobs: Sequence[JobCreate | Mapping[str, Any]]) -> BatchAnswer:
         """POST /jobs/batch: up to 100 jobs, each answered on its own, in order. An item may hold its
@@ -157,8 +172,9 @@ class SundialClient:
                 raise TimeoutError(f"operation {operation_id} is still running after {timeout} s")
             self._sleep(every)
 
-    def get_job(self, job_id: str) -> JobView:
-        return self._call("GET", _job_path(job_id), JobView)
+    def get_job(self, job_id: str) -> TaggedJob:
+        """The job, with its ETag (`etag`)."""
+        return self._job_call("GET", _job_path(job_id))
 
     def list_jobs(
         self,
@@ -208,32 +224,49 @@ class SundialClient:
 
         return _each(page, lambda answer: answer.jobs)
 
+    # Each change takes `if_match`, an ETag as an answer carried it (`TaggedJob.etag`), or "*": the
+    # change is made only while the job is still as that answer showed it, else PreconditionFailed.
+
     def update_job(
-        self, job_id: str, patch: JobUpdate | Mapping[str, Any], *, traceparent: str | None = None
-    ) -> JobView:
+        self,
+        job_id: str,
+        patch: JobUpdate | Mapping[str, Any],
+        *,
+        traceparent: str | None = None,
+        if_match: str | None = None,
+    ) -> TaggedJob:
         """PATCH: only the fields set on `patch` are sent, so only they change."""
         body = validated(JobUpdate, patch)
-        headers = _traced(traceparent)
-        return self._call("PATCH", _job_path(job_id), JobView, body=body, headers=headers, safe=False)
+        headers = _traced(traceparent) | _condition(if_match)
+        return self._job_call("PATCH", _job_path(job_id), body=body, headers=headers, safe=False)
 
-    def cancel_job(self, job_id: str) -> JobView:
-        # Safe to repeat: cancelling a cancelled job changes nothing and answers it.
-        return self._call("DELETE", _job_path(job_id), JobView, safe=True)
+    def cancel_job(self, job_id: str, *, if_match: str | None = None) -> TaggedJob:
+        # Safe to repeat: cancelling a cancelled job changes nothing and answers it. Not under a
+        # condition: a repeat of a cancel that was applied finds the job changed, by itself.
+        headers = _condition(if_match)
+        return self._job_call("DELETE", _job_path(job_id), headers=headers, safe=if_match is None)
 
-    def pause_job(self, job_id: str) -> JobView:
-        return self._call("POST", f"{_job_path(job_id)}/pause", JobView, safe=False)
+    def pause_job(self, job_id: str, *, if_match: str | None = None) -> TaggedJob:
+        path, headers = f"{_job_path(job_id)}/pause", _condition(if_match)
+        return self._job_call("POST", path, headers=headers, safe=False)
 
-    def resume_job(self, job_id: str, *, traceparent: str | None = None) -> JobView:
-        path, headers = f"{_job_path(job_id)}/resume", _traced(traceparent)
-        return self._call("POST", path, JobView, headers=headers, safe=False)
+    def resume_job(
+        self, job_id: str, *, traceparent: str | None = None, if_match: str | None = None
+    ) -> TaggedJob:
+        path, headers = f"{_job_path(job_id)}/resume", _traced(traceparent) | _condition(if_match)
+        return self._job_call("POST", path, headers=headers, safe=False)
 
-    def trigger_job(self, job_id: str, *, traceparent: str | None = None) -> JobView:
-        path, headers = f"{_job_path(job_id)}/trigger", _traced(traceparent)
-        return self._call("POST", path, JobView, headers=headers, safe=False)
+    def trigger_job(
+        self, job_id: str, *, traceparent: str | None = None, if_match: str | None = None
+    ) -> TaggedJob:
+        path, headers = f"{_job_path(job_id)}/trigger", _traced(traceparent) | _condition(if_match)
+        return self._job_call("POST", path, headers=headers, safe=False)
 
-    def retry_job(self, job_id: str, *, traceparent: str | None = None) -> JobView:
-        path, headers = f"{_job_path(job_id)}/retry", _traced(traceparent)
-        return self._call("POST", path, JobView, headers=headers, safe=False)
+    def retry_job(
+        self, job_id: str, *, traceparent: str | None = None, if_match: str | None = None
+    ) -> TaggedJob:
+        path, headers = f"{_job_path(job_id)}/retry", _traced(traceparent) | _condition(if_match)
+        return self._job_call("POST", path, headers=headers, safe=False)
 
     def backfill_job(
         self,
@@ -276,6 +309,20 @@ class SundialClient:
         return self._call("GET", "/stats", StatsView)
 
     # --- the wire ---------------------------------------------------------------------------------
+
+    def _job_call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: BaseModel | None = None,
+        headers: Mapping[str, str] | None = None,
+        safe: bool | None = None,
+    ) -> TaggedJob:
+        """A call whose answer carries one job: the job, with the answer's ETag."""
+        data = body.model_dump(mode="json", exclude_unset=True) if body is not None else None
+        answer = self.send(method, path, data, headers=headers, safe=safe)
+        return self._answered(method, path, TaggedJob, answer).tagged(answer.headers.get("etag"))
 
     def _call_json(self, method: str, path: str, answer_type: type[M], data: Any, *, safe: bool) -> M:
         answer = self.send(method, path, data, safe=safe)
@@ -343,7 +390,8 @@ class SundialClient:
         self, method: str, url: str, data: bytes | None, extra: Mapping[str, str] | None = None
     ) -> dict[str, str]:
         """What a request carries: JSON headers, `extra`, and the signature when the client signs."""
-        headers = {"Accept": "application/json", **(extra or {})}
+        # Errors come as problem details (RFC 9457), which are JSON too.
+        headers = {"Accept": "application/json, application/problem+json", **(extra or {})}
         if data is not None:
             headers["Content-Type"] = "application/json"
         # Signed again on every attempt: the signature covers its instant.
@@ -354,6 +402,16 @@ class SundialClient:
 def _traced(traceparent: str | None) -> dict[str, str]:
     """The W3C trace header of a call that schedules a run: its deliveries carry that trace."""
     return {"traceparent": traceparent} if traceparent is not None else {}
+
+
+def _condition(if_match: str | None) -> dict[str, str]:
+    """The If-Match header of a change: an ETag as answered; a bare revision such as 7 is quoted."""
+    if if_match is None:
+        return {}
+    tag = if_match.strip()
+    if tag != "*" and not tag.startswith(('"', 'W/"')):
+        tag = f'"{tag}"'
+    return {"If-Match": tag}
 
 
 def _batch_item(job: JobCreate | Mapping[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,11 @@ class Conflict(ApiError):
     """The job is not in a state that allows the call, or an Idempotency-Key was reused (409)."""
 
 
+class PreconditionFailed(ApiError):
+    """The job changed since the ETag sent as `if_match` was read (412): nothing was changed. Read the
+    job again, decide again, and send its new ETag."""
+
+
 class Unauthorized(ApiError):
     """No credentials to sign with, or API Gateway refused the signature or the caller (401, 403)."""
 
@@ -62,6 +67,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     403: Unauthorized,
     404: NotFound,
     409: Conflict,
+    412: PreconditionFailed,
     413: InvalidInput,
     415: InvalidInput,
     429: Throttled,
@@ -69,8 +75,9 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 
 
 def error_for(status: int, body: bytes, reason: str = "") -> ApiError:
-    """The exception for an error answer; its body is `{"message", "field"}` (API Gateway's own
-    answers carry `message` or `Message` alone)."""
+    """The exception for an error answer; its body is problem details (RFC 9457) that carry
+    `{"message", "field"}` (API Gateway's own answers carry `message` or `Message` alone, and a
+    problem details body of another server `detail` or `title`)."""
     kind = _BY_STATUS.get(status, ServerError if status >= 500 else ApiError)
     message, field = _message_and_field(body)
     return kind(message or reason or f"HTTP {status}", field, status)
@@ -83,6 +90,8 @@ def _message_and_field(body: bytes) -> tuple[str, str | None]:
         return body.decode(errors="replace").strip()[:500], None
     if not isinstance(decoded, dict):
         return str(decoded)[:500], None
-    message = decoded.get("message") or decoded.get("Message") or ""
+    message = next(
+        (decoded[key] for key in ("message", "Message", "detail", "title") if decoded.get(key)), ""
+    )
     field = decoded.get("field")
     return str(message), str(field) if field else None

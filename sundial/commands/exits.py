@@ -12,6 +12,7 @@ from sundial.client import (
     Conflict,
     InvalidInput,
     NotFound,
+    PreconditionFailed,
     ServerError,
     Throttled,
     Unauthorized,
@@ -19,6 +20,8 @@ from sundial.client import (
 )
 
 OK, USAGE, NOT_FOUND, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
+# The job changed since the ETag a change was conditional on (HTTP 412): read it again, decide again.
+STALE = 8
 # How a job that `jobs wait` or a `--watch` followed ended when it did not succeed, and a wait that
 # ran out of time (124, as timeout(1) reports one).
 ENDED_DEAD, ENDED_CANCELLED, WAIT_TIMED_OUT = 6, 7, 124
@@ -27,6 +30,7 @@ _CODES: tuple[tuple[type[ApiError], int], ...] = (
     (InvalidInput, USAGE),
     (NotFound, NOT_FOUND),
     (Conflict, CONFLICT),
+    (PreconditionFailed, STALE),
     (Unauthorized, AUTH),
     (Throttled, UNAVAILABLE),
     (ServerError, UNAVAILABLE),

@@ -35,6 +35,7 @@ from sundial.contract.jobs import (
 from sundial.contract.vocabulary import Health, JobStatus, Priority
 from sundial.functions import api_backfill, api_bulk, api_errors, api_stats, clients
 from sundial.functions import api_openapi as doc
+from sundial.functions.api_conditions import IfMatchHeader, conditional, job_answer
 from sundial.functions.traces import TraceHeader, traced_service
 from sundial.shared import constants as c
 from sundial.shared.engine.patience import error_code, throttled
@@ -43,9 +44,12 @@ from sundial.shared.errors import InvalidInput, SundialError
 TITLE, VERSION = "Sundial", "1.0.0"
 DESCRIPTION = (
     "A serverless job scheduler: one-off, rate and cron jobs in any time zone, retries, run history. "
-    "Every error answer is `{message, field}`; docs/api.md is the prose form of this document."
+    "Every answer that carries one job carries its `ETag`, which changes take as `If-Match`. Every "
+    "error answer is RFC 9457 problem details (`application/problem+json`) with `message` and `field`; "
+    "docs/api.md is the prose form of this document."
 )
 B, N, C = HTTPStatus.BAD_REQUEST, HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
+STALE = HTTPStatus.PRECONDITION_FAILED
 LARGE, NOT_JSON = HTTPStatus.REQUEST_ENTITY_TOO_LARGE, HTTPStatus.UNSUPPORTED_MEDIA_TYPE
 OK = HTTPStatus.OK
 # What a throttled answer asks a caller to wait: DynamoDB's partitions refill their tokens each second.
@@ -97,8 +101,9 @@ def create_job(
 ) -> Response[JobView]:
     _require_object()
     view, created = traced_service(traceparent).create(spec, key)
-    status, headers = (201, {"Location": _location(view.id)}) if created else (200, {})
-    return Response(status, content_types.APPLICATION_JSON, view, headers)
+    if created:
+        return job_answer(view, HTTPStatus.CREATED, {"Location": _location(view.id)})
+    return job_answer(view)
 
 
 def _location(job_id: str) -> str:
@@ -161,10 +166,10 @@ def list_jobs(
     description="The job as it now is: its current occurrence's status, next run and last run.",
     tags=["jobs"],
     operation_id="get_job",
-    responses=doc.answers(OK, JobView, "The job.", doc.JOB, B, N),
+    responses=doc.job_answers("The job.", doc.JOB, B, N),
 )
-def get_job(job_id: JobId) -> JobView:
-    return _service().get(job_id)
+def get_job(job_id: JobId) -> Response[JobView]:
+    return job_answer(_service().get(job_id))
 
 
 @app.patch(
@@ -175,15 +180,16 @@ def get_job(job_id: JobId) -> JobView:
     "the target cannot be changed (create a new job).",
     tags=["jobs"],
     operation_id="update_job",
-    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB, B, N, C, LARGE, NOT_JSON),
+    responses=doc.job_answers("The job as it now is.", doc.JOB, B, N, C, STALE, LARGE, NOT_JSON),
 )
 def update_job(
     job_id: JobId,
     patch: Annotated[JobUpdate, Body(openapi_examples=doc.UPDATE_EXAMPLES)],
     traceparent: TraceHeader = None,
-) -> JobView:
+    if_match: IfMatchHeader = None,
+) -> Response[JobView]:
     _require_object()
-    return traced_service(traceparent).update(job_id, patch)
+    return job_answer(conditional(traced_service(traceparent), if_match).update(job_id, patch))
 
 
 @app.delete(
@@ -193,10 +199,10 @@ def update_job(
     "then `cancelled`. Cancelling a cancelled job answers it as it is.",
     tags=["jobs"],
     operation_id="cancel_job",
-    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "cancelled"}, B, N, C),
+    responses=doc.job_answers("The job as it now is.", doc.JOB | {"status": "cancelled"}, B, N, C, STALE),
 )
-def cancel_job(job_id: JobId) -> JobView:
-    return _service().cancel(job_id)
+def cancel_job(job_id: JobId, if_match: IfMatchHeader = None) -> Response[JobView]:
+    return job_answer(conditional(_service(), if_match).cancel(job_id))
 
 
 @app.post(
@@ -206,12 +212,12 @@ def cancel_job(job_id: JobId) -> JobView:
     "retry is held. 409 for a one-off or cancelled job.",
     tags=["jobs"],
     operation_id="pause_job",
-    responses=doc.answers(
-        OK, JobView, "The job as it now is.", doc.JOB | {"paused": True, "next_run_at": None}, B, N, C
+    responses=doc.job_answers(
+        "The job as it now is.", doc.JOB | {"paused": True, "next_run_at": None}, B, N, C, STALE
     ),
 )
-def pause_job(job_id: JobId) -> JobView:
-    return _service().pause(job_id)
+def pause_job(job_id: JobId, if_match: IfMatchHeader = None) -> Response[JobView]:
+    return job_answer(conditional(_service(), if_match).pause(job_id))
 
 
 @app.post(
@@ -221,10 +227,12 @@ def pause_job(job_id: JobId) -> JobView:
     "retry runs now. 409 for a one-off or cancelled job.",
     tags=["jobs"],
     operation_id="resume_job",
-    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB, B, N, C),
+    responses=doc.job_answers("The job as it now is.", doc.JOB, B, N, C, STALE),
 )
-def resume_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
-    return traced_service(traceparent).resume(job_id)
+def resume_job(
+    job_id: JobId, traceparent: TraceHeader = None, if_match: IfMatchHeader = None
+) -> Response[JobView]:
+    return job_answer(conditional(traced_service(traceparent), if_match).resume(job_id))
 
 
 @app.post(
@@ -236,10 +244,12 @@ def resume_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
     "ended. `effects` says which. 409 for a cancelled job, or when 10 triggered runs wait already.",
     tags=["jobs"],
     operation_id="trigger_job",
-    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),
+    responses=doc.job_answers("The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C, STALE),
 )
-def trigger_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
-    return traced_service(traceparent).trigger(job_id)
+def trigger_job(
+    job_id: JobId, traceparent: TraceHeader = None, if_match: IfMatchHeader = None
+) -> Response[JobView]:
+    return job_answer(conditional(traced_service(traceparent), if_match).trigger(job_id))
 
 
 @app.post(
@@ -248,10 +258,12 @@ def trigger_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
     description="It runs now, its retry policy counted afresh; attempt numbers go on. 409 unless `dead`.",
     tags=["jobs"],
     operation_id="retry_job",
-    responses=doc.answers(OK, JobView, "The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C),
+    responses=doc.job_answers("The job as it now is.", doc.JOB | {"status": "queued"}, B, N, C, STALE),
 )
-def retry_job(job_id: JobId, traceparent: TraceHeader = None) -> JobView:
-    return traced_service(traceparent).retry(job_id)
+def retry_job(
+    job_id: JobId, traceparent: TraceHeader = None, if_match: IfMatchHeader = None
+) -> Response[JobView]:
+    return job_answer(conditional(traced_service(traceparent), if_match).retry(job_id))
 
 
 @app.get(

@@ -14,11 +14,16 @@ from sundial.functions import api_openapi as doc
 from sundial.functions import clients
 from sundial.shared.errors import InvalidInput
 from sundial.shared.lifecycle.backfill import MAX_BACKFILL_OCCURRENCES
+from sundial.shared.service.views import etag_of
 
 router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves its __init__ unannotated
 B, N, C = HTTPStatus.BAD_REQUEST, HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
 
 DRY_RUN = doc.BACKFILL | {"dry_run": True, "job": None}
+TAKEN = doc.answers(
+    HTTPStatus.ACCEPTED, BackfillView, "What runs, what was skipped or ran before.", doc.BACKFILL, B, N, C
+)
+TAKEN[HTTPStatus.ACCEPTED.value]["headers"] = {"ETag": doc.ETAG}
 
 JobId = doc.JobId
 
@@ -33,18 +38,7 @@ JobId = doc.JobId
     "one-off, cancelled or finished job. `dry_run` answers the same and changes nothing (200).",
     tags=["jobs"],
     operation_id="backfill_job",
-    responses={
-        **doc.answers(HTTPStatus.OK, BackfillView, "A dry run: what would run.", DRY_RUN),
-        **doc.answers(
-            HTTPStatus.ACCEPTED,
-            BackfillView,
-            "What runs, what was skipped or ran before.",
-            doc.BACKFILL,
-            B,
-            N,
-            C,
-        ),
-    },
+    responses={**doc.answers(HTTPStatus.OK, BackfillView, "A dry run: what would run.", DRY_RUN), **TAKEN},
 )
 def backfill_job(
     job_id: JobId, request: Annotated[BackfillRequest, Body(openapi_examples=doc.BACKFILL_EXAMPLES)]
@@ -54,4 +48,7 @@ def backfill_job(
     view = clients.job_service().backfill(job_id, request)
     status = HTTPStatus.OK if request.dry_run else HTTPStatus.ACCEPTED
     body = view.model_dump(mode="json", by_alias=True)
-    return Response(status.value, content_types.APPLICATION_JSON, body)
+    # The answer carries the job when it acted on it: its ETag too, as every answer with one job has.
+    tag = etag_of(view.job) if view.job is not None else None
+    headers = {"ETag": tag} if tag is not None else {}
+    return Response(status.value, content_types.APPLICATION_JSON, body, headers)

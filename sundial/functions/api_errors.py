@@ -1,4 +1,5 @@
-"""Every error the API answers, as `{"message", "field"}` with the status docs/api.md gives it."""
+"""Every error the API answers, as RFC 9457 problem details (`application/problem+json`) that also
+carry `{"message", "field"}`, with the status docs/api.md gives it."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from sundial.contract.errors import ErrorBody
+from sundial.contract.errors import PROBLEM_JSON, ErrorBody
 from sundial.contract.jobs import JOB_ID_EXAMPLE
 from sundial.shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge, SundialError
 from sundial.shared.service.bodies import check_json_shape, field_name
+from sundial.shared.service.conditions import PreconditionFailed
 
 # Most specific first: PayloadTooLarge is an InvalidInput.
 STATUS_OF: tuple[tuple[type[SundialError], HTTPStatus], ...] = (
@@ -23,6 +25,7 @@ STATUS_OF: tuple[tuple[type[SundialError], HTTPStatus], ...] = (
     (InvalidInput, HTTPStatus.BAD_REQUEST),
     (JobNotFound, HTTPStatus.NOT_FOUND),
     (Conflict, HTTPStatus.CONFLICT),
+    (PreconditionFailed, HTTPStatus.PRECONDITION_FAILED),
 )
 
 
@@ -63,9 +66,9 @@ def _text(event: APIGatewayProxyEvent) -> str | None:
 def _proxy(status: HTTPStatus, message: str, field: str) -> dict[str, Any]:
     return {
         "statusCode": status.value,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "headers": {"Content-Type": PROBLEM_JSON},
         "multiValueHeaders": {},
-        "body": ErrorBody(message=message, field=field).model_dump_json(),
+        "body": ErrorBody.of(status.value, message, field).model_dump_json(),
         "isBase64Encoded": False,
     }
 
@@ -75,8 +78,8 @@ def unsupported(_: Exception) -> Response[str]:
 
 
 def error(status: HTTPStatus, message: str, field: str | None = None) -> Response[str]:
-    body = ErrorBody(message=message, field=field).model_dump_json()
-    return Response(status_code=status.value, content_type=content_types.APPLICATION_JSON, body=body)
+    body = ErrorBody.of(status.value, message, field).model_dump_json()
+    return Response(status_code=status.value, content_type=PROBLEM_JSON, body=body)
 
 
 def for_domain(exc: SundialError) -> Response[str]:
@@ -128,7 +131,8 @@ def _whole_body(kind: Any, message: str) -> str:
 
 _ERROR_EXAMPLES: dict[HTTPStatus, tuple[str, dict[str, Any]]] = {
     HTTPStatus.BAD_REQUEST: (
-        "Bad request: a malformed body, field, query parameter, header or job id. Nothing changed.",
+        "Bad request: a malformed body, field, query parameter, header (If-Match among them) or job "
+        "id. Nothing changed.",
         {"message": "cron expression '61 * * * *': minute must be 0-59", "field": "schedule"},
     ),
     HTTPStatus.NOT_FOUND: (
@@ -148,6 +152,15 @@ _ERROR_EXAMPLES: dict[HTTPStatus, tuple[str, dict[str, Any]]] = {
         "The body is not sent as JSON.",
         {"message": "send the body as application/json, not text/plain", "field": "Content-Type"},
     ),
+    HTTPStatus.PRECONDITION_FAILED: (
+        "The job has changed since the ETag sent in If-Match: read it again and decide again. "
+        "Nothing changed.",
+        {
+            "message": f'job \'{JOB_ID_EXAMPLE}\' has changed: it is now "8", not "7"; read it again '
+            "and decide again",
+            "field": "If-Match",
+        },
+    ),
 }
 
 
@@ -156,6 +169,7 @@ def documented(*statuses: HTTPStatus) -> dict[int, OpenAPIResponse]:
     responses: dict[int, OpenAPIResponse] = {}
     for status in statuses:
         description, example = _ERROR_EXAMPLES.get(status, (status.phrase, {"message": status.phrase}))
-        content: Any = {"application/json": {"model": ErrorBody, "examples": {"example": {"value": example}}}}
+        problem = ErrorBody.of(status.value, example["message"], example.get("field")).model_dump()
+        content: Any = {PROBLEM_JSON: {"model": ErrorBody, "examples": {"example": {"value": problem}}}}
         responses[status.value] = {"description": description, "content": content}
     return responses

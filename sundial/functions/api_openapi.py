@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
-from sundial.contract.jobs import JOB_ID_EXAMPLE, JOB_ID_PATTERN
+from sundial.contract.jobs import JOB_ID_EXAMPLE, JOB_ID_PATTERN, JobView
 from sundial.functions.api_errors import documented
 
 # The path parameter every /jobs/{id} route takes.
@@ -78,8 +78,26 @@ def answers(
     return {status.value: {"description": description, "content": content}, **documented(*errors)}
 
 
+# Every answer that carries one job carries its entity tag (docs/api.md, "ETag and If-Match").
+ETAG: Any = {
+    "description": "The job's revision as a strong entity tag: sent back as If-Match, the call acts only "
+    "on the job as this answer shows it.",
+    "schema": {"type": "string"},
+    "required": True,
+    "example": '"7"',
+}
+
+
+def job_answers(description: str, example: Any, *errors: HTTPStatus) -> dict[int, OpenAPIResponse]:
+    """The answers of a route whose success carries one job: 200 with its ETag, then its errors."""
+    content: Any = {"application/json": {"model": JobView, "examples": {"example": {"value": example}}}}
+    success: OpenAPIResponse = {"description": description, "headers": {"ETag": ETAG}, "content": content}
+    return {HTTPStatus.OK.value: success, **documented(*errors)}
+
+
 def created(model: type[BaseModel], example: Any, *errors: HTTPStatus) -> dict[int, OpenAPIResponse]:
-    """POST /jobs: 201 with a Location header, 200 for a replay of an Idempotency-Key."""
+    """POST /jobs: 201 with a Location header, 200 for a replay of an Idempotency-Key; both with the
+    job's ETag."""
     content: Any = {"application/json": {"model": model, "examples": {"example": {"value": example}}}}
     location: Any = {
         "description": "The job's URL path: /jobs/{id}, behind the stage's path when deployed.",
@@ -89,12 +107,13 @@ def created(model: type[BaseModel], example: Any, *errors: HTTPStatus) -> dict[i
     return {
         HTTPStatus.CREATED.value: {
             "description": "Created: the job as stored.",
-            "headers": {"Location": location},
+            "headers": {"Location": location, "ETag": ETAG},
             "content": content,
         },
         HTTPStatus.OK.value: {
             "description": "The job an earlier request with the same Idempotency-Key and body created, "
             "within 24 hours; nothing new is stored.",
+            "headers": {"ETag": ETAG},
             "content": content,
         },
         **documented(*errors),

@@ -12,7 +12,6 @@ sites, and answers preflights for its own origins alone.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import threading
@@ -25,6 +24,7 @@ from urllib.parse import parse_qsl
 
 from sundial.console.assets import ConsoleAssets
 from sundial.console.guard import Refusal, SiteGuard, is_preflight, loopback_hosts
+from sundial.contract.errors import PROBLEM_JSON, ErrorBody
 from sundial.functions.api import handler as api_handler
 from sundial.local_stack.lambda_context import new_context
 
@@ -66,6 +66,9 @@ class Gateway:
             return _refuse(start_response, refusal)
         if is_preflight(environ):
             status, headers = guard.preflight(environ)
+            if status >= HTTPStatus.BAD_REQUEST:
+                refused = "a preflight from a page of another site is refused"
+                return _problem(start_response, status, refused, "Origin", dict(headers))
             return _answer(start_response, status.value, dict(headers), b"")
         if self._console is not None and self._console.handles(str(environ.get("PATH_INFO") or "/")):
             return self._console(environ, start_response)
@@ -74,25 +77,16 @@ class Gateway:
     def _api(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         body = _read_body(environ)
         if body is None:
-            return _answer(
-                start_response,
-                413,
-                {"Content-Type": "application/json"},
-                b'{"message":"Request Entity Too Large"}',
-            )
+            too_large = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+            return _problem(start_response, too_large, f"the body is over {MAX_BODY_BYTES} bytes", "body")
         event = self.event(environ, body)
         try:
             with self._one_at_a_time:
                 result = self._handler(event, new_context("api", REGION))
         except Exception:
             logger.exception("the handler failed on %s %s", event["httpMethod"], event["path"])
-            # What API Gateway answers when the function itself fails.
-            return _answer(
-                start_response,
-                502,
-                {"Content-Type": "application/json"},
-                b'{"message": "Internal server error"}',
-            )
+            # What API Gateway answers when the function itself fails, as the API's errors are shaped.
+            return _problem(start_response, HTTPStatus.BAD_GATEWAY, "Internal server error")
         return _answer(start_response, *_from_proxy(result))
 
     def event(self, environ: dict[str, Any], body: bytes) -> dict[str, Any]:
@@ -155,8 +149,19 @@ class Gateway:
 
 
 def _refuse(start_response: StartResponse, refusal: Refusal) -> list[bytes]:
-    body = json.dumps({"message": refusal.message, "field": refusal.field}).encode()
-    return _answer(start_response, refusal.status.value, {"Content-Type": "application/json"}, body)
+    return _problem(start_response, refusal.status, refusal.message, refusal.field)
+
+
+def _problem(
+    start_response: StartResponse,
+    status: HTTPStatus,
+    message: str,
+    field: str | None = None,
+    headers: dict[str, list[str] | str] | None = None,
+) -> list[bytes]:
+    """An error of the gateway's own, shaped as the API's are (docs/api.md, "Errors")."""
+    body = ErrorBody.of(status.value, message, field).model_dump_json().encode()
+    return _answer(start_response, status.value, {**(headers or {}), "Content-Type": PROBLEM_JSON}, body)
 
 
 def _with_headers(start_response: StartResponse, extra: list[tuple[str, str]]) -> StartResponse:

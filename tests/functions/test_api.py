@@ -64,10 +64,13 @@ def test_the_same_idempotency_key_with_another_body_is_a_conflict(api: Api, stor
 
     assert first.status == 201
     assert answer.status == 409
-    assert answer.body == {
-        "message": "Idempotency-Key 'k-1' was used with a different body",
-        "field": "Idempotency-Key",
-    }
+    assert (
+        answer.body.items()
+        >= {
+            "message": "Idempotency-Key 'k-1' was used with a different body",
+            "field": "Idempotency-Key",
+        }.items()
+    )
     assert stored() == before
 
 
@@ -80,7 +83,10 @@ def test_get_answers_the_job_or_404(env: Resources, api: Api) -> None:
 
     assert (found.status, found.body) == (200, job)
     assert missing.status == 404
-    assert missing.body == {"message": "job '01JD8ZQ3V6X4M7N2P5R8T1W9YB' not found", "field": None}
+    assert (
+        missing.body.items()
+        >= {"message": "job '01JD8ZQ3V6X4M7N2P5R8T1W9YB' not found", "field": None}.items()
+    )
 
 
 # --- every create error of docs/api.md: status, message, field, and nothing stored --------------------
@@ -223,10 +229,13 @@ def test_an_idempotency_key_longer_than_128_is_a_400(api: Api, stored: Any) -> N
     answer = api("POST", "/jobs", {"target": NOOP}, headers={"Idempotency-Key": "k" * 129})
 
     assert answer.status == 400
-    assert answer.body == {
-        "message": "Idempotency-Key: String should have at most 128 characters",
-        "field": "Idempotency-Key",
-    }
+    assert (
+        answer.body.items()
+        >= {
+            "message": "Idempotency-Key: String should have at most 128 characters",
+            "field": "Idempotency-Key",
+        }.items()
+    )
     assert stored() == []
 
 
@@ -361,7 +370,10 @@ def test_actions_on_an_unknown_job_are_404(api: Api, action: str) -> None:
     answer = api("POST", f"/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB/{action}")
 
     assert answer.status == 404
-    assert answer.body == {"message": "job '01JD8ZQ3V6X4M7N2P5R8T1W9YB' not found", "field": None}
+    assert (
+        answer.body.items()
+        >= {"message": "job '01JD8ZQ3V6X4M7N2P5R8T1W9YB' not found", "field": None}.items()
+    )
 
 
 def test_trigger_runs_now_unless_cancelled(api: Api, stored: Any) -> None:
@@ -477,7 +489,7 @@ def test_an_unknown_route_is_404_and_a_wrong_method_405(api: Api) -> None:
     under_a_job = api("GET", "/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB/nowhere")
 
     assert unknown.status == 404
-    assert unknown.body == {"message": "no route for GET /nowhere", "field": None}
+    assert unknown.body.items() >= {"message": "no route for GET /nowhere", "field": None}.items()
     assert wrong.status == 405
     assert wrong.headers["Allow"] == "GET, POST"
     assert wrong.body["field"] is None
@@ -496,7 +508,7 @@ def test_an_unexpected_failure_is_a_500_without_details(env: Resources, api: Api
     answer = api("GET", "/jobs/01JD8ZQ3V6X4M7N2P5R8T1W9YB")
 
     assert answer.status == 500
-    assert answer.body == {"message": "internal error; it has been logged", "field": None}
+    assert answer.body.items() >= {"message": "internal error; it has been logged", "field": None}.items()
 
 
 @pytest.mark.parametrize("name", ["timezone", "priority", "max_retries", "schedule"])
@@ -507,10 +519,13 @@ def test_patch_refuses_null_for_a_field_that_cannot_be_unset(api: Api, stored: A
     answer = api("PATCH", f"/jobs/{job['id']}", {name: None})
 
     assert answer.status == 400
-    assert answer.body == {
-        "message": f"{name} cannot be null; leave it out to keep it as it is",
-        "field": name,
-    }
+    assert (
+        answer.body.items()
+        >= {
+            "message": f"{name} cannot be null; leave it out to keep it as it is",
+            "field": name,
+        }.items()
+    )
     assert stored() == before
 
 

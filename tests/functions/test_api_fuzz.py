@@ -65,4 +65,7 @@ def _send(case: Any) -> None:
     assert response.status_code < 500, f"{case.method} {case.formatted_path}: {response.text}"
     if response.status_code >= 400:
         body = response.json()
-        assert set(body) == {"message", "field"}, body
+        assert set(body) == {"type", "title", "status", "detail", "message", "field"}, body
+        headers = {name.lower(): value for name, value in response.headers.items()}
+        assert "application/problem+json" in headers["content-type"], headers
+        assert body["status"] == response.status_code, body

@@ -91,7 +91,8 @@ def test_a_handler_that_raises_is_a_502_like_api_gateway() -> None:
     response = Client(Gateway(handler)).get("/health")
 
     assert response.status_code == 502
-    assert response.get_json() == {"message": "Internal server error"}
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert response.get_json()["message"] == "Internal server error"
 
 
 def test_concurrent_requests_each_see_their_own_event() -> None:

@@ -19,12 +19,17 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str, dict[str, str], set[str]]] = {
     ("post", "/jobs"): ("create_job", "jobs", {"201": JOB, "200": JOB}, {"400", "409", "413", "415"}),
     ("get", "/jobs"): ("list_jobs", "jobs", {"200": "#/components/schemas/JobList"}, {"400"}),
     ("get", "/jobs/{job_id}"): ("get_job", "jobs", {"200": JOB}, {"400", "404"}),
-    ("patch", "/jobs/{job_id}"): ("update_job", "jobs", {"200": JOB}, {"400", "404", "409", "413", "415"}),
-    ("delete", "/jobs/{job_id}"): ("cancel_job", "jobs", {"200": JOB}, {"400", "404", "409"}),
-    ("post", "/jobs/{job_id}/pause"): ("pause_job", "jobs", {"200": JOB}, {"400", "404", "409"}),
-    ("post", "/jobs/{job_id}/resume"): ("resume_job", "jobs", {"200": JOB}, {"400", "404", "409"}),
-    ("post", "/jobs/{job_id}/trigger"): ("trigger_job", "jobs", {"200": JOB}, {"400", "404", "409"}),
-    ("post", "/jobs/{job_id}/retry"): ("retry_job", "jobs", {"200": JOB}, {"400", "404", "409"}),
+    ("patch", "/jobs/{job_id}"): (
+        "update_job",
+        "jobs",
+        {"200": JOB},
+        {"400", "404", "409", "412", "413", "415"},
+    ),
+    ("delete", "/jobs/{job_id}"): ("cancel_job", "jobs", {"200": JOB}, {"400", "404", "409", "412"}),
+    ("post", "/jobs/{job_id}/pause"): ("pause_job", "jobs", {"200": JOB}, {"400", "404", "409", "412"}),
+    ("post", "/jobs/{job_id}/resume"): ("resume_job", "jobs", {"200": JOB}, {"400", "404", "409", "412"}),
+    ("post", "/jobs/{job_id}/trigger"): ("trigger_job", "jobs", {"200": JOB}, {"400", "404", "409", "412"}),
+    ("post", "/jobs/{job_id}/retry"): ("retry_job", "jobs", {"200": JOB}, {"400", "404", "409", "412"}),
     ("get", "/jobs/{job_id}/runs"): (
         "list_job_runs",
         "runs",
@@ -77,16 +82,23 @@ def test_each_operation_documents_what_it_answers(document: dict[str, Any], meth
         assert content["schema"] == {"$ref": schema}
         assert content["examples"]
     for status in errors:
-        content = operation["responses"][status]["content"]["application/json"]
+        content = operation["responses"][status]["content"]["application/problem+json"]
         assert content["schema"] == {"$ref": ERROR}
-        assert content["examples"]["example"]["value"]["message"]
+        example = content["examples"]["example"]["value"]
+        assert example["message"] and example["detail"] == example["message"]
+        assert (example["status"], example["type"]) == (int(status), "about:blank")
+    if successes == {"200": JOB}:
+        assert operation["responses"]["200"]["headers"]["ETag"]["required"] is True
+    if {"412"} <= errors:
+        [condition] = [p for p in operation["parameters"] if p["name"].lower() == "if-match"]
+        assert condition["in"] == "header" and condition["description"]
 
 
 def test_create_documents_location_and_request_examples(document: dict[str, Any]) -> None:
     create = document["paths"]["/jobs"]["post"]
 
-    assert set(create["responses"]["201"]["headers"]) == {"Location"}
-    assert "headers" not in create["responses"]["200"]  # a replay has no Location
+    assert set(create["responses"]["201"]["headers"]) == {"Location", "ETag"}
+    assert set(create["responses"]["200"]["headers"]) == {"ETag"}  # a replay has no Location
     assert {"recurring", "one-off"} <= set(create["requestBody"]["content"]["application/json"]["examples"])
     assert document["paths"]["/jobs/{job_id}"]["patch"]["requestBody"]["content"]["application/json"][
         "examples"
@@ -99,9 +111,10 @@ def test_create_documents_location_and_request_examples(document: dict[str, Any]
 def test_the_error_body_is_documented(document: dict[str, Any]) -> None:
     error = document["components"]["schemas"]["ErrorBody"]
 
-    assert error["required"] == ["message"]
-    assert set(error["properties"]) == {"message", "field"}
-    assert error["properties"]["field"]["description"]
+    # RFC 9457 problem details, with the members answered before them.
+    assert set(error["required"]) == {"type", "title", "status", "detail", "message", "field"}
+    assert set(error["properties"]) == {"type", "title", "status", "detail", "message", "field"}
+    assert all(member["description"] for member in error["properties"].values())
 
 
 def test_no_operation_documents_a_422_or_lacks_a_success(api: Api, document: dict[str, Any]) -> None:
@@ -137,7 +150,8 @@ def test_a_request_that_fails_validation_is_a_400_never_a_422(
     answer = api(method, path, body, **kwargs)
 
     assert answer.status == 400
-    assert set(answer.body) == {"message", "field"}
+    assert answer.headers["Content-Type"] == "application/problem+json"
+    assert set(answer.body) == {"type", "title", "status", "detail", "message", "field"}
     assert answer.body["field"] == field
 
 
@@ -151,4 +165,4 @@ def test_an_answer_that_fails_its_own_model_is_a_500(api: Api, monkeypatch: pyte
     answer = api("POST", "/schedules/preview", {"schedule": "rate(1 hour)"})
 
     assert answer.status == 500
-    assert answer.body == {"message": "internal error; it has been logged", "field": None}
+    assert answer.body.items() >= {"message": "internal error; it has been logged", "field": None}.items()

@@ -92,4 +92,5 @@ def _status(exc: SundialError) -> int:
 
 
 def _refused(index: int, status: int, message: str, field: str) -> BatchItem:
-    return BatchItem(index=index, status=status, error=ErrorBody(message=message, field=field))
+    # The item's error is problem details of the item's own status, as a single create's would be.
+    return BatchItem(index=index, status=status, error=ErrorBody.of(status, message, field))

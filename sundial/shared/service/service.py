@@ -40,6 +40,7 @@ from sundial.shared.schedules import (
     start_instant,
 )
 from sundial.shared.service.alert_routes import check_alert_route, route_changes
+from sundial.shared.service.conditions import IfMatch
 from sundial.shared.service.effects import Action, effects_of
 from sundial.shared.service.requests import (
     TIMING_FIELDS,
@@ -87,6 +88,7 @@ class JobService:
         self._allow_private = allow_private_targets
         self._operation: str | None = None
         self._trace: str | None = None
+        self._if_match: IfMatch | None = None
 
     def for_operation(self, operation_id: str) -> JobService:
         """This service acting for a bulk operation: a job its action already changed is answered as
@@ -104,6 +106,14 @@ class JobService:
         traced._store = self._store.traced(traceparent)
         traced._trace = traceparent
         return traced
+
+    def conditional(self, if_match: IfMatch | None) -> JobService:
+        """This service acting on a job only while `if_match` holds for it: checked on the job each
+        write is conditional on, so a change between the read and the write fails the write, and the
+        job read again fails the check (PreconditionFailed) rather than being written."""
+        conditional = copy.copy(self)
+        conditional._if_match = if_match
+        return conditional
 
     @property
     def list_indexes(self) -> frozenset[str] | None:
@@ -313,12 +323,15 @@ class JobService:
         self, job_id: str, decide: Callable[[Job], tuple[Job, Placement | None]], action: Action
     ) -> JobView:
         """Reads the job, decides and writes on the version read; when anything changed meanwhile (a
-        heartbeat, a settle, another call), decides again from the job as it now is. The answer
-        says what the call did to what was waiting (effects_of)."""
+        heartbeat, a settle, another call), decides again from the job as it now is. An If-Match
+        precondition is part of each decision, so it holds for the job the write was made on. The
+        answer says what the call did to what was waiting (effects_of). Raises PreconditionFailed."""
         job = self._job(job_id)
         for _ in range(ACTION_ROUNDS):
             if self._operation is not None and job.operation == self._operation:
                 return self._view(job)
+            if self._if_match is not None:
+                self._if_match.check(job)
             try:
                 written, _ = decide(job)
             except StaleDelivery as exc:

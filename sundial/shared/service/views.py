@@ -5,17 +5,39 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import PrivateAttr
+
 from sundial.contract.bulk import OperationView
 from sundial.contract.jobs import Effect, JobView, LastRun, RunView
 from sundial.contract.vocabulary import JobStatus, OperationState
 from sundial.shared.clock import format_rfc3339
 from sundial.shared.lifecycle import waiting_triggers
 from sundial.shared.models import Job, Operation, Run, RunSummary
+from sundial.shared.service.conditions import etag
 from sundial.shared.targets.models import masked
 
 
+class TaggedJobView(JobView):
+    """A job as an answer shows it, with its entity tag, which the API answers as its ETag header."""
+
+    _etag: str | None = PrivateAttr(default=None)
+
+    @property
+    def etag(self) -> str | None:
+        return self._etag
+
+    def tagged(self, tag: str) -> TaggedJobView:
+        self._etag = tag
+        return self
+
+
+def etag_of(view: JobView) -> str | None:
+    """The entity tag of the job a view shows, when the service built the view."""
+    return view.etag if isinstance(view, TaggedJobView) else None
+
+
 def job_view(job: Job, payload: Any, effects: list[Effect] | None = None) -> JobView:
-    return JobView(
+    view = TaggedJobView(
         id=job.id,
         name=job.name,
         status=job.status,
@@ -46,6 +68,7 @@ def job_view(job: Job, payload: Any, effects: list[Effect] | None = None) -> Job
         triggers_waiting=waiting_triggers(job),
         effects=effects or [],
     )
+    return view.tagged(etag(job))
 
 
 def last_run_view(run: RunSummary) -> LastRun:
