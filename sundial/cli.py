@@ -43,7 +43,8 @@ def cli() -> None:
 
     Exit codes: 0 ok, 1 usage or invalid input, 2 not found, 3 conflict, 4 authentication or
     permission, 5 server error, throttling or network; a job waited for or watched to its end: 6
-    dead, 7 cancelled, 124 `jobs wait --timeout`; 130 when Ctrl-C stops it.
+    dead, 7 cancelled, 124 `jobs wait --timeout`; 8 the job changed since the ETag given with
+    --if-match; 10 `apply --dry-run --exit-code` found changes; 130 when Ctrl-C stops it.
     """
 
 

@@ -145,7 +145,8 @@ class SundialClient:
         (harmless to jobs already acted on, but counted twice)."""
         body: dict[str, Any] = {"action": action}
         if ids is not None:
-            body["ids"] = list(ids)
+            # Ids in any case, as every single-job call takes them (_job_path).
+            body["ids"] = [job_id.upper() for job_id in ids]
         if filter is not None:
             body["filter"] = dict(filter)
         return self._call_json("POST", "/jobs/actions", OperationView, body, safe=False)

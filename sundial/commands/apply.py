@@ -15,13 +15,12 @@ from sundial.client import SundialClient
 from sundial.client.errors import ApiError, Conflict, InvalidInput, NotFound
 from sundial.commands import plan as planning
 from sundial.commands.connection import Connection, connection_options
-from sundial.commands.exits import CONFLICT, OK, USAGE, describe, exit_code
+from sundial.commands.exits import CHANGES_PENDING, CONFLICT, OK, USAGE, describe, exit_code
 from sundial.commands.schedules_file import Entry, FileRefused, Problem, read
 from sundial.contract.vocabulary import JobStatus
 
 # `--dry-run --exit-code` when the stage differs from the file, as `terraform plan -detailed-exitcode`
 # does with 2, which this command line already gives to "not found".
-CHANGES_PENDING = 10
 # Refusals of one change: the others still go. Any other error (credentials, throttling, the network,
 # the server) would refuse the rest as well, so apply stops there.
 ENTRY_ERRORS = (InvalidInput, Conflict, NotFound)

@@ -22,6 +22,8 @@ from sundial.client import (
 OK, USAGE, NOT_FOUND, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
 # The job changed since the ETag a change was conditional on (HTTP 412): read it again, decide again.
 STALE = 8
+# `sundial apply --dry-run --exit-code`: the stage differs from the file (2 already means not found).
+CHANGES_PENDING = 10
 # How a job that `jobs wait` or a `--watch` followed ended when it did not succeed, and a wait that
 # ran out of time (124, as timeout(1) reports one).
 ENDED_DEAD, ENDED_CANCELLED, WAIT_TIMED_OUT = 6, 7, 124

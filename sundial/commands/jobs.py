@@ -165,15 +165,23 @@ def create(
 @job_id_argument
 @job_fields
 @alert_flags
+@click.option(
+    "--if-match",
+    metavar="ETAG",
+    help="change the job only while it is as the answer with this ETag showed it (`jobs get` shows "
+    'the ETag; "*" for any), else exit 8 with nothing changed',
+)
 @output_option
 @connection_options
-def update(connection: Connection, output: str, job_id: str, file: str | None, **flags: Any) -> None:
+def update(
+    connection: Connection, output: str, job_id: str, file: str | None, if_match: str | None, **flags: Any
+) -> None:
     """Change only the fields given (PATCH): every other field keeps its value."""
     body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now), **alert_fields(flags)}
     if not body:
         raise click.UsageError("give at least one field to change (see --help)")
     patch = validated(JobUpdate, body)
-    print_one(connection.client().update_job(job_id, patch), output, job_details)
+    print_one(connection.client().update_job(job_id, patch, if_match=if_match), output, job_details)
 
 
 @jobs.command()

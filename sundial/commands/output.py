@@ -169,6 +169,10 @@ def _health(job: JobView) -> str:
 def job_details(job: JobView) -> str:
     data = job.model_dump(mode="json")
     rows = [(name, _cell(value)) for name, value in data.items()]
+    # The answer's ETag, for `jobs update --if-match`; not a field of the job, so only this view shows it.
+    etag = getattr(job, "etag", None)
+    if etag is not None:
+        rows.append(("etag", etag))
     return table(("FIELD", "VALUE"), rows)
 
 

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from sundial.cli import cli
+from sundial.client import SundialClient
 from sundial.commands.exits import OK
 from tests.client.test_cli_conventions import create, json_of, run
 from tests.support.sigv4_stub import Reply, StubApi
@@ -47,3 +48,9 @@ def test_cancel_of_ids_in_mixed_case_cancels_them_all(local_api: str) -> None:
     assert json.loads(result.stdout)["done"] == 2
     for job_id in (first, second):
         assert json_of(run("jobs", "get", job_id, "--api", local_api, "-o", "json"))["status"] == "cancelled"
+
+
+def test_the_client_sends_a_bulk_action_s_ids_in_upper_case() -> None:
+    with StubApi(default=Reply(202, OPERATION)) as stub:
+        SundialClient(stub.url).start_action("pause", ids=["01jdaaa", "01JDbbb"])
+    assert stub.received[0].json()["ids"] == ["01JDAAA", "01JDBBB"]
