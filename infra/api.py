@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from http import HTTPStatus
 
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
@@ -44,6 +46,50 @@ JSON_BODY_METHODS = frozenset(
         ("/schedules/preview", "POST"),
     }
 )
+
+
+PROBLEM_JSON = "application/problem+json"
+# The answers API Gateway gives itself, with the status each has unless it is changed (AWS: "Gateway
+# response types for API Gateway"). The two defaults stand for any type not named here: their status
+# is not known to a template, so their body leaves it out.
+GATEWAY_STATUSES: dict[apigw.ResponseType, int | None] = {
+    apigw.ResponseType.ACCESS_DENIED: 403,
+    apigw.ResponseType.API_CONFIGURATION_ERROR: 500,
+    apigw.ResponseType.BAD_REQUEST_PARAMETERS: 400,
+    apigw.ResponseType.EXPIRED_TOKEN: 403,
+    apigw.ResponseType.INTEGRATION_FAILURE: 504,
+    apigw.ResponseType.INTEGRATION_TIMEOUT: 504,
+    apigw.ResponseType.INVALID_SIGNATURE: 403,
+    apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN: 403,
+    apigw.ResponseType.QUOTA_EXCEEDED: 429,
+    apigw.ResponseType.REQUEST_TOO_LARGE: 413,
+    apigw.ResponseType.RESOURCE_NOT_FOUND: 404,
+    apigw.ResponseType.THROTTLED: 429,
+    apigw.ResponseType.UNAUTHORIZED: 401,
+    apigw.ResponseType.UNSUPPORTED_MEDIA_TYPE: 415,
+    apigw.ResponseType.WAF_FILTERED: 403,
+    apigw.ResponseType.DEFAULT_4_XX: None,
+    apigw.ResponseType.DEFAULT_5_XX: None,
+}
+
+
+def gateway_problem(status: int | None, message: str | None = None, field: str | None = None) -> str:
+    """A mapping template of a problem details body. Without a message of our own it carries
+    API Gateway's (`$context.error.messageString` is that message quoted and escaped as JSON)."""
+    text = json.dumps(message) if message is not None else "$context.error.messageString"
+    members = {
+        "type": '"about:blank"',
+        "title": json.dumps(HTTPStatus(status).phrase) if status else '"$context.error.responseType"',
+        "status": str(status) if status else None,
+        "detail": text,
+        "message": text,
+        "field": json.dumps(field) if field is not None else "null",
+    }
+    return "{" + ", ".join(f'"{name}": {value}' for name, value in members.items() if value is not None) + "}"
+
+
+def _construct_id(response_type: apigw.ResponseType) -> str:
+    return "Gateway" + "".join(part.title() for part in response_type.response_type.split("_"))
 
 
 class JobsApi(Construct):
@@ -141,12 +187,20 @@ class JobsApi(Construct):
                 )
 
     def _add_error_bodies(self) -> None:
-        # docs/api.md: every 4xx/5xx body is {"message": ..., "field": ...}, including the gateway's own.
+        # docs/api.md: every 4xx/5xx answer is problem details with `message`, the gateway's own too.
+        for response_type, status in GATEWAY_STATUSES.items():
+            self.rest_api.add_gateway_response(
+                _construct_id(response_type),
+                type=response_type,
+                response_headers={"Content-Type": f"'{PROBLEM_JSON}'"},
+                templates={"application/json": gateway_problem(status)},
+            )
         self.rest_api.add_gateway_response(
             "BadBody",
             type=apigw.ResponseType.BAD_REQUEST_BODY,
+            response_headers={"Content-Type": f"'{PROBLEM_JSON}'"},
             templates={
-                "application/json": '{"message": "the request body must be a JSON object", "field": "body"}'
+                "application/json": gateway_problem(400, "the request body must be a JSON object", "body")
             },
         )
 

@@ -89,6 +89,71 @@ def test_a_rejected_body_answers_in_the_api_error_shape(synthesised: Synthesised
     )
 
 
+# What API Gateway substitutes into a gateway response's template (its error message, quoted).
+_GATEWAY_VARIABLES = {
+    "$context.error.messageString": '"Missing Authentication Token"',
+    "$context.error.responseType": "X",
+}
+
+
+def _rendered(template: str) -> dict[str, Any]:
+    for variable, value in _GATEWAY_VARIABLES.items():
+        template = template.replace(variable, value)
+    rendered: dict[str, Any] = json.loads(template)
+    return rendered
+
+
+def test_every_answer_the_gateway_gives_itself_is_problem_details(synthesised: Synthesised) -> None:
+    responses = {
+        properties["Properties"]["ResponseType"]: properties["Properties"]
+        for properties in synthesised.of_type("AWS::ApiGateway::GatewayResponse").values()
+    }
+    # The ones a SigV4 API without a custom authoriser, API keys or WAF rules can give, and the
+    # two defaults that stand for the rest.
+    assert {
+        "ACCESS_DENIED",
+        "MISSING_AUTHENTICATION_TOKEN",
+        "INVALID_SIGNATURE",
+        "EXPIRED_TOKEN",
+        "THROTTLED",
+        "QUOTA_EXCEEDED",
+        "REQUEST_TOO_LARGE",
+        "UNSUPPORTED_MEDIA_TYPE",
+        "BAD_REQUEST_BODY",
+        "BAD_REQUEST_PARAMETERS",
+        "INTEGRATION_TIMEOUT",
+        "INTEGRATION_FAILURE",
+        "DEFAULT_4XX",
+        "DEFAULT_5XX",
+    } <= set(responses)
+    for response_type, properties in responses.items():
+        assert properties["ResponseParameters"] == {
+            "gatewayresponse.header.Content-Type": "'application/problem+json'"
+        }, response_type
+        body = _rendered(properties["ResponseTemplates"]["application/json"])
+        assert body["type"] == "about:blank", response_type
+        assert body["detail"] == body["message"] and body["message"], response_type
+        assert body["title"], response_type
+        assert ("status" in body) is not response_type.startswith("DEFAULT_"), response_type
+
+
+def test_the_gateway_s_own_refusal_carries_its_message_and_status(synthesised: Synthesised) -> None:
+    (unsigned,) = (
+        properties["Properties"]
+        for properties in synthesised.of_type("AWS::ApiGateway::GatewayResponse").values()
+        if properties["Properties"]["ResponseType"] == "MISSING_AUTHENTICATION_TOKEN"
+    )
+    body = _rendered(unsigned["ResponseTemplates"]["application/json"])
+    assert body == {
+        "type": "about:blank",
+        "title": "Forbidden",
+        "status": 403,
+        "detail": "Missing Authentication Token",
+        "message": "Missing Authentication Token",
+        "field": None,
+    }
+
+
 def test_stage_throttles_logs_and_traces(synthesised: Synthesised) -> None:
     (stage,) = synthesised.of_type("AWS::ApiGateway::Stage").values()
     properties = stage["Properties"]
