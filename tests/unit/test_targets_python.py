@@ -92,7 +92,7 @@ def test_a_name_cannot_be_taken_by_another_function() -> None:
         pass
 
     with pytest.raises(
-        ValueError, match=r"'noop' is already registered to shared\.targets\.builtin_handlers\.noop"
+        ValueError, match=r"'noop' is already registered to sundial\.shared\.targets\.builtin_handlers\.noop"
     ):
         python_handler("noop")(impostor)
     run("noop")  # still the original
