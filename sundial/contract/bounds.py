@@ -37,3 +37,10 @@ RANGE_TEXT: Final = "1970-01-01T00:00:00Z and 9999-12-30T23:59:59.999Z"
 
 def in_range(epoch_ms: int) -> bool:
     return EARLIEST_MS <= epoch_ms <= LATEST_MS
+
+
+# Limits per key (docs/api.md, "Limits").
+LIMIT_KEY_PATTERN: Final = r"^[A-Za-z0-9._:/-]{1,128}$"
+MAX_LIMIT_CONCURRENT: Final = 10_000
+MIN_LIMIT_PER_SECOND: Final = 0.01
+MAX_LIMIT_PER_SECOND: Final = 10_000

@@ -21,6 +21,7 @@ from sundial.contract.bounds import (
     WORKER_FUNCTION_TIMEOUT_SECONDS,
     in_range,
 )
+from sundial.contract.limits import LimitKey
 from sundial.contract.targets import AlertRoute, Target
 from sundial.contract.vocabulary import Health, JobStatus, MisfirePolicy, OverlapPolicy, Priority
 
@@ -116,6 +117,12 @@ STREAK_TEXT = (
 )
 
 
+LIMIT_KEY_TEXT = (
+    "The limit key the job shares a limit with (PUT /limits/{key}); its attempts start only as the key's "
+    "limit allows. A key with no limit is unlimited."
+)
+
+
 class JobCreate(BaseModel):
     """POST /jobs."""
 
@@ -138,6 +145,7 @@ class JobCreate(BaseModel):
     start_at: Instant | None = None
     end_at: Instant | None = None
     window_seconds: WindowSeconds = 0
+    limit_key: LimitKey | None = Field(default=None, description=LIMIT_KEY_TEXT)
 
 
 class JobUpdate(BaseModel):
@@ -163,6 +171,7 @@ class JobUpdate(BaseModel):
     start_at: Instant | None = None
     end_at: Instant | None = None
     window_seconds: WindowSeconds | None = None
+    limit_key: LimitKey | None = Field(default=None, description=f"{LIMIT_KEY_TEXT} null removes it.")
 
 
 class PreviewRequest(BaseModel):
@@ -271,6 +280,11 @@ class JobView(BaseModel):
         description="What the call that answered did to a waiting trigger, retry or deferred run; "
         "empty on reads.",
     )
+    limit_key: str | None = Field(default=None, description="The limit key it shares a limit with.")
+    waiting_on_limit_since: str | None = Field(
+        default=None,
+        description="Its occurrence is due but held back by its limit key, since then; null otherwise.",
+    )
 
 
 class JobList(BaseModel):
@@ -310,6 +324,9 @@ class RunView(BaseModel):
         default=None,
         description="The W3C trace id this attempt's delivery carried (its `traceparent`); null for "
         "an attempt recorded before traces.",
+    )
+    limit_wait_ms: int | None = Field(
+        default=None, description="How long its limit key held the occurrence back before this attempt."
     )
 
 

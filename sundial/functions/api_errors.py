@@ -15,7 +15,14 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from sundial.contract.errors import PROBLEM_JSON, ErrorBody
 from sundial.contract.jobs import JOB_ID_EXAMPLE
-from sundial.shared.errors import Conflict, InvalidInput, JobNotFound, PayloadTooLarge, SundialError
+from sundial.shared.errors import (
+    Conflict,
+    InvalidInput,
+    JobNotFound,
+    LimitNotFound,
+    PayloadTooLarge,
+    SundialError,
+)
 from sundial.shared.service.bodies import check_json_shape, field_name
 from sundial.shared.service.conditions import PreconditionFailed
 
@@ -24,6 +31,7 @@ STATUS_OF: tuple[tuple[type[SundialError], HTTPStatus], ...] = (
     (PayloadTooLarge, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (InvalidInput, HTTPStatus.BAD_REQUEST),
     (JobNotFound, HTTPStatus.NOT_FOUND),
+    (LimitNotFound, HTTPStatus.NOT_FOUND),
     (Conflict, HTTPStatus.CONFLICT),
     (PreconditionFailed, HTTPStatus.PRECONDITION_FAILED),
 )

@@ -37,6 +37,7 @@ TAGS: list[Tag | str] = [
     Tag(name="runs", description="A job's attempt history."),
     Tag(name="schedules", description="What a schedule does, before a job uses it."),
     Tag(name="service", description="Whether the API is up, and what the scheduler is doing."),
+    Tag(name="limits", description="Limits per key: how hard the jobs naming a key may hit its target."),
 ]
 
 

@@ -199,6 +199,12 @@ def _record(result: AttemptResult) -> None:
     if result.outcome is Outcome.DEFERRED:
         logger.info("arrived early; sent again with a delay")
         return
+    if result.outcome is Outcome.HELD:
+        _add_metric(c.Metric.LIMIT_HELD_BACK, MetricUnit.Count, 1)
+        logger.info(
+            "held back by its limit key; sent again for later", extra={"delay_ms": result.limit_wait_ms}
+        )
+        return
     _add_metric(c.Metric.STARTED, MetricUnit.Count, 1)
     if result.lateness_ms is not None:
         _add_metric(c.Metric.START_LATENESS_MS, MetricUnit.Milliseconds, result.lateness_ms)

@@ -64,7 +64,7 @@ def hand_on_in_flight(dynamodb: DynamoDBClient, table_name: str, clock: Clock) -
                 store.release(job.id, job.token, clock.now_ms())
                 queued += 1
             elif job.status is JobStatus.RUNNING:
-                store.expire_lease(job.id, job.token, clock.now_ms())
+                store.expire_lease(job.id, job.token, clock.now_ms(), job.limit_slot)
                 running += 1
         except (StaleDelivery, JobNotFound):
             moved_on += 1

@@ -138,6 +138,10 @@ class Metric(StrEnum):
     # A recurring job's occurrence died: the value is how many in a row have (its alarm's threshold
     # is the deployment's setting).
     DEAD_OCCURRENCES_IN_A_ROW = "DeadOccurrencesInARow"
+    # Deliveries a limit key held back (each is sent again for later), and how long the occurrences
+    # that then started had waited for their key.
+    LIMIT_HELD_BACK = "LimitHeldBack"
+    LIMIT_WAIT_MS = "LimitWaitMs"
 
 
 # --- Function settings (environment variable names read by sundial/functions/settings.py) ----------------

@@ -40,6 +40,20 @@ class JobMessage(BaseModel):
     # The W3C trace of the call that scheduled it (sundial/shared/tracing.py); a message the tick builds from
     # an ahead row alone has none, and the worker takes the job's after its fence.
     traceparent: str | None = None
+    # The job's limit key as the sender knew it (the fence checks it); a message the tick builds from
+    # an ahead row knows none, and the fence tells it the job's.
+    limit_key: str | None = None
+    # A delivery its key held back (sundial/shared/engine/gate.py): when it was first held, when it
+    # looks again, how often it was held, and how long the job's lease covers its wait.
+    held_since: int | None = None
+    not_before: int | None = None
+    holds: int = 0
+    held_lease_until: int | None = None
+
+    @property
+    def starts_after(self) -> int:
+        """The instant the message is sent for: its due time, or the end of a hold."""
+        return max(self.due_at, self.not_before or 0)
 
     @classmethod
     def for_job(cls, job: Job) -> JobMessage:
@@ -59,6 +73,7 @@ class JobMessage(BaseModel):
             priority=job.priority,
             timeout_seconds=job.retry.timeout_seconds,
             traceparent=job.traceparent,
+            limit_key=job.limit_key,
         )
 
 
@@ -170,7 +185,7 @@ class Dispatcher:
                 "Id": entry_id,
                 "MessageBody": message.model_dump_json(),
                 "DelaySeconds": delay_seconds(
-                    message.due_at, now_ms, self._extra_lead_seconds, self._precision
+                    message.starts_after, now_ms, self._extra_lead_seconds, self._precision
                 ),
                 **_trace_header(message),
             }

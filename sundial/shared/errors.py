@@ -33,6 +33,14 @@ class Conflict(SundialError):
     """The job is not in a state that allows the call (HTTP 409)."""
 
 
+class LimitNotFound(SundialError):
+    """No limit for that key (HTTP 404)."""
+
+
+class LimitChanged(SundialError):
+    """A key's shard changed between its read and a write that relied on it: read it again."""
+
+
 class StaleDelivery(SundialError):
     """A condition on status and attempt token failed: a duplicate, stale or zombie actor lost the race.
 

@@ -49,6 +49,7 @@ class RunSummary(BaseModel):
     error: str | None = None
     worker: str | None = None
     trace_id: str | None = None  # the W3C trace the attempt's delivery carried (sundial/shared/tracing.py)
+    limit_wait_ms: int | None = None  # how long its limit key held the occurrence back before it started
 
 
 class Job(BaseModel):
@@ -108,6 +109,13 @@ class Job(BaseModel):
     consecutive_failures: int = 0  # occurrences in a row that died; a success resets it
     # the bulk operation whose action last changed it: a slice repeated after a crash knows it acted
     operation: str | None = None
+    # the limit key it shares a limit with (docs/api.md, "Limits"); the running attempt's slot, as
+    # "<shard>#<key>", when it took one; when its key first held the queued occurrence back; and how
+    # long the key held the running attempt back
+    limit_key: str | None = None
+    limit_slot: str | None = None
+    limit_held_since: int | None = None
+    limit_wait_ms: int | None = None
 
     @property
     def is_recurring(self) -> bool:

@@ -10,7 +10,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sundial.shared import lifecycle
 from sundial.shared.clock import Clock
-from sundial.shared.errors import StaleDelivery
+from sundial.shared.errors import LimitChanged, StaleDelivery
 from sundial.shared.models import Job
 from sundial.shared.store import JobStore
 
@@ -56,8 +56,8 @@ class Heartbeat:
             return True
         lease_until = lifecycle.running_lease(now_ms, timeout)
         try:
-            self._store.heartbeat(self._job.id, self._token, lease_until, now_ms)
-        except StaleDelivery:
+            self._store.heartbeat(self._job.id, self._token, lease_until, now_ms, self._job.limit_slot)
+        except (StaleDelivery, LimitChanged):
             self.lost = True
             return True
         except (ClientError, BotoCoreError):

@@ -27,6 +27,7 @@ from sundial.shared import lifecycle, tracing
 from sundial.shared.clock import Clock
 from sundial.shared.dispatch import Dispatcher, JobMessage
 from sundial.shared.engine.alerts import RouteSender, send_alert, send_route
+from sundial.shared.engine.gate import HeldBack, LimitGate
 from sundial.shared.engine.heartbeat import Heartbeat
 from sundial.shared.engine.patience import Patience
 from sundial.shared.engine.settle import settle
@@ -34,6 +35,7 @@ from sundial.shared.errors import StaleDelivery
 from sundial.shared.lifecycle import Placement
 from sundial.shared.models import Job, Run, RunSummary
 from sundial.shared.store import JobStore, new_token, routes
+from sundial.shared.store.jobs import FENCED_FROM
 from sundial.shared.targets import Delivery, TargetTimedOut
 
 logger = logging.getLogger(__name__)
@@ -59,6 +61,7 @@ class Outcome(StrEnum):
     DEAD = "dead"
     DROPPED = "dropped"  # duplicate or stale delivery: the fence refused it
     DEFERRED = "deferred"  # arrived too early: sent again with a delay
+    HELD = "held"  # its limit key held it back: sent again for when the key allows it
     LEASE_LOST = "lease_lost"  # the lease moved on while running: nothing recorded
 
 
@@ -73,6 +76,9 @@ class AttemptResult:
     error: str | None = None
     dead_in_a_row: int | None = None  # a recurring job's occurrence died: how many in a row have
     trace_id: str | None = None  # the trace the attempt's delivery carried
+    # held back: how long until it looks again; started: how long its limit key held it back
+    limit_wait_ms: int | None = None
+    limit_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,13 +115,14 @@ class Worker:
         self._heartbeat_seconds = heartbeat_seconds
         self._history = history
         self._route = route
+        self._gate = LimitGate(store, dispatcher, clock)
 
     def process(self, message: JobMessage, deadline_ms: int | None = None) -> AttemptResult:
         """Handles one delivery end to end; `deadline_ms` is when the invocation ends (and with it
         any call still running), None when nothing ends it: a call that outlives its limit is then
         waited for. Raises only for infrastructure errors (the message is then redelivered; the
         fence makes that safe)."""
-        early_ms = message.due_at - self._clock.now_ms()
+        early_ms = message.starts_after - self._clock.now_ms()
         if early_ms > MAX_EARLY_WAIT_MS:
             if self._dispatcher.send([message]):
                 # Keep this copy: failing the delivery leaves it to SQS rather than to the lease.
@@ -124,17 +131,41 @@ class Worker:
         if early_ms > 0:
             self._sleep(early_ms / SECOND_MS)
         try:
-            job = self.fence(message)
+            job = self._fence_by_its_key(message)
         except StaleDelivery:
             return AttemptResult(Outcome.DROPPED, message.job_id)
+        except HeldBack as held:
+            return AttemptResult(Outcome.HELD, message.job_id, limit_wait_ms=held.delay_ms)
         return self._run(job, message.token, deadline_ms)
+
+    def _fence_by_its_key(self, message: JobMessage) -> Job:
+        """The fence, under the limit key the job names: a message that named another (one the tick
+        built from an ahead row names none, or a PATCH changed the key since) is fenced again by the
+        job's own key."""
+        try:
+            return self.fence(message)
+        except StaleDelivery as exc:
+            current = exc.current
+            if (
+                current is None
+                or current.token != message.token
+                or current.status not in FENCED_FROM
+                or current.limit_key == message.limit_key
+            ):
+                raise
+            keyed = {"limit_key": current.limit_key, "timeout_seconds": current.retry.timeout_seconds}
+            return self.fence(message.model_copy(update=keyed))
 
     def fence(self, message: JobMessage) -> Job:
         """Takes the job for this delivery, riding out throttles and AWS faults for a few seconds:
-        a fence left to SQS's redelivery would start the job minutes late. Raises StaleDelivery."""
+        a fence left to SQS's redelivery would start the job minutes late. Raises StaleDelivery, or
+        HeldBack when the job's limit key holds it back."""
         now_ms = self._clock.now_ms()
         delivery_id = new_token()
         patience = Patience(self._clock, self._sleep, now_ms + FENCE_PATIENCE_SECONDS * SECOND_MS)
+        if message.limit_key is not None:
+            gated = partial(self._gate.fence, message, self._worker_id, delivery_id)
+            return patience.call(gated, f"fencing job {message.job_id} on its limit key")
         fence = partial(
             self._store.fence,
             message.job_id,
@@ -164,7 +195,17 @@ class Worker:
             return lost
         # The settle counted this death on the count the fence read (no other settle holds the token).
         streak = job.consecutive_failures + 1 if outcome is Outcome.DEAD and job.is_recurring else None
-        return AttemptResult(outcome, job.id, job.attempt, lateness, end.error, streak, trace_id)
+        return AttemptResult(
+            outcome,
+            job.id,
+            job.attempt,
+            lateness,
+            end.error,
+            streak,
+            trace_id,
+            job.limit_wait_ms,
+            job.limit_key,
+        )
 
     def _limit_seconds(self, job: Job, deadline_ms: int | None) -> float:
         """The job's timeout, cut to what the invocation has left after settling's headroom."""
@@ -305,6 +346,7 @@ class Worker:
             error=error,
             worker=self._worker_id,
             trace_id=tracing.of_attempt(job).trace_id,
+            limit_wait_ms=job.limit_wait_ms,
         )
 
 

@@ -27,6 +27,7 @@ class Event(StrEnum):
     RELEASE = "release"
     RECLAIM = "reclaim"
     FENCE = "fence"
+    HOLD = "hold"
     HEARTBEAT = "heartbeat"
     SUCCEED = "succeed"
     FAIL = "fail"
@@ -141,6 +142,15 @@ TRANSITIONS: dict[Event, Transition] = {
             "unchanged (an ahead row's implied lease is the lease), or lease row moved when the delivery "
             "came late",
             "nothing",
+        ),
+        _row(
+            Event.HOLD,
+            "worker",
+            {Q, P, F},
+            (G.TOKEN,),
+            {Q},
+            "lease row moved past the instant the held-back occurrence looks again",
+            "its message again, delayed until then",
         ),
         _row(Event.HEARTBEAT, "worker", {R}, (G.TOKEN,), {R}, "lease row moved", "nothing"),
         _row(

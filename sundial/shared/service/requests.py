@@ -47,7 +47,7 @@ def changes_of(job: Job, patch: JobUpdate) -> dict[str, Any]:
         changes["schedule"] = None
     if "schedule" in changes and changes["schedule"] is not None:
         changes["run_at"] = None
-    for name in ("name", "priority", "misfire_policy", "overlap_policy", "window_seconds"):
+    for name in ("name", "priority", "misfire_policy", "overlap_policy", "window_seconds", "limit_key"):
         if name in sent:
             changes[name] = sent[name]
     if any(name in sent for name in RETRY_FIELDS):

@@ -424,6 +424,7 @@ class JobService:
             misfire_policy=spec.misfire_policy,
             overlap_policy=spec.overlap_policy,
             window_seconds=spec.window_seconds,
+            limit_key=spec.limit_key,
             created_at=now_ms,
             updated_at=now_ms,
             traceparent=self._trace,

@@ -67,6 +67,8 @@ def job_view(job: Job, payload: Any, effects: list[Effect] | None = None) -> Job
         consecutive_failures=job.consecutive_failures,
         triggers_waiting=waiting_triggers(job),
         effects=effects or [],
+        limit_key=job.limit_key,
+        waiting_on_limit_since=_time(job.limit_held_since) if job.status is JobStatus.QUEUED else None,
     )
     return view.tagged(etag(job))
 
@@ -91,6 +93,7 @@ def run_view(run: Run) -> RunView:
         error=run.error,
         worker=run.worker,
         trace_id=run.trace_id,
+        limit_wait_ms=run.limit_wait_ms,
     )
 
 

@@ -25,6 +25,7 @@ from sundial.shared.models import Job, Run, RunSummary
 from sundial.shared.store import expressions as x
 from sundial.shared.store import items, routes
 from sundial.shared.store.backfills import BackfillLedger, ledger_item
+from sundial.shared.store.limits import LimitStore, Shard, slot_name
 from sundial.shared.store.operations import OperationStore
 from sundial.shared.store.reads import DueRow, SentMark
 from sundial.shared.store.routes import RouteAlerts
@@ -43,6 +44,22 @@ LEGACY_TRIGGER_FLAG = "trigger_requested"
 
 
 @dataclass(frozen=True)
+class SlotTake:
+    """What a fence takes from its key's shard with the job: a slot (when the shard limits
+    concurrency), a token (`tokens` left in the bucket after it, when it limits the rate), and the
+    time over of other holders and waiters (`expired`), cleared by the same write."""
+
+    shard: Shard
+    tokens: float | None
+    expired: tuple[str, ...] = ()
+    waited_ms: int | None = None
+
+    @property
+    def holds_slot(self) -> bool:
+        return self.shard.share is not None and self.shard.share.max_concurrent is not None
+
+
+@dataclass(frozen=True)
 class IdempotencyRecord:
     key: str
     body_hash: str
@@ -54,7 +71,7 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-class JobStore(BackfillLedger, OperationStore, RouteAlerts):
+class JobStore(BackfillLedger, OperationStore, RouteAlerts, LimitStore):
     """Reads (StoreReads) and every conditional write on jobs, their history, their alerts and the
     bulk operations that act on them."""
 
@@ -99,11 +116,12 @@ class JobStore(BackfillLedger, OperationStore, RouteAlerts):
         change.set(**items.due_attributes(job.priority, job.id, JobStatus.QUEUED, lease_until, self._written))
         return self._transition(Event.RESEND, job.id, change, token=job.token)
 
-    def expire_lease(self, job_id: str, token: str, now_ms: int) -> Job:
+    def expire_lease(self, job_id: str, token: str, now_ms: int, slot: str | None = None) -> Job:
         """RUNNING+token → its lease ended now: its worker is known to be gone (a local stack started
         again on its saved state), so the next tick reclaims the attempt instead of waiting out the
-        lease. The heartbeat's row and write, with a lease in the past. Raises StaleDelivery."""
-        return self.heartbeat(job_id, token, now_ms - 1, now_ms)
+        lease, and its limit's slot (`slot`) is free at once. The heartbeat's row and write, with a
+        lease in the past. Raises StaleDelivery."""
+        return self.heartbeat(job_id, token, now_ms - 1, now_ms, slot)
 
     def release(self, job_id: str, token: str, now_ms: int) -> Job:
         """A queued job whose message could not be sent: due for the next tick at once."""
@@ -164,6 +182,8 @@ class JobStore(BackfillLedger, OperationStore, RouteAlerts):
         now_ms: int,
         timeout_seconds: int = c.LEASE_CHUNK_SECONDS,
         delivery_id: str | None = None,
+        limit_key: str | None = None,
+        take: SlotTake | None = None,
     ) -> Job:
         """QUEUED+token → RUNNING before anything runs; counts the attempt (a job waiting with its
         token, whose message the tick sent without a claim, starts from PENDING or FAILED alike; its
@@ -173,32 +193,89 @@ class JobStore(BackfillLedger, OperationStore, RouteAlerts):
 
         `delivery_id` names this delivery: a worker repeating the fence after an error passes the
         same one, so the repeat recognises its own applied fence instead of taking it for a
-        duplicate's (each copy of a message has its own)."""
-        needed = lifecycle.shortest_running_lease(now_ms, timeout_seconds)
+        duplicate's (each copy of a message has its own).
+
+        The fence holds only for a job that names `limit_key` (None: no key); a job that names
+        another raises StaleDelivery carrying it. With `take`, the key's slot and token are taken in
+        the same transaction (LimitChanged when the key's shard changed since it was read)."""
         write_id = delivery_id or x.new_write_id()
-        change = self._fence_change(worker, now_ms, needed, write_id)
+        key_is = _limit_key_is(limit_key)
+        if take is not None:
+            return self._fence_taking(job_id, token, worker, now_ms, timeout_seconds, write_id, key_is, take)
+        needed = lifecycle.shortest_running_lease(now_ms, timeout_seconds)
+        change = self._fence_change(worker, now_ms, needed, write_id, limit_key)
         try:
-            return self._transition(Event.FENCE, job_id, change, x.LEASE_LASTS, token=token)
+            return self._transition(Event.FENCE, job_id, change, x.LEASE_LASTS, key_is, token=token)
         except StaleDelivery as exc:
             current = exc.current
             if current is None or current.status not in FENCED_FROM or current.token != token:
                 raise
+            if current.limit_key != limit_key:
+                raise  # the job names another key than the message: the caller fences by its key
         lease_until = lifecycle.running_lease(now_ms, current.retry.timeout_seconds)
-        change = self._fence_change(worker, now_ms, None, write_id).set(lease_until=lease_until)
+        change = self._fence_change(worker, now_ms, None, write_id, limit_key).set(lease_until=lease_until)
         change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
-        return self._transition(Event.FENCE, job_id, change, token=token)
+        return self._transition(Event.FENCE, job_id, change, key_is, token=token)
+
+    def _fence_taking(
+        self,
+        job_id: str,
+        token: str,
+        worker: str,
+        now_ms: int,
+        timeout_seconds: int,
+        write_id: str,
+        key_is: str,
+        take: SlotTake,
+    ) -> Job:
+        """The fence and its key's slot and token in one transaction: the holder's lease is the
+        attempt's, written by both, so the slot ends when the lease does. Raises LimitChanged when
+        the shard moved on since it was read, StaleDelivery when the job did."""
+        lease_until = lifecycle.running_lease(now_ms, timeout_seconds)
+        change = self._fence_change(worker, now_ms, None, write_id, take.shard.key).set(
+            lease_until=lease_until
+        )
+        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
+        change.set(limit_wait_ms=take.waited_ms)
+        if take.holds_slot:
+            change.set(limit_slot=slot_name(take.shard.key, take.shard.number))
+        holder_lease = lease_until if take.holds_slot else None
+        shard = self.shard_take(take.shard, job_id, holder_lease, take.tokens, now_ms, take.expired)
+        return self._transition(Event.FENCE, job_id, change, key_is, token=token, partners=[shard])
+
+    def hold(
+        self, job_id: str, token: str, limit_key: str, priority: str, lease_until: int, held_since: int
+    ) -> Job:
+        """A delivery its key holds back: the occurrence stays queued under its token, its lease
+        past the instant it looks again, so that no tick takes the wait for a lost message. Raises
+        StaleDelivery when the job moved on, or names another key now."""
+        change = x.Change(condition_values={":limit_key": limit_key})
+        change.set(status=JobStatus.QUEUED, lease_until=lease_until, updated_at=self._now())
+        change.set(limit_held_since=held_since)
+        change.set(**items.due_attributes(priority, job_id, JobStatus.QUEUED, lease_until, self._written))
+        return self._transition(Event.HOLD, job_id, change, _limit_key_is(limit_key), token=token)
 
     @staticmethod
-    def _fence_change(worker: str, now_ms: int, lease_needed: int | None, write_id: str) -> x.Change:
-        values = {":lease_needed": lease_needed} if lease_needed is not None else {}
+    def _fence_change(
+        worker: str, now_ms: int, lease_needed: int | None, write_id: str, limit_key: str | None
+    ) -> x.Change:
+        values: dict[str, Any] = {":lease_needed": lease_needed} if lease_needed is not None else {}
+        if limit_key is not None:
+            values[":limit_key"] = limit_key
         change = x.Change(condition_values=values, write_id=write_id).increment("attempt").remove("resent")
+        change.remove("limit_held_since")
         return change.set(status=JobStatus.RUNNING, worker=worker, started_at=now_ms, updated_at=now_ms)
 
-    def heartbeat(self, job_id: str, token: str, lease_until: int, now_ms: int) -> Job:
-        """RUNNING+token → lease extended. Raises StaleDelivery when the lease was lost."""
+    def heartbeat(
+        self, job_id: str, token: str, lease_until: int, now_ms: int, slot: str | None = None
+    ) -> Job:
+        """RUNNING+token → lease extended, with its limit's slot (`slot`) when it holds one. Raises
+        StaleDelivery when the lease was lost, LimitChanged when the slot was (its lease ended and
+        another attempt took it)."""
         change = x.Change().set(lease_until=lease_until, updated_at=now_ms)
         change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
-        return self._transition(Event.HEARTBEAT, job_id, change, token=token)
+        partners = [self.shard_keep(slot, job_id, lease_until)] if slot is not None else None
+        return self._transition(Event.HEARTBEAT, job_id, change, token=token, partners=partners)
 
     def complete(
         self, job: Job, token: str, placement: Placement, run: RunSummary, next_token: str | None
@@ -319,16 +396,22 @@ class JobStore(BackfillLedger, OperationStore, RouteAlerts):
         if placement.status is JobStatus.CANCELLED:
             change.remove("cancel_requested")
         change.set(**lifecycle.health_after(job, placement, run.status))
+        # The attempt's slot goes back with its settle; a reclaimed attempt's lease has ended, and
+        # its slot with it.
+        partners = None
+        if job.limit_slot is not None and event is not Event.RECLAIM:
+            took = _attempt_ms(run)
+            partners = [self.shard_return(job.limit_slot, job.id, took)]
         if not placement.alert:
-            return self._transition(event, job.id, change)
+            return self._transition(event, job.id, change, partners=partners)
         due_at = self._now() + ALERT_GRACE_MS
         alert = items.alert_item(job, run, due_at, self._written)
         in_a_row = lifecycle.route_owed(job, placement)
         if in_a_row is None:
-            return self._transition(event, job.id, change, put=alert)
+            return self._transition(event, job.id, change, put=alert, partners=partners)
         # The job's own route is owed in the same write, as the stack's alert is.
         route = routes.route_alert_item(job, run, in_a_row, due_at, self._written)
-        return self._transition(event, job.id, change, put=alert, also=route)
+        return self._transition(event, job.id, change, put=alert, also=route, partners=partners)
 
     def _user_change(
         self,
@@ -359,9 +442,10 @@ class JobStore(BackfillLedger, OperationStore, RouteAlerts):
         put: Item | None = None,
         also: Item | None = None,
         new_items: list[Item] | None = None,
+        partners: list[dict[str, Any]] | None = None,
     ) -> Job:
         """One write of the table's row for `event`: its sources and guards as the condition, with
-        `put` (and `also`) written in the same transaction."""
+        `put` (and `also`) and the `partners` (a limit's shard) written in the same transaction."""
         row = TRANSITIONS[event]
         status = change.sets.get("status")
         if status is not None and JobStatus(status) not in row.targets:
@@ -376,6 +460,9 @@ class JobStore(BackfillLedger, OperationStore, RouteAlerts):
             if put is not None or also is not None:
                 raise AssertionError(f"{event.value} records ledger items and puts no other item")
             return self._write_recording(job_id, change, condition, new_items)
+        puts = [{"Item": item} for item in (put, also) if item is not None]
+        if partners:
+            return self._transact(job_id, change, condition, puts, partners)
         if put is None:
             return self._write(job_id, change, condition)
         return self._write_with(job_id, change, condition, put, *([also] if also is not None else []))
@@ -393,7 +480,7 @@ class JobStore(BackfillLedger, OperationStore, RouteAlerts):
             worker=None,
             started_at=None,
         )
-        change.remove("resent")
+        change.remove("resent", "limit_slot", "limit_wait_ms", "limit_held_since")
         _occurrence_fields(change, job, placement)
         if next_token is not None:
             assert placement.due_at is not None and placement.dispatches_now(now_ms)
@@ -486,8 +573,19 @@ def _schedules(event: Event, placement: Placement | None) -> bool:
     )
 
 
+def _limit_key_is(limit_key: str | None) -> str:
+    """The fence's condition on the job's limit key: the key its message names, or none."""
+    return "attribute_not_exists(#limit_key)" if limit_key is None else "#limit_key = :limit_key"
+
+
+def _attempt_ms(run: RunSummary) -> int | None:
+    if run.started_at is None or run.finished_at is None:
+        return None
+    return max(0, run.finished_at - run.started_at)
+
+
 def _names_job(found: Item, job_id: str) -> bool:
     return bool(found.get("job_id", {}).get("S") == job_id)
 
 
-__all__ = ["DueRow", "IdempotencyRecord", "JobStore", "new_token"]
+__all__ = ["DueRow", "IdempotencyRecord", "JobStore", "SlotTake", "new_token"]

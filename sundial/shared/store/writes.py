@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sundial.shared import constants as c
-from sundial.shared.errors import StaleDelivery
+from sundial.shared.errors import LimitChanged, StaleDelivery
 from sundial.shared.models import Job
 from sundial.shared.store import expressions as x
 from sundial.shared.store import items
@@ -43,7 +43,7 @@ class StoreWrites(StoreReads):
             **request,
         )
         try:
-            response = _retry_conflicts(call)
+            response = retry_conflicts(call)
         except ClientError as exc:
             if not is_condition_failure(exc):
                 return self._recognise(job_id, change, exc)
@@ -57,18 +57,31 @@ class StoreWrites(StoreReads):
         """The job's UpdateItem and the Put of one item or more, all or none. Raises StaleDelivery."""
         return self._transact(job_id, change, condition, [{"Item": item} for item in (put, *more)])
 
-    def _transact(self, job_id: str, change: x.Change, condition: str, puts: list[dict[str, Any]]) -> Job:
-        """The job's UpdateItem and these Puts (each its item, and its own condition if any), all or
-        none. Raises StaleDelivery, with the job as it is, when any condition failed."""
+    def _transact(
+        self,
+        job_id: str,
+        change: x.Change,
+        condition: str,
+        puts: list[dict[str, Any]],
+        partners: list[dict[str, Any]] | None = None,
+    ) -> Job:
+        """The job's UpdateItem and these Puts (each its item, and its own condition if any), and the
+        `partners` (whole transaction items: a limit's shard), all or none. Raises StaleDelivery, with
+        the job as it is, when a condition of the job or a Put failed; LimitChanged when only a
+        partner's did."""
         update = {"TableName": self._table, "Key": items.job_key(job_id), **change.request(condition)}
         transaction: list[Any] = [{"Update": update}]
         transaction += [{"Put": {"TableName": self._table, **put}} for put in puts]
+        transaction += partners or []
         try:
-            _retry_conflicts(lambda: self._client.transact_write_items(TransactItems=transaction))
+            retry_conflicts(lambda: self._client.transact_write_items(TransactItems=transaction))
         except ClientError as exc:
             if _code(exc) != "TransactionCanceledException":
                 return self._recognise(job_id, change, exc)
-            return self._own_or_stale(job_id, change, self._job_item(job_id))
+            found = self._job_item(job_id)
+            if partners and not change.applied_in(found) and _only_partners_failed(exc, len(puts) + 1):
+                raise LimitChanged(f"job '{job_id}': its limit's shard changed under us") from None
+            return self._own_or_stale(job_id, change, found)
         except BotoCoreError as exc:
             return self._recognise(job_id, change, exc)
         return self.get(job_id)  # a transaction answers no item: read after it, later writes and all
@@ -90,7 +103,7 @@ class StoreWrites(StoreReads):
         if values:
             request["ExpressionAttributeValues"] = values
         try:
-            _retry_conflicts(lambda: self._client.put_item(**request))
+            retry_conflicts(lambda: self._client.put_item(**request))
         except ClientError as exc:
             if is_condition_failure(exc):
                 found: Item = exc.response.get("Item") or {}  # type: ignore[assignment]
@@ -135,7 +148,7 @@ class StoreWrites(StoreReads):
         return found
 
 
-def _retry_conflicts(call: Callable[[], T]) -> T:
+def retry_conflicts(call: Callable[[], T]) -> T:
     """Runs a write again after a TransactionConflict: it did not apply, so it is safe to repeat, and
     the SDK does not retry that code by itself."""
     for attempt in range(CONFLICT_RETRIES):
@@ -146,6 +159,14 @@ def _retry_conflicts(call: Callable[[], T]) -> T:
                 raise
             time.sleep(CONFLICT_BACKOFF_SECONDS * 2**attempt * random.uniform(0.5, 1.5))
     raise AssertionError("unreachable")
+
+
+def _only_partners_failed(exc: ClientError, first_partner: int) -> bool:
+    """Whether a cancelled transaction failed on a condition of its partners alone."""
+    reasons = exc.response.get("CancellationReasons", [])
+    codes = [str(reason.get("Code") or "None") for reason in reasons]
+    own, partners = codes[:first_partner], codes[first_partner:]
+    return all(code == "None" for code in own) and "ConditionalCheckFailed" in partners
 
 
 def _is_conflict(exc: ClientError) -> bool:

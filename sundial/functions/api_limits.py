@@ -1,0 +1,97 @@
+"""/limits (docs/api.md, "Limits"): a key's limit, and what runs and waits on it, as routes of the api
+Lambda."""
+
+from __future__ import annotations
+
+import re
+from http import HTTPStatus
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+
+from sundial.contract.bounds import LIMIT_KEY_PATTERN
+from sundial.contract.limits import LIMIT_TEXT, LimitList, LimitPut, LimitView
+from sundial.functions import api_openapi as doc
+from sundial.functions import clients
+from sundial.shared.clock import SystemClock
+from sundial.shared.errors import InvalidInput
+from sundial.shared.service.limits import MAX_LIMITS_PAGE, LimitService
+
+router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves its __init__ unannotated
+B, N = HTTPStatus.BAD_REQUEST, HTTPStatus.NOT_FOUND
+OK = HTTPStatus.OK
+
+Key = Annotated[str, Path(description="The limit key: 1-128 characters of A-Z a-z 0-9 . _ : / -.")]
+EXAMPLE = {
+    "key": "payments-api",
+    "max_concurrent": 50,
+    "per_second": 20.0,
+    "burst": 20,
+    "running": 12,
+    "waiting": 3,
+    "waiting_is_estimate": False,
+    "oldest_wait_seconds": 1.5,
+    "shards": 1,
+    "updated_at": "2026-12-01T09:00:00Z",
+}
+
+
+def _service() -> LimitService:
+    return LimitService(clients.store(), SystemClock())
+
+
+def _key(key: str) -> str:
+    if not re.fullmatch(LIMIT_KEY_PATTERN, key):
+        raise InvalidInput("the limit key must be 1-128 characters of A-Z a-z 0-9 . _ : / -", field="key")
+    return key
+
+
+@router.put(
+    "/limits/<key>",
+    summary="Set a key's limit",
+    description=LIMIT_TEXT,
+    tags=["limits"],
+    operation_id="put_limit",
+    responses=doc.answers(OK, LimitView, "The key's limit, and what runs and waits on it now.", EXAMPLE, B),
+)
+def put_limit(key: Key, request: LimitPut) -> LimitView:
+    return _service().put(_key(key), request)
+
+
+@router.get(
+    "/limits/<key>",
+    summary="A key's limit, and what runs and waits on it now",
+    tags=["limits"],
+    operation_id="get_limit",
+    responses=doc.answers(OK, LimitView, "The key's limit.", EXAMPLE, B, N),
+)
+def get_limit(key: Key) -> LimitView:
+    return _service().get(_key(key))
+
+
+@router.delete(
+    "/limits/<key>",
+    summary="Remove a key's limit: the jobs naming it then run unlimited",
+    tags=["limits"],
+    operation_id="delete_limit",
+    responses=doc.answers(OK, LimitView, "The limit as it was.", EXAMPLE, B, N),
+)
+def delete_limit(key: Key) -> LimitView:
+    return _service().delete(_key(key))
+
+
+@router.get(
+    "/limits",
+    summary="Every key's limit",
+    tags=["limits"],
+    operation_id="list_limits",
+    responses=doc.answers(
+        OK, LimitList, "A page of limits, by key.", {"limits": [EXAMPLE], "next_token": None}, B
+    ),
+)
+def list_limits(
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMITS_PAGE)] = 50,
+    next_token: Annotated[str | None, Query(max_length=2048)] = None,
+) -> LimitList:
+    return _service().list(limit, next_token)

@@ -1,0 +1,187 @@
+"""The worker's gate for jobs that name a limit key: take a slot and a token with the fence, or hold
+the delivery back and send it again for when the key should allow it (docs/design.md, "Limits per
+key").
+
+A held-back occurrence is not failed and uses no attempt: its job stays queued under the same token,
+with a lease past the instant it looks again, and its message goes back to its queue with that delay.
+Nothing polls: the delay is sized from the key's rate, its free slots, its line and the time its
+attempts take.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from dataclasses import dataclass
+
+from sundial.shared import lifecycle
+from sundial.shared.clock import Clock
+from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.errors import LimitChanged, StaleDelivery
+from sundial.shared.limits import Admission, admit, rank_of
+from sundial.shared.models import Job
+from sundial.shared.store import JobStore
+from sundial.shared.store.jobs import FENCED_FROM, SlotTake
+from sundial.shared.store.limits import Shard
+
+logger = logging.getLogger(__name__)
+SECOND_MS = 1000
+# How often one arrival reads its shard again after another worker changed it first.
+SHARD_TRIES = 5
+# A key's shard count is read from its shard 0 and kept this long: a change of limit applies
+# within a second.
+SHARD_COUNT_TTL_MS = 1000
+# A hold's lease reaches this far past the instant the occurrence looks again, so that later holds
+# of a long wait rarely need to move it.
+HOLD_LEASE_SLACK_MS = 120 * SECOND_MS
+
+
+class HeldBack(Exception):
+    """The key holds this delivery back: its message went back to its queue with a delay."""
+
+    def __init__(self, message: JobMessage, delay_ms: int) -> None:
+        super().__init__(f"job {message.job_id} waits {delay_ms} ms for its limit key")
+        self.message = message
+        self.delay_ms = delay_ms
+
+
+class HoldFailed(RuntimeError):
+    """A held-back message could not be sent again: the delivery must fail so SQS keeps it."""
+
+
+@dataclass(frozen=True)
+class Taken:
+    job: Job
+
+
+class LimitGate:
+    def __init__(self, store: JobStore, dispatcher: Dispatcher, clock: Clock) -> None:
+        self._store = store
+        self._dispatcher = dispatcher
+        self._clock = clock
+        self._counts: dict[str, tuple[int, int]] = {}  # key → (shard count, read at)
+        self._lock = threading.Lock()
+
+    def fence(self, message: JobMessage, worker: str, delivery_id: str) -> Job:
+        """Fences the delivery of a job that names `message.limit_key`, taking its slot and token in
+        the same write; raises HeldBack when the key holds it back (its message then went back to its
+        queue), StaleDelivery when the delivery is stale."""
+        key = message.limit_key
+        assert key is not None
+        rank = rank_of(message.priority, message.due_at, message.job_id)
+        tried: set[int] = set()
+        shard: Shard | None = None
+        admission: Admission | None = None
+        for _ in range(SHARD_TRIES):
+            now_ms = self._clock.now_ms()
+            shard = self._shard(key, tried)
+            if shard.share is None:  # the key has no limit: the job runs unlimited
+                return self._plain_fence(message, worker, delivery_id, now_ms)
+            admission = admit(
+                shard.share, shard.state, message.job_id, rank, now_ms, message.held_since, message.holds
+            )
+            if not admission.admitted:
+                tried.add(shard.number)
+                if len(tried) < shard.shards:
+                    continue  # another shard of a hot key may have room
+                break
+            waited = now_ms - message.held_since if message.held_since is not None else None
+            take = SlotTake(shard, admission.tokens, admission.expired, waited)
+            try:
+                return self._store.fence(
+                    message.job_id,
+                    message.token,
+                    worker,
+                    now_ms,
+                    message.timeout_seconds,
+                    delivery_id,
+                    limit_key=key,
+                    take=take,
+                )
+            except LimitChanged:
+                continue  # another attempt took or returned a slot first: read the shard again
+            except StaleDelivery:
+                self._store.leave_line(shard, message.job_id)
+                raise
+        assert shard is not None
+        try:
+            held = self._hold(message, shard, admission)
+        except StaleDelivery:
+            self._store.leave_line(shard, message.job_id)
+            raise
+        raise held
+
+    def _plain_fence(self, message: JobMessage, worker: str, delivery_id: str, now_ms: int) -> Job:
+        return self._store.fence(
+            message.job_id,
+            message.token,
+            worker,
+            now_ms,
+            message.timeout_seconds,
+            delivery_id,
+            limit_key=message.limit_key,
+        )
+
+    def _still_waiting(self, message: JobMessage) -> None:
+        """A read, not a write, when the lease still covers the wait: the job must still wait under
+        this delivery's token."""
+        job = self._store.get(message.job_id)
+        if job.status not in FENCED_FROM or job.token != message.token or job.limit_key != message.limit_key:
+            raise StaleDelivery(f"job '{message.job_id}' no longer waits for this delivery", current=job)
+
+    def _shard(self, key: str, tried: set[int]) -> Shard:
+        now_ms = self._clock.now_ms()
+        with self._lock:
+            known = self._counts.get(key)
+        if known is None or now_ms - known[1] > SHARD_COUNT_TTL_MS:
+            first = self._store.limit_shard(key, 0)
+            with self._lock:
+                self._counts[key] = (first.shards, now_ms)
+            if first.shards == 1 or (0 not in tried and random.random() < 1 / first.shards):
+                return first
+            count = first.shards
+        else:
+            count = known[0]
+        left = [n for n in range(count) if n not in tried] or list(range(count))
+        return self._store.limit_shard(key, random.choice(left))
+
+    def _hold(self, message: JobMessage, shard: Shard, admission: Admission | None) -> HeldBack:
+        """Keeps the occurrence queued, its place in line, and sends its message again for later."""
+        now_ms = self._clock.now_ms()
+        delay_ms = admission.delay_ms if admission is not None and not admission.admitted else SECOND_MS
+        not_before = now_ms + delay_ms
+        held_since = message.held_since if message.held_since is not None else now_ms
+        lease_needed = not_before + lifecycle.lease_seconds(message.timeout_seconds) * SECOND_MS
+        lease_until = message.held_lease_until
+        # Each raises StaleDelivery when the job moved on (a cancel, a pause, another token): its
+        # place in line is then given up, and its message dropped.
+        if lease_until is None or lease_until < lease_needed:
+            lease_until = lease_needed + HOLD_LEASE_SLACK_MS
+            self._store.hold(
+                message.job_id,
+                message.token,
+                message.limit_key or "",
+                message.priority,
+                lease_until,
+                held_since,
+            )
+        else:
+            self._still_waiting(message)
+        if admission is not None and (admission.waiter is not None or admission.expired or admission.evicted):
+            drop = tuple(sorted(set(admission.expired) | set(admission.evicted)))
+            self._store.wait_in_line(shard, message.job_id, admission.waiter, drop)
+        again = message.model_copy(
+            update={
+                "held_since": held_since,
+                "not_before": not_before,
+                "holds": message.holds + 1,
+                "held_lease_until": lease_until,
+            }
+        )
+        if self._dispatcher.send([again]):
+            raise HoldFailed(f"could not send job '{message.job_id}' back to wait for its limit key")
+        return HeldBack(again, delay_ms)
+
+
+__all__ = ["HeldBack", "HoldFailed", "LimitGate"]

@@ -1,0 +1,197 @@
+"""Who of a key's occurrences may start now, and when one held back should look again.
+
+A key's state lives in one or more shard items (docs/design.md, "Limits per key"). Each shard holds:
+- `holders`: the running attempts that took one of its concurrency slots, each with the end of its
+  attempt's lease. A slot is a lease: a holder whose lease has ended counts for nothing, so a crashed
+  worker's slot comes back on its own when its lease would have;
+- a token bucket (`tokens` as of `refilled_at`) for the rate;
+- `waiters`: the best-ranked occurrences held back (high before medium before low, then oldest due),
+  each until the instant it is expected back. A free slot or token goes to an arrival only when every
+  better-ranked live waiter is covered too: a later high never waits behind an earlier low.
+
+Everything here is arithmetic on what one read of a shard returned; the store writes its outcome
+conditional on the shard's version, so two workers never both take the last slot.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from sundial.contract.vocabulary import Priority
+from sundial.shared import constants as c
+
+SECOND_MS = 1000
+# A shard takes this many slots or starts a second at most: its item stays small (a holder is about
+# 40 bytes, one write unit per KB) and its writes (a fence and a settle per start) far below a
+# partition's 1,000 a second.
+SLOTS_PER_SHARD = 100
+STARTS_PER_SHARD_PER_SECOND = 100
+MAX_LIMIT_SHARDS = 100
+# The best-ranked waiters a shard keeps in line; beyond them an occurrence waits unranked and looks
+# again later (HOLD_BACKOFF_LIMIT).
+WAITERS_KEPT = 20
+# A held-back occurrence looks again after this at the soonest (SQS delays are whole seconds) and at
+# the latest (the longest SQS delay).
+HOLD_MIN_MS = 1 * SECOND_MS
+HOLD_MAX_MS = c.MAX_DELAY_SECONDS * SECOND_MS
+# A waiter's place is kept this long past the instant it is expected back (a late delivery).
+WAITER_GRACE_MS = 30 * SECOND_MS
+# An unranked waiter's delay doubles with each look, up to this factor.
+HOLD_BACKOFF_LIMIT = 16
+# Until a key has seen an attempt end, an attempt is assumed to take this long.
+ASSUMED_ATTEMPT_MS = 1 * SECOND_MS
+
+
+def shard_count(max_concurrent: int | None, per_second: float | None) -> int:
+    by_slots = math.ceil(max_concurrent / SLOTS_PER_SHARD) if max_concurrent else 1
+    by_rate = math.ceil(per_second / STARTS_PER_SHARD_PER_SECOND) if per_second else 1
+    return max(1, min(MAX_LIMIT_SHARDS, max(by_slots, by_rate)))
+
+
+@dataclass(frozen=True)
+class LimitConfig:
+    key: str
+    max_concurrent: int | None
+    per_second: float | None
+    burst: int
+    shards: int
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class ShardShare:
+    """One shard's part of its key's limit: the parts add up to the limit (a burst below the shard
+    count gives each shard one, the least a bucket can hold)."""
+
+    max_concurrent: int | None
+    per_second: float | None
+    burst: int
+
+    @property
+    def closed(self) -> bool:
+        return self.max_concurrent == 0
+
+
+def share_of(config: LimitConfig, shard: int) -> ShardShare:
+    count = config.shards
+
+    def part(total: int) -> int:
+        return total // count + (1 if shard < total % count else 0)
+
+    concurrent = part(config.max_concurrent) if config.max_concurrent is not None else None
+    rate = config.per_second / count if config.per_second is not None else None
+    return ShardShare(concurrent, rate, max(1, part(config.burst)))
+
+
+def rank_of(priority: Priority, due_at: int, job_id: str) -> str:
+    """A text that sorts as occurrences take their turn: priority, then the oldest due, then the id."""
+    return f"{c.PRIORITIES.index(priority)}{max(0, due_at):013d}{job_id}"
+
+
+@dataclass(frozen=True)
+class Waiter:
+    rank: str
+    since: int  # when the occurrence was first held back
+    until: int  # its place is kept until then
+
+
+@dataclass(frozen=True)
+class ShardState:
+    holders: dict[str, int] = field(default_factory=dict)  # job id → the end of its attempt's lease
+    waiters: dict[str, Waiter] = field(default_factory=dict)
+    tokens: float | None = None  # None: a full bucket
+    refilled_at: int | None = None
+    mean_attempt_ms: int | None = None
+    version: int = 0
+
+    def live_holders(self, now_ms: int, other_than: str | None = None) -> dict[str, int]:
+        return {job: end for job, end in self.holders.items() if end >= now_ms and job != other_than}
+
+    def live_waiters(self, now_ms: int, other_than: str | None = None) -> dict[str, Waiter]:
+        return {job: w for job, w in self.waiters.items() if w.until >= now_ms and job != other_than}
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What one arrival may do. Admitted: take a slot and a token (`tokens` is the bucket after it).
+    Held: look again after `delay_ms`, `waiter` its place in line (None: unranked, beyond the line)."""
+
+    admitted: bool
+    tokens: float | None
+    delay_ms: int = 0
+    waiter: Waiter | None = None
+    evicted: tuple[str, ...] = ()  # waiters this arrival's place pushes out of the line
+    expired: tuple[str, ...] = ()  # holders and waiters whose time is over: removed by the write
+
+
+def tokens_now(share: ShardShare, state: ShardState, now_ms: int) -> float | None:
+    if share.per_second is None:
+        return None
+    if state.tokens is None or state.refilled_at is None:
+        return float(share.burst)
+    elapsed = max(0, now_ms - state.refilled_at) / SECOND_MS
+    return min(float(share.burst), state.tokens + elapsed * share.per_second)
+
+
+def admit(
+    share: ShardShare,
+    state: ShardState,
+    job_id: str,
+    rank: str,
+    now_ms: int,
+    held_since: int | None = None,
+    holds: int = 0,
+) -> Admission:
+    """Whether the arrival `job_id` (ranked `rank`) starts now on this shard, or how long it waits."""
+    holders = state.live_holders(now_ms, job_id)
+    waiters = state.live_waiters(now_ms, job_id)
+    expired = tuple(
+        sorted(
+            {j for j, end in state.holders.items() if end < now_ms}
+            | {j for j, w in state.waiters.items() if w.until < now_ms}
+        )
+    )
+    free = math.inf if share.max_concurrent is None else share.max_concurrent - len(holders)
+    tokens = tokens_now(share, state, now_ms)
+    capacity = min(free, math.inf if tokens is None else math.floor(tokens))
+    ahead = sum(1 for waiter in waiters.values() if waiter.rank < rank)
+    if capacity > ahead:
+        return Admission(True, None if tokens is None else tokens - 1, expired=expired)
+    line = sorted([*((w.rank, j) for j, w in waiters.items()), (rank, job_id)])
+    kept = {j for _, j in line[:WAITERS_KEPT]}
+    ranked = job_id in kept
+    delay = _delay_ms(share, state, tokens, free, ahead + 1, ranked, holds)
+    since = held_since if held_since is not None else now_ms
+    waiter = Waiter(rank, since, now_ms + delay + WAITER_GRACE_MS) if ranked else None
+    evicted = tuple(j for j in waiters if j not in kept)
+    return Admission(False, tokens, delay, waiter, evicted, expired)
+
+
+def _delay_ms(
+    share: ShardShare,
+    state: ShardState,
+    tokens: float | None,
+    free: float,
+    turn: int,
+    ranked: bool,
+    holds: int,
+) -> int:
+    """How long until `turn` starts (1: the next) could all have started: the tokens they need at
+    the key's rate, and the waves of attempts ahead of them at the key's mean attempt time."""
+    delay = 0.0
+    if share.per_second is not None and tokens is not None:
+        delay = max(delay, (turn - tokens) / share.per_second * SECOND_MS)
+    if share.max_concurrent is not None and free < turn:
+        waves = math.ceil((turn - max(0.0, free)) / max(1, share.max_concurrent))
+        delay = max(delay, waves * (state.mean_attempt_ms or ASSUMED_ATTEMPT_MS))
+    if not ranked:
+        delay *= min(HOLD_BACKOFF_LIMIT, 2 ** max(0, holds))
+    return int(min(HOLD_MAX_MS, max(HOLD_MIN_MS, math.ceil(delay))))
+
+
+def mean_after(mean_ms: int | None, attempt_ms: int) -> int:
+    """The key's mean attempt time after one more attempt (a moving mean, recent ones weigh most)."""
+    if mean_ms is None:
+        return max(0, attempt_ms)
+    return max(0, round(0.8 * mean_ms + 0.2 * attempt_ms))

@@ -1,0 +1,202 @@
+"""Limits per key against the emulator: a slot is a lease taken with the fence and returned with the
+settle, a held-back occurrence stays queued and uses no attempt, high goes before low on one key, and
+a key's rate holds (docs/design.md, "Limits per key")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sundial.contract.jobs import JobCreate, JobUpdate
+from sundial.contract.limits import LimitPut
+from sundial.contract.vocabulary import JobStatus
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.dispatch import JobMessage
+from sundial.shared.engine.gate import HeldBack
+from sundial.shared.engine.worker import AttemptEnd, Outcome
+from sundial.shared.errors import StaleDelivery
+from sundial.shared.models import Job
+from sundial.shared.service.limits import LimitService
+from tests.adapter.conftest import Engine, python_target
+
+SECOND = 1000
+KEY = "payments-api"
+
+
+def limit(engine: Engine, **fields: Any) -> LimitService:
+    service = LimitService(engine.store, engine.clock)
+    service.put(KEY, LimitPut.model_validate(fields))
+    return service
+
+
+def create(engine: Engine, **fields: Any) -> str:
+    body = {"target": python_target(), "limit_key": KEY, "run_at": format_rfc3339(engine.clock.now_ms())}
+    view, _ = engine.service.create(JobCreate.model_validate({**body, **fields}))
+    return view.id
+
+
+def messages_of(engine: Engine, *job_ids: str) -> dict[str, JobMessage]:
+    found = {m.job_id: m for m in engine.receive()}
+    return {job_id: found[job_id] for job_id in job_ids}
+
+
+def fence(engine: Engine, message: JobMessage) -> Job:
+    return engine.worker.fence(message)
+
+
+def settle(engine: Engine, job: Job, ok: bool = True) -> Outcome:
+    end = AttemptEnd(None if ok else "target said no")
+    assert job.token is not None and job.started_at is not None
+    return engine.worker.finish(job, job.token, job.started_at, end)
+
+
+def held_again(engine: Engine, job_id: str) -> JobMessage:
+    """The message a hold sent back to its queue."""
+    return next(m for m in reversed(engine.receive()) if m.job_id == job_id)
+
+
+def test_at_most_max_concurrent_run_and_a_settle_gives_its_slot_back(engine: Engine) -> None:
+    service = limit(engine, max_concurrent=2)
+    ids = [create(engine) for _ in range(3)]
+    messages = messages_of(engine, *ids)
+
+    first, second = fence(engine, messages[ids[0]]), fence(engine, messages[ids[1]])
+    with pytest.raises(HeldBack):
+        fence(engine, messages[ids[2]])
+
+    third = engine.store.get(ids[2])
+    assert third.status is JobStatus.QUEUED and third.attempt == 0  # held back: no attempt used
+    assert third.limit_held_since is not None
+    view = service.get(KEY)
+    assert (view.running, view.waiting) == (2, 1)
+    again = held_again(engine, ids[2])
+    assert again.held_since is not None and again.not_before is not None and again.holds == 1
+
+    assert settle(engine, first) is Outcome.SUCCEEDED
+    assert service.get(KEY).running == 1
+    engine.clock.advance((again.not_before - engine.clock.now_ms()) / SECOND)
+    started = fence(engine, again)
+    assert started.status is JobStatus.RUNNING and started.attempt == 1
+    assert started.limit_wait_ms is not None and started.limit_wait_ms >= 0
+    assert service.get(KEY).running == 2 and service.get(KEY).waiting == 0
+    settle(engine, second)
+    settle(engine, started)
+    assert service.get(KEY).running == 0
+    runs = engine.store.runs(ids[2], 10, None)[0]
+    assert runs[0].limit_wait_ms == started.limit_wait_ms
+
+
+def test_a_slot_whose_worker_vanished_comes_back_when_its_attempts_lease_ends(engine: Engine) -> None:
+    service = limit(engine, max_concurrent=1)
+    ids = [create(engine, timeout_seconds=30) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    vanished = fence(engine, messages[ids[0]])  # its worker dies: no settle, no heartbeat
+    with pytest.raises(HeldBack):
+        fence(engine, messages[ids[1]])
+    again = held_again(engine, ids[1])
+
+    assert vanished.lease_until is not None
+    engine.clock.advance((vanished.lease_until - engine.clock.now_ms()) / SECOND - 1)
+    with pytest.raises(HeldBack):  # the lease still runs: so does the slot
+        fence(engine, again)
+    again = held_again(engine, ids[1])
+    assert service.get(KEY).running == 1
+
+    engine.clock.advance(2)
+    assert service.get(KEY).running == 0
+    started = fence(engine, again)
+    assert started.status is JobStatus.RUNNING
+    assert service.get(KEY).running == 1
+
+
+def test_a_later_high_starts_before_an_earlier_low_on_one_key(engine: Engine) -> None:
+    limit(engine, max_concurrent=1)
+    busy, low, high = create(engine), create(engine, priority="low"), create(engine, priority="high")
+    messages = messages_of(engine, busy, low, high)
+    running = fence(engine, messages[busy])
+    with pytest.raises(HeldBack):
+        fence(engine, messages[low])
+    low_again = held_again(engine, low)
+    with pytest.raises(HeldBack):
+        fence(engine, messages[high])
+    high_again = held_again(engine, high)
+
+    settle(engine, running)
+    with pytest.raises(HeldBack):  # the low looks first, but the high waits before it
+        fence(engine, low_again)
+    low_again = held_again(engine, low)
+    started = fence(engine, high_again)
+    assert started.id == high and started.status is JobStatus.RUNNING
+    settle(engine, started)
+    assert fence(engine, low_again).status is JobStatus.RUNNING
+
+
+def test_starts_keep_to_the_keys_rate_and_burst(engine: Engine) -> None:
+    limit(engine, per_second=2, burst=2)
+    ids = [create(engine) for _ in range(5)]
+    messages = messages_of(engine, *ids)
+    started = []
+    held: list[JobMessage] = []
+    for job_id in ids:
+        try:
+            started.append(fence(engine, messages[job_id]))
+        except HeldBack as exc:
+            held.append(exc.message)
+    assert len(started) == 2 and len(held) == 3  # the burst, at once
+    engine.clock.advance(1)  # two more tokens
+    assert sum(1 for m in held[:2] if _starts(engine, m)) == 2
+    assert not _starts(engine, held[2])
+
+
+def _starts(engine: Engine, message: JobMessage) -> bool:
+    try:
+        fence(engine, message)
+    except HeldBack:
+        return False
+    return True
+
+
+def test_a_message_that_names_no_key_is_fenced_by_the_jobs_own_key(engine: Engine) -> None:
+    limit(engine, max_concurrent=1)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])
+    keyless = messages[ids[1]].model_copy(update={"limit_key": None})  # as the tick's ahead rows are
+
+    result = engine.worker.process(keyless)
+
+    assert result.outcome is Outcome.HELD
+    assert engine.store.get(ids[1]).status is JobStatus.QUEUED
+
+
+def test_a_deleted_limit_lets_its_jobs_run_unlimited(engine: Engine) -> None:
+    service = limit(engine, max_concurrent=1)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    first = fence(engine, messages[ids[0]])
+    service.delete(KEY)
+    assert fence(engine, messages[ids[1]]).status is JobStatus.RUNNING
+    assert settle(engine, first) is Outcome.SUCCEEDED
+
+
+def test_a_cancelled_waiting_occurrence_is_dropped_when_it_looks_again(engine: Engine) -> None:
+    limit(engine, max_concurrent=1)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])
+    with pytest.raises(HeldBack):
+        fence(engine, messages[ids[1]])
+    again = held_again(engine, ids[1])
+    engine.service.cancel(ids[1])
+    with pytest.raises(StaleDelivery):
+        fence(engine, again)
+
+
+def test_a_patched_key_is_the_one_the_next_fence_takes(engine: Engine) -> None:
+    limit(engine, max_concurrent=1)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])
+    engine.service.update(ids[1], JobUpdate.model_validate({"limit_key": None}))
+    assert engine.worker.process(messages[ids[1]]).outcome is Outcome.SUCCEEDED
