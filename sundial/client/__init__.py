@@ -39,6 +39,7 @@ from sundial.contract.jobs import (
     RunList,
     RunView,
 )
+from sundial.contract.limits import LimitList, LimitPut, LimitView
 
 __all__ = [
     "LOCAL_API_URL",
@@ -54,6 +55,9 @@ __all__ = [
     "JobList",
     "JobUpdate",
     "JobView",
+    "LimitList",
+    "LimitPut",
+    "LimitView",
     "NotFound",
     "OperationView",
     "PreconditionFailed",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,7 +18,7 @@ from sundial.client.bodies import validated
 from sundial.client.errors import ApiError, InvalidInput, Unreachable, error_for
 from sundial.client.signing import SERVICE, Signer, execute_api_region
 from sundial.client.transport import RETRYABLE_STATUSES, Answer, RetryPolicy, Transport, urllib_transport
-from sundial.contract.bounds import IDEMPOTENCY_KEY_MEMBER
+from sundial.contract.bounds import IDEMPOTENCY_KEY_MEMBER, LIMIT_KEY_PATTERN
 from sundial.contract.bulk import BatchAnswer, OperationView
 from sundial.contract.jobs import (
     BackfillRequest,
@@ -31,6 +32,7 @@ from sundial.contract.jobs import (
     RunList,
     RunView,
 )
+from sundial.contract.limits import LimitList, LimitPut, LimitView
 from sundial.contract.stats import StatsView
 
 LOCAL_API_URL = "http://127.0.0.1:8000"
@@ -284,6 +286,43 @@ class SundialClient:
         data = body.model_dump(mode="json", by_alias=True)
         return self._call_json("POST", f"{_job_path(job_id)}/backfill", BackfillView, data, safe=True)
 
+    # --- limits per key -----------------------------------------------------------------------------
+
+    def put_limit(
+        self,
+        key: str,
+        *,
+        max_concurrent: int | None = None,
+        per_second: float | None = None,
+        burst: int | None = None,
+    ) -> LimitView:
+        """PUT /limits/{key}: sets the whole limit (a bound left out is no bound), at least one of
+        `max_concurrent` and `per_second`; `burst` defaults to max(1, ceil(per_second)). Safe to
+        repeat: a second PUT of the same limit leaves it as the first did."""
+        body = validated(
+            LimitPut, {"max_concurrent": max_concurrent, "per_second": per_second, "burst": burst}
+        )
+        data = body.model_dump(mode="json", exclude_none=True)
+        return self._call_json("PUT", _limit_path(key), LimitView, data, safe=True)
+
+    def get_limit(self, key: str) -> LimitView:
+        """The key's limit and what runs and waits on it now; NotFound when the key has none."""
+        return self._call("GET", _limit_path(key), LimitView)
+
+    def list_limits(self, *, limit: int | None = None, next_token: str | None = None) -> LimitList:
+        """One page of limits, by key; `next_token` of the answer asks for the next."""
+        return self._call("GET", "/limits", LimitList, query={"limit": limit, "next_token": next_token})
+
+    def iter_limits(self, *, page_size: int = 100) -> Iterator[LimitView]:
+        """Every key's limit, by key, fetching pages as it goes."""
+        return _each(lambda token: self.list_limits(limit=page_size, next_token=token), lambda a: a.limits)
+
+    def delete_limit(self, key: str) -> LimitView:
+        """DELETE /limits/{key}: the limit as it was; the jobs naming the key then run unlimited.
+        Not repeated after a lost answer: the repeat would find no limit and raise NotFound, hiding
+        that the first one succeeded."""
+        return self._call("DELETE", _limit_path(key), LimitView, safe=False)
+
     # --- runs, schedules, service -----------------------------------------------------------------
 
     def list_runs(self, job_id: str, *, limit: int | None = None, next_token: str | None = None) -> RunList:
@@ -434,6 +473,14 @@ def _job_path(job_id: str) -> str:
     if not job_id:
         raise ApiError("a job id is required", field="job_id")
     return "/jobs/" + quote(job_id.upper(), safe="")
+
+
+def _limit_path(key: str) -> str:
+    """Checked here, as the API checks it, so that a key the API would refuse is refused naming the
+    field rather than reaching another path: `/` is a character of keys, sent as %2F."""
+    if not re.fullmatch(LIMIT_KEY_PATTERN, key):
+        raise InvalidInput("the limit key must be 1-128 characters of A-Z a-z 0-9 . _ : / -", field="key")
+    return "/limits/" + quote(key, safe="")
 
 
 def _query_string(query: Mapping[str, object]) -> str:

@@ -28,7 +28,7 @@ class InvalidInput(ApiError):
 
 
 class NotFound(ApiError):
-    """No such job (404)."""
+    """No such job, or no limit for the key (404)."""
 
 
 class Conflict(ApiError):
