@@ -18,6 +18,7 @@ from sundial.commands.config import config
 from sundial.commands.connection import GIVEN_BEFORE, global_connection_options, some_connection_options
 from sundial.commands.exits import USAGE, SundialGroup
 from sundial.commands.jobs import jobs
+from sundial.commands.limits import limits
 from sundial.commands.local_options import local_stack_args
 from sundial.commands.preview import preview
 from sundial.commands.stats import stats
@@ -90,6 +91,7 @@ def _local_stack_main() -> Callable[[list[str]], int]:
 
 
 cli.add_command(jobs)
+cli.add_command(limits)
 cli.add_command(preview)
 cli.add_command(stats)
 cli.add_command(console)

@@ -17,6 +17,7 @@ from sundial.commands.connection import API_URL_ENV, GIVEN_BEFORE
 # A shell waits for its completions: a slow or absent API must not hang the prompt.
 COMPLETION_TIMEOUT_SECONDS = 2.0
 COMPLETED_JOBS = 100
+COMPLETED_LIMITS = 100
 
 
 def complete_job_id(context: click.Context, _parameter: click.Parameter, incomplete: str) -> list[Any]:
@@ -28,6 +29,16 @@ def complete_job_id(context: click.Context, _parameter: click.Parameter, incompl
         return []
     typed = incomplete.upper()
     return [CompletionItem(job.id, help=job.name or None) for job in jobs if job.id.startswith(typed)]
+
+
+def complete_limit_key(context: click.Context, _parameter: click.Parameter, incomplete: str) -> list[Any]:
+    """The keys that have a limit and start with what was typed (keys keep their case)."""
+    try:
+        client = SundialClient(_api_url(context), timeout=COMPLETION_TIMEOUT_SECONDS, retries=NO_RETRIES)
+        found = client.list_limits(limit=COMPLETED_LIMITS).limits
+    except ApiError:
+        return []
+    return [CompletionItem(limit.key) for limit in found if limit.key.startswith(incomplete)]
 
 
 def complete_zone(_context: click.Context, _parameter: click.Parameter, incomplete: str) -> list[Any]:
@@ -59,3 +70,4 @@ class JobId(click.ParamType[str]):
 
 JOB_ID = JobId()
 job_id_argument = click.argument("job_id", type=JOB_ID)
+limit_key_argument = click.argument("key", shell_complete=complete_limit_key)

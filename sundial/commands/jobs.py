@@ -13,7 +13,7 @@ from sundial.client.bodies import validated
 from sundial.commands import bulk, spec
 from sundial.commands.alerts import alert_fields, alert_flags
 from sundial.commands.backfill import backfill
-from sundial.commands.completion import complete_zone, job_id_argument
+from sundial.commands.completion import complete_limit_key, complete_zone, job_id_argument
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.exits import OK
 from sundial.commands.output import (
@@ -89,6 +89,12 @@ def job_fields(command: Callable[..., Any]) -> Callable[..., Any]:
             "--window-seconds",
             type=int,
             help="start each occurrence at a point of [instant, instant + N s) fixed by the job (0-3600)",
+        ),
+        click.option(
+            "--limit-key",
+            metavar="KEY",
+            help="share the limit of KEY (`sundial limits put`): its attempts start only as it allows",
+            shell_complete=complete_limit_key,
         ),
     )
     for option in reversed(options):
@@ -171,13 +177,25 @@ def create(
     help="change the job only while it is as the answer with this ETag showed it (`jobs get` shows "
     'the ETag; "*" for any), else exit 8 with nothing changed',
 )
+@click.option("--no-limit-key", is_flag=True, help="remove the job's limit key: it then runs unlimited")
 @output_option
 @connection_options
 def update(
-    connection: Connection, output: str, job_id: str, file: str | None, if_match: str | None, **flags: Any
+    connection: Connection,
+    output: str,
+    job_id: str,
+    file: str | None,
+    if_match: str | None,
+    no_limit_key: bool,
+    **flags: Any,
 ) -> None:
     """Change only the fields given (PATCH): every other field keeps its value."""
     body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now), **alert_fields(flags)}
+    if no_limit_key:
+        if flags.get("limit_key") is not None:
+            raise click.UsageError("give --limit-key or --no-limit-key, not both")
+        # Any key is a valid name, "null" included, so removal is a flag of its own.
+        body["limit_key"] = None
     if not body:
         raise click.UsageError("give at least one field to change (see --help)")
     patch = validated(JobUpdate, body)

@@ -147,7 +147,7 @@ def jobs_table(jobs: Sequence[JobView]) -> str:
         (
             job.id,
             job.name or "",
-            job.status.value + (" (paused)" if job.paused else ""),
+            job.status.value + (" (paused)" if job.paused else "") + _held(job),
             job.priority.value,
             job.schedule or f"at {job.run_at}",
             job.next_run_at or "",
@@ -157,6 +157,10 @@ def jobs_table(jobs: Sequence[JobView]) -> str:
         for job in jobs
     ]
     return table(("ID", "NAME", "STATUS", "PRIORITY", "SCHEDULE", "NEXT RUN", "ATTEMPT", "HEALTH"), rows)
+
+
+def _held(job: JobView) -> str:
+    return f" (waiting on {job.limit_key})" if job.waiting_on_limit_since else ""
 
 
 def _health(job: JobView) -> str:
@@ -169,6 +173,13 @@ def _health(job: JobView) -> str:
 def job_details(job: JobView) -> str:
     data = job.model_dump(mode="json")
     rows = [(name, _cell(value)) for name, value in data.items()]
+    if job.waiting_on_limit_since:
+        # A bare instant reads as an event; this says the occurrence is due and held back still.
+        at = [name for name, _ in rows].index("waiting_on_limit_since")
+        rows[at] = (
+            "waiting_on_limit_since",
+            f"{job.waiting_on_limit_since} (due, held back by {job.limit_key})",
+        )
     # The answer's ETag, for `jobs update --if-match`; not a field of the job, so only this view shows it.
     etag = getattr(job, "etag", None)
     if etag is not None:
@@ -177,11 +188,14 @@ def job_details(job: JobView) -> str:
 
 
 def runs_table(runs: Sequence[RunView]) -> str:
+    # Only jobs with a limit key wait on one: the column is left out for a history without a wait.
+    waited = any(run.limit_wait_ms is not None for run in runs)
     rows = [
         (
             run.scheduled_at,
             str(run.attempt),
             run.status,
+            *([_millis(run.limit_wait_ms)] if waited else []),
             run.started_at or "",
             run.finished_at or "",
             run.worker or "",
@@ -190,8 +204,22 @@ def runs_table(runs: Sequence[RunView]) -> str:
         )
         for run in runs
     ]
-    headers = ("SCHEDULED", "ATTEMPT", "STATUS", "STARTED", "FINISHED", "WORKER", "TRACE", "ERROR")
+    headers = (
+        "SCHEDULED",
+        "ATTEMPT",
+        "STATUS",
+        *(["LIMIT WAIT"] if waited else []),
+        "STARTED",
+        "FINISHED",
+        "WORKER",
+        "TRACE",
+        "ERROR",
+    )
     return table(headers, rows)
+
+
+def _millis(value: int | None) -> str:
+    return "" if value is None else f"{value} ms"
 
 
 def instants_table(instants: Sequence[str], timezone: str) -> str:

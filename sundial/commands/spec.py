@@ -36,6 +36,7 @@ PLAIN_FIELDS = (
     "overlap_policy",
     "start_at",
     "end_at",
+    "limit_key",
 )
 
 
