@@ -21,7 +21,7 @@ CONSOLE_HEADER = "X-Sundial-Console"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # What a preflight may ask for: the console's calls, and the API's own request headers.
-ALLOWED_METHODS = "GET, POST, PATCH, DELETE"
+ALLOWED_METHODS = "GET, POST, PUT, PATCH, DELETE"
 ALLOWED_HEADERS = f"Content-Type, Idempotency-Key, {CONSOLE_HEADER}"
 PREFLIGHT_MAX_AGE_SECONDS = 600
 _CONSOLE_KEY = "HTTP_" + CONSOLE_HEADER.upper().replace("-", "_")

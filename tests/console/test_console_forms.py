@@ -261,6 +261,7 @@ def test_every_page_fits_a_dark_390_px_screen(
         ("#/jobs", "Jobs"),
         (f"#/jobs/{job['id']}", f"Job {name}"),
         ("#/new", "New job"),
+        ("#/limits", "Limits"),
     ):
         browser.open(f"{console_stack.url}/console/{address}")
         browser.find("heading", heading)

@@ -1,10 +1,11 @@
-// The console: a hash router over four pages, each refreshed in place every few seconds.
+// The console: a hash router over its pages, each refreshed in place every few seconds.
 import { announce, replace, h } from "./dom.js";
 import { mode, modes, setMode } from "./times.js";
 import * as overview from "./pages/overview.js";
 import * as jobs from "./pages/jobs.js";
 import * as job from "./pages/job.js";
 import * as create from "./pages/new.js";
+import * as limits from "./pages/limits.js";
 
 const REFRESH_MS = 5000;
 const main = document.getElementById("main");
@@ -28,6 +29,10 @@ function route() {
   const match = where.match(/^\/jobs\/([^/]+)$/);
   if (match) return { page: job, params: { id: decodeURIComponent(match[1]) }, nav: "#/jobs" };
   if (where === "/jobs") return { page: jobs, params: Object.fromEntries(new URLSearchParams(search || "")), nav: "#/jobs" };
+  // A key may hold "/" and ":": the rest of the address is the key, encoded as one component.
+  const limit = where.match(/^\/limits\/(.+)$/);
+  if (limit) return { page: limits, params: { key: decodeURIComponent(limit[1]) }, nav: "#/limits" };
+  if (where === "/limits") return { page: limits, params: Object.fromEntries(new URLSearchParams(search || "")), nav: "#/limits" };
   if (where === "/new") return { page: create, params: {}, nav: "#/new" };
   if (where === "/") return { page: overview, params: {}, nav: "#/" };
   return { page: notFound, params: {}, nav: null };

@@ -1,6 +1,7 @@
 // Job: every field, the next runs with DST changes marked, the run history, actions and edit.
 import { act, get, post } from "../api.js";
 import { confirmAction } from "../dialog.js";
+import { duration } from "../charts.js";
 import { announce, h, masked, replace, scroller, statusBadge, table, when } from "../dom.js";
 import { ACTIONS, isRecurring, readable, refusal } from "../lifecycle.js";
 import { minuteNow } from "../times.js";
@@ -8,13 +9,14 @@ import { backfillCard } from "./backfill.js";
 import { editForm } from "./edit.js";
 import { previewTable } from "./preview.js";
 
-const FIELDS = ["id", "name", "status", "paused", "priority", "schedule", "timezone", "run_at", "next_run_at", "start_at", "end_at",
+const FIELDS = ["id", "name", "status", "paused", "priority", "limit_key", "waiting_on_limit_since", "schedule", "timezone", "run_at", "next_run_at", "start_at", "end_at",
   "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "window_seconds", "on_failure_streak", "triggers_waiting", "created_at", "updated_at"];
 
 export async function render(root, params) {
   const id = params.id;
   const heading = h("h1", {}, "Job");
   const toolbar = h("div", { class: "toolbar", role: "group", "aria-label": "Job actions" });
+  const waiting = h("div");
   const fields = h("div");
   const upcoming = h("div");
   const runs = h("div");
@@ -31,6 +33,7 @@ export async function render(root, params) {
     job = read;
     heading.textContent = `Job ${job.name || job.id}`;
     drawActions();
+    drawWaiting(waiting, job);
     drawFields(fields, job);
     drawRuns(runs, history.runs, job.timezone);
     const key = JSON.stringify([job.schedule, job.timezone, job.next_run_at, job.status, job.paused, job.triggers_waiting, minuteNow()]);
@@ -78,7 +81,7 @@ export async function render(root, params) {
   }
 
   const backfill = h("div");
-  replace(root, heading, toolbar, editor,
+  replace(root, heading, waiting, toolbar, editor,
     h("div", { class: "columns" },
       h("section", { class: "card", "aria-labelledby": "h-fields" }, h("h2", { id: "h-fields" }, "Fields"), fields),
       h("section", { class: "card", "aria-labelledby": "h-next" }, h("h2", { id: "h-next" }, "Next runs"), upcoming)),
@@ -106,6 +109,8 @@ function drawFields(node, job) {
   const value = (name) => {
     const v = job[name];
     if (name === "status") return statusBadge(v);
+    if (name === "limit_key" && v) return limitLink(v);
+    if (name === "waiting_on_limit_since") return when(v, job.timezone);
     if (name.endsWith("_at")) return when(v, job.timezone);
     if (Array.isArray(v)) return v.join(", ");
     return v === null || v === undefined ? "–" : String(v);
@@ -121,10 +126,24 @@ function drawFields(node, job) {
   replace(node, scroller(h("table", {}, h("caption", {}, "Every field of the job"), h("tbody", {}, rows))));
 }
 
+// The key's limit on the Limits page, which offers to set one when the key has none.
+function limitLink(key) {
+  return h("a", { href: `#/limits/${encodeURIComponent(key)}` }, key);
+}
+
+// A due occurrence its key holds back is queued and not late by its own doing: say so, and since when.
+function drawWaiting(node, job) {
+  if (!job.waiting_on_limit_since || !job.limit_key) return replace(node);
+  replace(node, h("p", { class: "notice", role: "status" },
+    "Waiting on its limit key ", limitLink(job.limit_key), ` since ${when(job.waiting_on_limit_since, job.timezone)}: `,
+    "the occurrence is due and starts as soon as the key's limit allows."));
+}
+
 function drawRuns(node, runs, zone) {
   if (!runs.length) return replace(node, h("p", { class: "muted" }, "No attempt has run yet."));
-  replace(node, table("Attempts, newest first", ["Scheduled", { text: "Attempt", num: true }, "Status", "Started", "Finished", "Error", "Worker", "Trace"],
-    runs.map((r) => [when(r.scheduled_at, zone), { num: r.attempt }, statusBadge(r.status), when(r.started_at, zone), when(r.finished_at, zone), r.error || "–", r.worker || "–", traceCell(r.trace_id)])));
+  replace(node, table("Attempts, newest first", ["Scheduled", { text: "Attempt", num: true }, "Status", "Started", "Finished", "Error", "Worker", "Trace", { text: "Limit wait", num: true }],
+    runs.map((r) => [when(r.scheduled_at, zone), { num: r.attempt }, statusBadge(r.status), when(r.started_at, zone), when(r.finished_at, zone), r.error || "–", r.worker || "–", traceCell(r.trace_id),
+      { num: r.limit_wait_ms === null || r.limit_wait_ms === undefined ? null : duration(r.limit_wait_ms) }])));
 }
 
 // A run's trace: a link when the console was given a trace viewer's URL (`sundial console

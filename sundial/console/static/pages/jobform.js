@@ -35,6 +35,8 @@ export function sharedFields(prefix, inputs, job, timing = ["schedule", "run_at"
     field("window_seconds", "Spread window (seconds)", number(j.window_seconds, { min: 0, max: 3600, placeholder: "0" }),
       "Each occurrence starts at a point of [instant, instant + window) fixed by the job; Next runs shows it."),
     field("priority", "Priority", select(["high", "medium", "low"], j.priority || "medium")),
+    field("limit_key", "Limit key", text(j.limit_key, { placeholder: "payments-api", autocomplete: "off" }),
+      "The jobs naming the same key share its limit (see Limits). Empty: none."),
     field("payload", "Payload (JSON)", h("textarea", {}, job ? JSON.stringify(j.payload, null, 2) : "")),
     field("max_retries", "Max retries", number(j.max_retries, { min: 0, max: 20, placeholder: "5" })),
     field("backoff", "Backoff (seconds, comma-separated)", text(j.backoff ? j.backoff.join(", ") : "", { placeholder: "5, 30, 120, 600, 3600" })),
@@ -46,7 +48,7 @@ export function sharedFields(prefix, inputs, job, timing = ["schedule", "run_at"
 // Throws {field, message} for a value that cannot be sent as typed.
 export function sharedValues(inputs) {
   const values = {};
-  for (const name of ["name", "schedule", "timezone", "run_at", "start_at", "end_at", "misfire_policy", "overlap_policy", "priority"]) {
+  for (const name of ["name", "schedule", "timezone", "run_at", "start_at", "end_at", "misfire_policy", "overlap_policy", "priority", "limit_key"]) {
     if (inputs[name]) values[name] = inputs[name].value.trim() || null;
   }
   for (const name of ["max_retries", "timeout_seconds", "window_seconds"]) {
