@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.utilities.batch import (
     AsyncBatchProcessor,
     EventType,
@@ -121,7 +123,7 @@ def record_handler(
         result = _worker().process(message, deadline_ms)
         if traced is not None:
             traced.append((result.job_id, result.trace_id or tracing.trace_id_of(message.traceparent)))
-        _record(result)
+        _record(result, message)
     except Exception:
         # Named here, since the batch only reports the record: its job waits for the redelivery or
         # for its lease, which can be minutes, and whoever looks should find why.
@@ -190,7 +192,7 @@ def _queue_url(record: SQSRecord, message: JobMessage) -> str:
     return next((url for url in urls.values() if url.rsplit("/", 1)[-1] == name), urls[message.priority])
 
 
-def _record(result: AttemptResult) -> None:
+def _record(result: AttemptResult, message: JobMessage) -> None:
     logger.thread_safe_append_keys(attempt=result.attempt)
     if result.outcome is Outcome.DROPPED:
         _add_metric(c.Metric.DUPLICATES_DROPPED, MetricUnit.Count, 1)
@@ -201,11 +203,25 @@ def _record(result: AttemptResult) -> None:
         return
     if result.outcome is Outcome.HELD:
         _add_metric(c.Metric.LIMIT_HELD_BACK, MetricUnit.Count, 1)
+        if message.limit_key is not None:
+            # The wait so far, not only once it ends: a key that never lets its occurrences start
+            # would otherwise report no wait at all, and its alarm would stay quiet.
+            since = message.held_since
+            waited = 0 if since is None else max(0, SystemClock().now_ms() - since)
+            _add_per_key(
+                message.limit_key,
+                (c.Metric.LIMIT_HELD_BACK, MetricUnit.Count, 1),
+                (c.Metric.LIMIT_WAIT_MS, MetricUnit.Milliseconds, waited),
+            )
         logger.info(
             "held back by its limit key; sent again for later", extra={"delay_ms": result.limit_wait_ms}
         )
         return
     _add_metric(c.Metric.STARTED, MetricUnit.Count, 1)
+    if result.limit_key is not None and result.limit_wait_ms is not None:
+        _add_per_key(
+            result.limit_key, (c.Metric.LIMIT_WAIT_MS, MetricUnit.Milliseconds, result.limit_wait_ms)
+        )
     if result.lateness_ms is not None:
         _add_metric(c.Metric.START_LATENESS_MS, MetricUnit.Milliseconds, result.lateness_ms)
     if result.outcome in ATTEMPT_METRICS:
@@ -222,6 +238,28 @@ def _record(result: AttemptResult) -> None:
 def _add_metric(name: str, unit: MetricUnit, value: float) -> None:
     with _metrics_lock:
         metrics.add_metric(name=name, unit=unit, value=value)
+
+
+def _add_per_key(key: str, *added: tuple[c.Metric, MetricUnit, float]) -> None:
+    """Publishes `added` under the limit key as a dimension besides the shared ones: a series per
+    key (docs/operations.md, "Waits per limit key"). The shared Metrics object holds one set of
+    dimensions for the whole invocation, so these go out now in an EMF line of their own, which also
+    puts a hold on the graph and the alarm at once rather than when the batch's longest job ends."""
+    if is_metrics_disabled():
+        return
+    keyed = EphemeralMetrics(namespace=c.METRICS_NAMESPACE, service=c.METRICS_SERVICE)
+    with _metrics_lock:
+        shared = dict(metrics.default_dimensions)
+    for name, value in shared.items():
+        keyed.add_dimension(name=name, value=str(value))
+    keyed.add_dimension(name=c.METRICS_LIMIT_KEY_DIMENSION, value=key)
+    for metric, unit, value in added:
+        keyed.add_metric(name=metric.value, unit=unit, value=value)
+    line = json.dumps(keyed.serialize_metric_set(), separators=(",", ":")) + "\n"
+    # One write, as a log record is written: print's two (the line, then its end) could let another
+    # record's thread put its log line between them, and CloudWatch would read neither.
+    with _metrics_lock:
+        sys.stdout.write(line)
 
 
 def _dead_letter(record: SQSRecord, reason: str) -> None:

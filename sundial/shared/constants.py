@@ -118,6 +118,9 @@ METRICS_SERVICE: Final = "sundial"  # Powertools adds it as a dimension: {"servi
 # name CloudFormation keeps unique in an account and region, so that a stage's alarms and dashboard
 # read its own series alone (docs/operations.md, "Stages in one account").
 METRICS_STACK_DIMENSION: Final = "stack"
+# The worker's metrics about one limit key also name it: a series per key (docs/operations.md,
+# "Waits per limit key").
+METRICS_LIMIT_KEY_DIMENSION: Final = "limit_key"
 # The X-Ray annotations that find one occurrence's API, tick and worker segments (docs/operations.md).
 TRACE_ANNOTATION: Final = "trace_id"
 JOB_ANNOTATION: Final = "job_id"
@@ -138,8 +141,9 @@ class Metric(StrEnum):
     # A recurring job's occurrence died: the value is how many in a row have (its alarm's threshold
     # is the deployment's setting).
     DEAD_OCCURRENCES_IN_A_ROW = "DeadOccurrencesInARow"
-    # Deliveries a limit key held back (each is sent again for later), and how long the occurrences
-    # that then started had waited for their key.
+    # Deliveries a limit key held back (each is sent again for later), and how long an occurrence
+    # has waited for its key: at each hold the wait so far, when it starts the whole wait. Both are
+    # also published per key; their Maximum per key is its oldest wait.
     LIMIT_HELD_BACK = "LimitHeldBack"
     LIMIT_WAIT_MS = "LimitWaitMs"
 
