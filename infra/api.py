@@ -30,7 +30,12 @@ ROUTES: Mapping[str, tuple[str, ...]] = {
     "/jobs/{id}/trigger": ("POST",),
     "/jobs/{id}/retry": ("POST",),
     "/jobs/{id}/runs": ("GET",),
+    "/jobs/{id}/backfill": ("POST",),
+    "/limits": ("GET",),
+    # Greedy: a limit key may hold slashes.
+    "/limits/{key+}": ("GET", "PUT", "DELETE"),
     "/schedules/preview": ("POST",),
+    "/stats": ("GET",),
     "/health": ("GET",),
     "/openapi.json": ("GET",),
     "/docs": ("GET",),
@@ -43,6 +48,8 @@ JSON_BODY_METHODS = frozenset(
         ("/jobs/batch", "POST"),
         ("/jobs/actions", "POST"),
         ("/jobs/{id}", "PATCH"),
+        ("/jobs/{id}/backfill", "POST"),
+        ("/limits/{key+}", "PUT"),
         ("/schedules/preview", "POST"),
     }
 )

@@ -401,6 +401,7 @@ def _json_body() -> Any:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    event = api_limits.one_segment_key(event)
     proxy_event = APIGatewayProxyEvent(event)
     refusal = api_errors.refuse_unreadable(proxy_event) if _reads_a_body(proxy_event) else None
     return refusal if refusal is not None else app.resolve(event, context)

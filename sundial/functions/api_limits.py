@@ -4,8 +4,9 @@ Lambda."""
 from __future__ import annotations
 
 import re
+import urllib.parse
 from http import HTTPStatus
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
@@ -22,6 +23,9 @@ router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves its __in
 B, N = HTTPStatus.BAD_REQUEST, HTTPStatus.NOT_FOUND
 OK = HTTPStatus.OK
 
+LIMITS_PREFIX = "/limits/"
+# Every character a key may hold but the slash, which must stay inside its path segment.
+KEY_SAFE = ".:_-"
 Key = Annotated[str, Path(description="The limit key: 1-128 characters of A-Z a-z 0-9 . _ : / -.")]
 EXAMPLE = {
     "key": "payments-api",
@@ -41,7 +45,22 @@ def _service() -> LimitService:
     return LimitService(clients.store(), SystemClock())
 
 
+def one_segment_key(event: dict[str, Any]) -> dict[str, Any]:
+    """A limit key may hold slashes, which the gateway hands over decoded (`{key+}`): the route's one
+    path segment gets them encoded, and the key is decoded again before use."""
+    path = event.get("path")
+    if (
+        not isinstance(path, str)
+        or not path.startswith(LIMITS_PREFIX)
+        or "/" not in path[len(LIMITS_PREFIX) :]
+    ):
+        return event
+    key = path[len(LIMITS_PREFIX) :]
+    return {**event, "path": LIMITS_PREFIX + urllib.parse.quote(key, safe=KEY_SAFE)}
+
+
 def _key(key: str) -> str:
+    key = urllib.parse.unquote(key)
     if not re.fullmatch(LIMIT_KEY_PATTERN, key):
         raise InvalidInput("the limit key must be 1-128 characters of A-Z a-z 0-9 . _ : / -", field="key")
     return key
