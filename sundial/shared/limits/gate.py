@@ -27,7 +27,8 @@ SECOND_MS = 1000
 # partition's 1,000 a second.
 SLOTS_PER_SHARD = 100
 STARTS_PER_SHARD_PER_SECOND = 100
-MAX_LIMIT_SHARDS = 100
+# With the registry item, a PUT writes every shard in one transaction of at most 100 items.
+MAX_LIMIT_SHARDS = 64
 # The best-ranked waiters a shard keeps in line; beyond them an occurrence waits unranked and looks
 # again later (HOLD_BACKOFF_LIMIT).
 WAITERS_KEPT = 20

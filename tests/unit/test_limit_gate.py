@@ -1,0 +1,118 @@
+"""The admission rules of a key's shard, driven through arrivals, starts and ends: the bounds a limit
+promises hold for every sequence Hypothesis finds (docs/api.md, "Limits")."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sundial.contract.vocabulary import Priority
+from sundial.shared.limits import LimitConfig, ShardState, admit, rank_of, shard_count, share_of
+from sundial.shared.limits.gate import HOLD_MAX_MS, HOLD_MIN_MS, WAITERS_KEPT
+
+SECOND = 1000
+
+
+def _run(config: LimitConfig, arrivals: list[tuple[int, int, int]]) -> tuple[list[int], int]:
+    """Feeds arrivals (at ms, priority index, attempt ms) to shard 0; returns the start instants and
+    the most attempts that ran at once."""
+    share = share_of(config, 0)
+    state = ShardState()
+    starts: list[int] = []
+    ends: dict[str, int] = {}
+    most = 0
+    for n, (at, priority, took) in enumerate(sorted(arrivals)):
+        job = f"job{n:04d}"
+        ends = {j: end for j, end in ends.items() if end > at}
+        holders = dict(state.holders)
+        for j in list(holders):
+            if j not in ends:
+                holders.pop(j)  # ended: its settle gave the slot back
+        state = replace(state, holders=holders)
+        decision = admit(
+            share, state, job, rank_of(Priority(["high", "medium", "low"][priority]), at, job), at
+        )
+        if decision.admitted:
+            starts.append(at)
+            ends[job] = at + took
+            if share.max_concurrent is not None:
+                state = replace(state, holders={**state.holders, job: at + took + 60 * SECOND})
+            state = replace(state, tokens=decision.tokens, refilled_at=at, version=state.version + 1)
+            most = max(most, len(ends))
+        else:
+            assert HOLD_MIN_MS <= decision.delay_ms <= HOLD_MAX_MS
+    return starts, most
+
+
+arrivals = st.lists(
+    st.tuples(st.integers(0, 20 * SECOND), st.integers(0, 2), st.integers(1, 5 * SECOND)), max_size=80
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrivals, st.integers(1, 5), st.integers(1, 8))
+def test_no_second_sees_more_than_burst_plus_rate_starts(
+    arrived: list[tuple[int, int, int]], rate: int, burst: int
+) -> None:
+    config = LimitConfig("k", None, float(rate), burst, 1, 0)
+    starts, _ = _run(config, arrived)
+    for start in starts:
+        in_window = sum(1 for other in starts if start <= other < start + SECOND)
+        assert in_window <= burst + rate
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrivals, st.integers(1, 4))
+def test_never_more_than_max_concurrent_at_once(
+    arrived: list[tuple[int, int, int]], most_at_once: int
+) -> None:
+    config = LimitConfig("k", most_at_once, None, 1, 1, 0)
+    _, most = _run(config, arrived)
+    assert most <= most_at_once
+
+
+def test_a_holder_whose_lease_ended_frees_its_slot() -> None:
+    share = share_of(LimitConfig("k", 1, None, 1, 1, 0), 0)
+    held = ShardState(holders={"gone": 10 * SECOND})
+    assert not admit(share, held, "next", rank_of(Priority.MEDIUM, 0, "next"), 10 * SECOND).admitted
+    freed = admit(share, held, "next", rank_of(Priority.MEDIUM, 0, "next"), 10 * SECOND + 1)
+    assert freed.admitted and freed.expired == ("gone",)
+
+
+def test_a_later_high_is_ranked_before_an_earlier_low() -> None:
+    share = share_of(LimitConfig("k", 1, None, 1, 1, 0), 0)
+    low = rank_of(Priority.LOW, 0, "low")
+    high = rank_of(Priority.HIGH, 5 * SECOND, "high")
+    state = ShardState()
+    held_high = admit(share, replace(state, holders={"busy": 60 * SECOND}), "high", high, SECOND)
+    assert held_high.waiter is not None
+    state = replace(state, waiters={"high": held_high.waiter})
+    assert not admit(share, state, "low", low, 2 * SECOND).admitted  # a slot is free, but the high is owed it
+    assert admit(share, state, "high", high, 2 * SECOND).admitted
+
+
+def test_the_line_keeps_the_best_ranked_and_pushes_out_the_worst() -> None:
+    share = share_of(LimitConfig("k", 1, None, 1, 1, 0), 0)
+    state = ShardState(holders={"busy": 60 * SECOND})
+    for n in range(WAITERS_KEPT):
+        job = f"low{n:02d}"
+        decision = admit(share, state, job, rank_of(Priority.LOW, n, job), SECOND)
+        assert decision.waiter is not None
+        state = replace(state, waiters={**state.waiters, job: decision.waiter})
+    unranked = admit(share, state, "late", rank_of(Priority.LOW, 10**6, "late"), SECOND)
+    assert unranked.waiter is None and unranked.evicted == ()
+    high = admit(share, state, "high", rank_of(Priority.HIGH, 10**6, "high"), SECOND)
+    assert high.waiter is not None and high.evicted == (f"low{WAITERS_KEPT - 1:02d}",)
+
+
+def test_shares_add_up_to_the_limit() -> None:
+    for concurrent, rate in [(10_000, None), (7, 5000.0), (250, 0.5), (None, 10_000.0)]:
+        config = LimitConfig("k", concurrent, rate, max(1, int(rate or 1)), shard_count(concurrent, rate), 0)
+        shares = [share_of(config, n) for n in range(config.shards)]
+        if concurrent is not None:
+            assert sum(s.max_concurrent or 0 for s in shares) == concurrent
+        if rate is not None:
+            assert abs(sum(s.per_second or 0 for s in shares) - rate) < 1e-6
+        assert 1 <= config.shards <= 64
