@@ -16,7 +16,8 @@ from sundial.client.errors import ApiError, Conflict, InvalidInput, NotFound
 from sundial.commands import plan as planning
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.exits import CHANGES_PENDING, CONFLICT, OK, USAGE, describe, exit_code
-from sundial.commands.schedules_file import Entry, FileRefused, Problem, read
+from sundial.commands.schedules_file import Entry, FileRefused, LimitEntry, Problem, SchedulesFile, read
+from sundial.contract.limits import LimitView
 from sundial.contract.vocabulary import JobStatus
 
 # `--dry-run --exit-code` when the stage differs from the file, as `terraform plan -detailed-exitcode`
@@ -60,7 +61,8 @@ def apply(connection: Connection, path: Path, dry_run: bool, exit_code: bool, pr
         return _refused(path, refused.problems)
     client = connection.client()
     try:
-        plan = planning.plan(schedules, client.iter_jobs(name_prefix=schedules.prefix), prune=prune)
+        jobs = client.iter_jobs(name_prefix=schedules.prefix)
+        plan = planning.plan(schedules, jobs, prune=prune, limits=_limits_now(client, schedules))
     except planning.DuplicateJobs as exc:
         click.echo(f"error: {exc}", err=True)
         return CONFLICT
@@ -75,6 +77,18 @@ def apply(connection: Connection, path: Path, dry_run: bool, exit_code: bool, pr
         return CHANGES_PENDING if exit_code else OK
     _confirm(yes)
     return _applied(_Applier(client, str(path)).run(plan), plan)
+
+
+def _limits_now(client: SundialClient, schedules: SchedulesFile) -> dict[str, LimitView | None]:
+    """The limit of each key the file sets, None for a key that has none. Only those: a key is
+    shared by every namespace, so apply neither lists nor removes the others."""
+    found: dict[str, LimitView | None] = {}
+    for entry in schedules.limits:
+        try:
+            found[entry.key] = client.get_limit(entry.key)
+        except NotFound:
+            found[entry.key] = None
+    return found
 
 
 def _refused(path: Path, problems: list[Problem]) -> int:
@@ -139,7 +153,9 @@ class _Applier:
         self.client, self.source = client, source
 
     def run(self, plan: planning.Plan) -> _Outcome:
-        steps: list[tuple[Entry | None, Callable[[], str]]] = [
+        # Limits first: a job created below then starts under its key's limit from its first attempt.
+        steps: list[tuple[Entry | LimitEntry | None, Callable[[], str]]] = [
+            *((s.entry, lambda s=s: self._limit(s)) for s in plan.limits),
             *((u.entry, lambda u=u: self._update(u)) for u in plan.updates),
             *((c.entry, lambda c=c: self._create(c.entry, c.idempotency_key)) for c in plan.creates),
             *((r.entry, lambda r=r: self._replace(r)) for r in plan.replaces),
@@ -157,6 +173,14 @@ class _Applier:
                 outcome.stopped, outcome.left = error, len(steps) - number - 1
                 break
         return outcome
+
+    def _limit(self, limit: planning.SetLimit) -> str:
+        body = limit.entry.body
+        self.client.put_limit(
+            limit.entry.key, max_concurrent=body.max_concurrent, per_second=body.per_second, burst=body.burst
+        )
+        fields = ", ".join(change.field for change in limit.changes)
+        return f"{'set' if limit.old is None else 'changed'} limit {limit.entry.key}: {fields}"
 
     def _update(self, update: planning.Update) -> str:
         self.client.update_job(update.job.id, update.patch())
@@ -186,7 +210,7 @@ class _Applier:
         self.client.cancel_job(stray.job.id)
         return f"cancelled {stray.key} ({stray.job.id})"
 
-    def _where(self, entry: Entry | None, error: ApiError) -> str:
+    def _where(self, entry: Entry | LimitEntry | None, error: ApiError) -> str:
         what = describe(error).removeprefix("error: ")
         return what if entry is None else f"{self.source}:{entry.line_of(error.field)}: {entry.key}: {what}"
 

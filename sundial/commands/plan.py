@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sundial.commands.schedules_file import Entry, SchedulesFile
+from sundial.commands.schedules_file import Entry, LimitEntry, SchedulesFile
 from sundial.contract.jobs import JobCreate, JobUpdate, JobView
+from sundial.contract.limits import LimitView
 from sundial.contract.vocabulary import JobStatus
 
 # What a PATCH changes and the job answers (but the name, which is the key's); a new field of both
@@ -27,6 +28,7 @@ INSTANT_FIELDS = frozenset({"run_at", "start_at", "end_at"})
 # A PATCH cannot send these as null: the other one of the pair, sent instead, clears it (docs/api.md).
 EXCLUSIVE_TIMING = frozenset({"schedule", "run_at"})
 SHOWN_VALUE_CHARS = 120
+LIMIT_FIELDS = ("max_concurrent", "per_second", "burst")
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,15 @@ class Stray:
 
 
 @dataclass(frozen=True)
+class SetLimit:
+    """A key's limit to put: `old` is None when the key has none yet."""
+
+    entry: LimitEntry
+    old: LimitView | None
+    changes: tuple[Change, ...]
+
+
+@dataclass(frozen=True)
 class Plan:
     namespace: str
     creates: tuple[Create, ...]
@@ -80,6 +91,7 @@ class Plan:
     strays: tuple[Stray, ...]
     unchanged: tuple[Entry, ...]
     prune: bool
+    limits: tuple[SetLimit, ...] = ()
 
     @property
     def cancels(self) -> tuple[Stray, ...]:
@@ -87,7 +99,8 @@ class Plan:
 
     @property
     def changes(self) -> int:
-        return len(self.creates) + len(self.updates) + len(self.replaces) + len(self.cancels)
+        jobs = len(self.creates) + len(self.updates) + len(self.replaces) + len(self.cancels)
+        return jobs + len(self.limits)
 
 
 class DuplicateJobs(Exception):
@@ -102,8 +115,15 @@ class DuplicateJobs(Exception):
         )
 
 
-def plan(file: SchedulesFile, jobs: Iterable[JobView], *, prune: bool) -> Plan:
-    """Raises DuplicateJobs when two live jobs carry the name of one of the file's keys."""
+def plan(
+    file: SchedulesFile,
+    jobs: Iterable[JobView],
+    *,
+    prune: bool,
+    limits: Mapping[str, LimitView | None] | None = None,
+) -> Plan:
+    """Raises DuplicateJobs when two live jobs carry the name of one of the file's keys. `limits`
+    holds the limit of each key the file sets, as the API answered it (None: the key has none)."""
     live, last_cancelled = _managed(file, jobs)
     creates: list[Create] = []
     updates: list[Update] = []
@@ -126,8 +146,35 @@ def plan(file: SchedulesFile, jobs: Iterable[JobView], *, prune: bool) -> Plan:
             unchanged.append(entry)
     strays = tuple(Stray(key, job) for key, found in sorted(live.items()) for job in found)
     return Plan(
-        file.namespace, tuple(creates), tuple(updates), tuple(replaces), strays, tuple(unchanged), prune
+        file.namespace,
+        tuple(creates),
+        tuple(updates),
+        tuple(replaces),
+        strays,
+        tuple(unchanged),
+        prune,
+        tuple(_limits_to_set(file, limits or {})),
     )
+
+
+def _limits_to_set(file: SchedulesFile, current: Mapping[str, LimitView | None]) -> Iterator[SetLimit]:
+    for entry in file.limits:
+        old = current.get(entry.key)
+        wanted = {
+            "max_concurrent": entry.body.max_concurrent,
+            "per_second": entry.body.per_second,
+            "burst": entry.body.effective_burst,
+        }
+        answered = old.model_dump(mode="json") if old is not None else dict.fromkeys(LIMIT_FIELDS)
+        # Without a rate the burst bounds nothing, whatever the API answers for it.
+        compared = LIMIT_FIELDS if entry.body.per_second is not None else LIMIT_FIELDS[:2]
+        changes = tuple(
+            Change(name, answered[name], wanted[name])
+            for name in compared
+            if not _same(name, answered[name], wanted[name])
+        )
+        if changes:
+            yield SetLimit(entry, old, changes)
 
 
 def _managed(file: SchedulesFile, jobs: Iterable[JobView]) -> tuple[dict[str, list[JobView]], dict[str, str]]:
@@ -171,6 +218,10 @@ def idempotency_key(namespace: str, entry: Entry, last_cancelled: str | None) ->
 
 def render(plan: Plan, source: str) -> Iterator[str]:
     """The diff, one line at a time: what changes, field by field, then what is left as it is."""
+    for limit in plan.limits:
+        verb = "+ set limit" if limit.old is None else "~ change limit"
+        yield f"{verb} {limit.entry.key} (line {limit.entry.line})"
+        yield from _fields(limit.changes)
     for create in plan.creates:
         yield f"+ create {create.entry.key} (line {create.entry.line})"
     for update in plan.updates:
@@ -194,6 +245,7 @@ def _summary(plan: Plan, source: str) -> str:
     if not plan.changes:
         return f"no changes: the {len(plan.unchanged)} jobs of namespace '{plan.namespace}' match {source}"
     counts = (
+        (len(plan.limits), "limit(s) to set"),
         (len(plan.creates), "to create"),
         (len(plan.updates), "to update"),
         (len(plan.replaces), "to replace"),

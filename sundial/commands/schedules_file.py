@@ -17,8 +17,9 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from sundial.client.bodies import field_name
-from sundial.contract.bounds import NAME_KEY_CHARS
+from sundial.contract.bounds import LIMIT_KEY_PATTERN, NAME_KEY_CHARS
 from sundial.contract.jobs import JobCreate
+from sundial.contract.limits import LimitPut
 from sundial.contract.targets import SECRET_MASK, SHOWN_HEADERS
 
 SEPARATOR = "/"
@@ -28,7 +29,8 @@ SEPARATOR = "/"
 # enough that "<namespace>/" is a name prefix the API can filter on.
 NAMESPACE = re.compile(rf"[a-z0-9][a-z0-9_-]{{{NAME_KEY_CHARS - 2},62}}")
 KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-TOP_LEVEL = ("namespace", "jobs")
+TOP_LEVEL = ("namespace", "jobs", "limits")
+LIMIT_FIELDS = tuple(LimitPut.model_fields)
 # The fields of an entry: the job's, but for the name, which apply makes of the namespace and the key.
 ENTRY_FIELDS = ("key", *(name for name in JobCreate.model_fields if name != "name"))
 ROUTES = ("target", "on_dead")  # the fields that hold a target, whose headers may hold secrets
@@ -79,9 +81,29 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class LimitEntry:
+    """A key's limit as the file sets it (PUT /limits/{key})."""
+
+    key: str
+    body: LimitPut
+    key_node: yaml.Node
+    node: yaml.MappingNode  # its fields
+
+    @property
+    def line(self) -> int:
+        return _line(self.key_node)
+
+    def line_of(self, field: str | None) -> int:
+        """The line of a field the API named, or the key's when the file lacks it."""
+        found = _child(self.node, field) if field else None
+        return _line(found[0]) if found else self.line
+
+
+@dataclass(frozen=True)
 class SchedulesFile:
     namespace: str
     entries: tuple[Entry, ...]
+    limits: tuple[LimitEntry, ...] = ()
 
     @property
     def prefix(self) -> str:
@@ -116,9 +138,10 @@ def read(path: Path) -> SchedulesFile:
         entry = _entry(index, item_node, item, namespace or "namespace", problems)
         if entry is not None:
             entries.append(entry)
+    limits = list(_limits(node, data, problems))
     if problems or namespace is None:
         raise FileRefused(problems)
-    return SchedulesFile(namespace, tuple(entries))
+    return SchedulesFile(namespace, tuple(entries), tuple(limits))
 
 
 def _load(text: str) -> tuple[yaml.Node | None, Any]:
@@ -160,6 +183,52 @@ def _jobs(
         problems.append(Problem(line, "jobs", "must be a list of entries ([] for none)"))
         return
     yield from zip(found[1].value, data["jobs"], strict=True)
+
+
+def _limits(node: yaml.MappingNode, data: dict[Any, Any], problems: list[Problem]) -> Iterator[LimitEntry]:
+    """`limits:`, a mapping of key to limit; none when the file leaves it out."""
+    found = _child(node, "limits")
+    if found is None:
+        return
+    if not isinstance(found[1], yaml.MappingNode) or not isinstance(data["limits"], dict):
+        problems.append(
+            Problem(_line(found[0]), "limits", "must be a mapping of limit key to limit ({} for none)")
+        )
+        return
+    for key_node, value_node in found[1].value:
+        key = key_node.value
+        label = f"limits.{key}"
+        if not isinstance(key, str) or not re.fullmatch(LIMIT_KEY_PATTERN, key):
+            problems.append(Problem(_line(key_node), label, "give 1-128 characters of A-Z a-z 0-9 . _ : / -"))
+            continue
+        value = data["limits"].get(key)
+        if not isinstance(value, dict) or not isinstance(value_node, yaml.MappingNode):
+            problems.append(
+                Problem(_line(key_node), label, "must be a mapping: max_concurrent, per_second, burst")
+            )
+            continue
+        found_here = list(_unknown(value_node, LIMIT_FIELDS, "field", label))
+        body: LimitPut | None = None
+        try:
+            body = LimitPut.model_validate(value)
+        except ValidationError as exc:
+            # An unknown field written in the entry is reported above, with what it may have meant.
+            errors = [
+                error
+                for error in exc.errors()
+                if error["type"] != "extra_forbidden" or _child(value_node, error["loc"][0]) is None
+            ]
+            found_here += [_limit_problem(key_node, value_node, label, error) for error in errors]
+        problems += found_here
+        if body is not None and not found_here:
+            yield LimitEntry(key, body, key_node, value_node)
+
+
+def _limit_problem(key_node: yaml.Node, node: yaml.MappingNode, label: str, error: ErrorDetails) -> Problem:
+    loc = tuple(error["loc"])
+    if not loc:  # the limit as a whole: neither bound, or a burst without a rate
+        return Problem(_line(key_node), label, error["msg"].removeprefix("Value error, "))
+    return Problem(_line(_node_at(node, loc)), f"{label}: {loc[0]}", error["msg"])
 
 
 def _entry(index: int, node: yaml.Node, item: Any, namespace: str, problems: list[Problem]) -> Entry | None:

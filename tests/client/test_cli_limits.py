@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -242,3 +243,60 @@ def _until(found: Any) -> Any:
             return value
         time.sleep(0.2)
     raise AssertionError(f"not seen within {WAIT_SECONDS} s")
+
+
+def _schedules(tmp_path: Path, namespace: str, limits: str, limit_key: str) -> Path:
+    path = tmp_path / "schedules.yaml"
+    path.write_text(
+        f"namespace: {namespace}\n"
+        f"limits:\n{limits}"
+        "jobs:\n"
+        "  - key: nightly\n"
+        "    schedule: rate(1 day)\n"
+        '    start_at: "2099-01-01T00:00:00Z"\n'
+        "    target: {type: python, handler: noop}\n"
+        f"    limit_key: {limit_key}\n"
+    )
+    return path
+
+
+def test_apply_sets_the_file_s_limits_and_a_job_s_limit_key(
+    local_api: str, client: SundialClient, tmp_path: Path
+) -> None:
+    namespace, api, rate = f"lim{uuid.uuid4().hex[:8]}", _key("apply-api"), _key("apply-rate")
+    limits = f"  {api}: {{max_concurrent: 2}}\n  {rate}:\n    per_second: 5\n    burst: 2\n"
+    path = _schedules(tmp_path, namespace, limits, api)
+    applied = sundial(local_api, "apply", "-f", str(path), "--yes")
+    assert applied.exit_code == 0, applied.stderr
+    assert f"+ set limit {api} (line 3)" in applied.stdout
+    assert (client.get_limit(api).max_concurrent, client.get_limit(rate).burst) == (2, 2)
+    job = next(client.iter_jobs(name_prefix=f"{namespace}/"))
+    assert job.limit_key == api
+
+    again = sundial(local_api, "apply", "-f", str(path), "--dry-run", "--exit-code")
+    assert again.exit_code == 0 and "no changes" in again.stdout, again.output
+
+    path = _schedules(tmp_path, namespace, limits.replace("max_concurrent: 2", "max_concurrent: 3"), rate)
+    changed = sundial(local_api, "apply", "-f", str(path), "--dry-run", "--exit-code")
+    assert changed.exit_code == 10, changed.output
+    assert f"~ change limit {api} (line 3)" in changed.stdout and "max_concurrent: 2 → 3" in changed.stdout
+    assert f'limit_key: "{api}" → "{rate}"' in changed.stdout
+    assert sundial(local_api, "apply", "-f", str(path), "--yes").exit_code == 0
+    assert client.get_limit(api).max_concurrent == 3
+    assert client.get_job(job.id).limit_key == rate
+    for key in (api, rate):
+        client.delete_limit(key)
+
+
+def test_apply_refuses_bad_limits_naming_their_lines(tmp_path: Path) -> None:
+    limits = "  'a b': {max_concurrent: 2}\n  k1: {max_concurent: 2}\n  k2: {}\n  k3: {per_second: -1}\n"
+    path = _schedules(tmp_path, "limbad", limits, "k3")
+    refused = sundial("http://127.0.0.1:9", "apply", "-f", str(path), "--yes")
+    assert refused.exit_code == 1
+    assert f"{path}:3: limits.a b: give 1-128 characters" in refused.stderr
+    assert (
+        f"{path}:4: limits.k1: max_concurent: unknown field (did you mean max_concurrent?)" in refused.stderr
+    )
+    assert f"{path}:5: limits.k2: give max_concurrent, per_second or both" in refused.stderr
+    assert f"{path}:6: limits.k3: per_second: Input should be greater than or equal to 0.01" in refused.stderr
+    assert "refused (4 problem(s)); nothing was changed" in refused.stderr
