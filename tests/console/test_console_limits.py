@@ -62,7 +62,7 @@ def test_a_limit_is_added_refused_at_its_field_edited_and_deleted(
     browser: Browser, console_stack: Stack
 ) -> None:
     api = console_stack.api
-    key = unique("payments-api")
+    key = unique("team/payments:api")  # a key may hold "/" and ":"
     browser.open(f"{console_stack.url}/console/#/")
     browser.find("link", "Limits").click()
     browser.find("heading", "Limits")
