@@ -1,4 +1,4 @@
-"""The CloudWatch dashboard: throughput per status, lateness, queues, dead jobs, errors."""
+"""The CloudWatch dashboard: throughput per status, lateness, limit keys, queues, dead jobs, errors."""
 
 from __future__ import annotations
 
@@ -45,6 +45,34 @@ def sundial_metric(
     )
 
 
+def per_key_search(stack_name: str, name: c.Metric, statistic: str, period: Duration = FIVE_MINUTES) -> str:
+    """A SEARCH for the series of `name` the worker of stack `stack_name` publishes per limit key: one
+    line per key that reported in the graph's time range. The schema asks for exactly these
+    dimensions, and the quoted values match whole (another stage's stack name merely starts with
+    this one's)."""
+    schema = ",".join(
+        [c.METRICS_NAMESPACE, c.METRICS_LIMIT_KEY_DIMENSION, "service", c.METRICS_STACK_DIMENSION]
+    )
+    terms = (
+        f'MetricName="{name.value}" service="{c.METRICS_SERVICE}" {c.METRICS_STACK_DIMENSION}="{stack_name}"'
+    )
+    return f"SEARCH('{{{schema}}} {terms}', '{statistic}', {int(period.to_seconds())})"
+
+
+def limit_wait_query(stack_name: str) -> str:
+    """The Metrics Insights query for the oldest wait on any limit key of stack `stack_name`, in ms.
+    An alarm cannot read a SEARCH, but it can read this query, and the keys it covers need not be
+    known when the stack is deployed. Every name is quoted: Metrics Insights reserves many words."""
+    schema = ", ".join(
+        f'"{part}"'
+        for part in (c.METRICS_NAMESPACE, c.METRICS_LIMIT_KEY_DIMENSION, "service", c.METRICS_STACK_DIMENSION)
+    )
+    return (
+        f'SELECT MAX("{c.Metric.LIMIT_WAIT_MS.value}") FROM SCHEMA({schema}) '
+        f"WHERE \"service\" = '{c.METRICS_SERVICE}' AND \"{c.METRICS_STACK_DIMENSION}\" = '{stack_name}'"
+    )
+
+
 def build_dashboard(
     scope: Construct,
     construct_id: str,
@@ -53,10 +81,12 @@ def build_dashboard(
     queues: JobQueues,
     api: apigw.RestApi,
     alarms: Sequence[cw.IAlarm],
+    limit_wait_alarm_ms: int,
 ) -> cw.Dashboard:
     dashboard = cw.Dashboard(scope, construct_id, default_interval=Duration.hours(3))
     dashboard.add_widgets(cw.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24))
     dashboard.add_widgets(*_job_widgets(Stack.of(scope).stack_name))
+    dashboard.add_widgets(*_limit_widgets(Stack.of(scope).stack_name, limit_wait_alarm_ms))
     dashboard.add_widgets(*_queue_widgets(queues))
     dashboard.add_widgets(*_error_widgets(functions, api))
     return dashboard
@@ -83,6 +113,27 @@ def _job_widgets(stack_name: str) -> list[cw.IWidget]:
         _graph("Lateness (ms)", lateness),
         _graph("Dead jobs", [dead, streak.with_(label="most occurrences of a recurring job dead in a row")]),
     ]
+
+
+def _limit_widgets(stack_name: str, alarm_ms: int) -> list[cw.IWidget]:
+    """Waits and held-back deliveries per limit key. Keys come and go with the jobs that name them,
+    so each graph finds them with a SEARCH rather than naming them; a line is labelled by its key."""
+    by_key = "${PROP('Dim." + c.METRICS_LIMIT_KEY_DIMENSION + "')}"
+
+    def search(name: c.Metric, statistic: str) -> cw.SearchExpression:
+        return cw.SearchExpression(
+            expression=per_key_search(stack_name, name, statistic), label=by_key, period=FIVE_MINUTES
+        )
+
+    waits = cw.GraphWidget(
+        title="Oldest wait per limit key (ms)",
+        left=[search(c.Metric.LIMIT_WAIT_MS, "Maximum")],
+        left_annotations=[cw.HorizontalAnnotation(value=alarm_ms, label="limit wait alarm")],
+        width=WIDTH,
+    )
+    total = sundial_metric(stack_name, c.Metric.LIMIT_HELD_BACK, "Sum", FIVE_MINUTES).with_(label="all keys")
+    held = _graph("Held-back deliveries per limit key", [search(c.Metric.LIMIT_HELD_BACK, "Sum"), total])
+    return [waits, held]
 
 
 def _queue_widgets(queues: JobQueues) -> list[cw.IWidget]:

@@ -13,7 +13,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from infra.dashboard import FIVE_MINUTES, ONE_MINUTE, build_dashboard, sundial_metric
+from infra.dashboard import FIVE_MINUTES, ONE_MINUTE, build_dashboard, limit_wait_query, sundial_metric
 from infra.functions import Functions
 from infra.queues import JobQueues
 from infra.settings import Settings
@@ -28,6 +28,9 @@ SCHEDULER_DURATION_SHARE = 0.8
 OLDEST_MESSAGE_AGE_SECONDS = c.MAX_DELAY_SECONDS + WORKER_FUNCTION_TIMEOUT_SECONDS + 300
 # Minutes without a tick before the alarm: one late or lost EventBridge delivery is not an outage.
 TICK_STOPPED_MINUTES = 5
+# A held occurrence reports its wait each time it looks again, up to SQS's longest delay apart: the
+# limit wait alarm stays in alarm while any report of the last that many minutes breached.
+LIMIT_WAIT_PERIODS = -(-c.MAX_DELAY_SECONDS // int(FIVE_MINUTES.to_seconds()))
 
 
 class Monitoring(Construct):
@@ -46,6 +49,7 @@ class Monitoring(Construct):
         self.alarms: list[cw.Alarm] = []
         self._job_alarms(queues, settings.start_lateness_p99_threshold_ms)
         self._streak_alarm(settings.dead_occurrences_in_a_row)
+        self._limit_wait_alarm(settings.limit_wait_alarm_seconds)
         self._scheduler_alarms(functions.scheduler)
         self._tick_alarm(functions.scheduler)
         for priority, queue in queues.by_priority.items():
@@ -58,7 +62,13 @@ class Monitoring(Construct):
             )
         self._let_alarms_publish()
         self.dashboard = build_dashboard(
-            self, "Dashboard", functions=functions, queues=queues, api=api, alarms=self.alarms
+            self,
+            "Dashboard",
+            functions=functions,
+            queues=queues,
+            api=api,
+            alarms=self.alarms,
+            limit_wait_alarm_ms=settings.limit_wait_alarm_seconds * 1000,
         )
 
     def _topic(self, email: str | None) -> sns.Topic:
@@ -139,6 +149,26 @@ class Monitoring(Construct):
         streak = sundial_metric(Stack.of(self).stack_name, c.Metric.DEAD_OCCURRENCES_IN_A_ROW, "Maximum")
         description = f"A recurring job's occurrences died {in_a_row} times in a row"
         self._alarm("DeadOccurrencesInARow", description, streak, in_a_row)
+
+    def _limit_wait_alarm(self, seconds: int) -> None:
+        """An occurrence has waited longer than `seconds` for its limit key. Keys are the jobs' own and
+        come and go, so no alarm can name them: a Metrics Insights query reads every key's series of
+        this stack at once (an alarm cannot read a SEARCH)."""
+        oldest = cw.MathExpression(
+            expression=limit_wait_query(Stack.of(self).stack_name),
+            period=FIVE_MINUTES,
+            label="oldest wait on a limit key (ms)",
+        )
+        self._alarm(
+            "LimitWait",
+            f"An occurrence has waited more than {seconds} s for its limit key (the dashboard's "
+            "limit key graphs show which key)",
+            oldest,
+            seconds * 1000,
+            periods=LIMIT_WAIT_PERIODS,
+            datapoints=1,
+            comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        )
 
     def _scheduler_alarms(self, scheduler: lambda_.Function) -> None:
         # One failed tick is repaired by the next; two in three minutes is a broken scheduler.

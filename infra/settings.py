@@ -40,6 +40,7 @@ DUE_SHARDS_BEFORE_KEY = PREFIX + "dueShardsBefore"
 LIST_INDEXES_KEY = PREFIX + "listIndexes"
 LISTING_BACKFILLED_KEY = PREFIX + "listingBackfilled"
 DEAD_IN_A_ROW_KEY = PREFIX + "deadOccurrencesInARow"
+LIMIT_WAIT_ALARM_KEY = PREFIX + "limitWaitAlarmSeconds"
 
 BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
@@ -47,6 +48,9 @@ DEFAULT_LATENESS_P99_MS = 1000
 DEFAULT_API_RATE_LIMIT = 100
 DEFAULT_API_BURST_LIMIT = 200
 DEFAULT_DEAD_IN_A_ROW = 3
+# Five minutes: a key that keeps an occurrence waiting that long is short of room for its load, not
+# riding out a burst.
+DEFAULT_LIMIT_WAIT_ALARM_SECONDS = 300
 
 # Lambda's bounds for an SQS event source's MaximumConcurrency, and for its provisioned pollers.
 _ESM_CONCURRENCY = range(2, 1001)
@@ -121,6 +125,8 @@ class Settings:
     listing_backfilled: bool = True
     # The alarm on a recurring job whose occurrences die: this many in a row.
     dead_occurrences_in_a_row: int = DEFAULT_DEAD_IN_A_ROW
+    # The alarm on limit keys: an occurrence has waited longer than this for its key.
+    limit_wait_alarm_seconds: int = DEFAULT_LIMIT_WAIT_ALARM_SECONDS
     # Modules of one's own python handlers, bundled with the functions (infra/handlers.py).
     handlers: tuple[str, ...] = ()
 
@@ -161,6 +167,9 @@ class Settings:
             list_indexes=_list_indexes(node),
             listing_backfilled=_boolean(node, LISTING_BACKFILLED_KEY, default=True),
             dead_occurrences_in_a_row=_integer(node, DEAD_IN_A_ROW_KEY, DEFAULT_DEAD_IN_A_ROW, minimum=1),
+            limit_wait_alarm_seconds=_integer(
+                node, LIMIT_WAIT_ALARM_KEY, DEFAULT_LIMIT_WAIT_ALARM_SECONDS, minimum=1
+            ),
             handlers=checked_modules(_string_list(node, HANDLERS_KEY)),
         )
 

@@ -21,6 +21,7 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "sundial:maxConcurrencyMedium": 30,
     "sundial:maxConcurrencyLow": 2,
     "sundial:deadOccurrencesInARow": "5",
+    "sundial:limitWaitAlarmSeconds": "600",
     "sundial:targetArns": [
         "arn:aws:lambda:us-east-1:123456789012:function:report",
         "arn:aws:lambda:us-east-1:123456789012:function:jobs-*",
