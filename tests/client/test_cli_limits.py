@@ -21,8 +21,9 @@ WAIT_SECONDS = 20.0
 
 
 def _key(label: str) -> str:
-    # One stack serves the whole session: a key of each test's own keeps the tests apart.
-    return f"cli-{label}.{uuid.uuid4().hex[:8]}:v1"
+    # One stack serves the whole session: a key of each test's own keeps the tests apart. Every
+    # kind of character a key may hold is in it, "/" (sent as %2F) included.
+    return f"cli/{label}_{uuid.uuid4().hex[:8]}.x-y:v1"
 
 
 def _json(result: Any) -> Any:
