@@ -1,6 +1,6 @@
 """The `sundial` command.
 
-`jobs` and `preview` talk to an API through sundial.client; `local`, `emulator` and `smoke` run the
+`jobs`, `limits` and `preview` talk to an API through sundial.client; `local`, `emulator` and `smoke` run the
 local stack and keep their own parsing (sundial/local_stack/cli.py), loaded only when asked for so that the
 API commands never load the emulator. A new command group is one `cli.add_command(...)` line below.
 """
