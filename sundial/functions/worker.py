@@ -203,13 +203,15 @@ def _record(result: AttemptResult, message: JobMessage) -> None:
         return
     if result.outcome is Outcome.HELD:
         _add_metric(c.Metric.LIMIT_HELD_BACK, MetricUnit.Count, 1)
-        if message.limit_key is not None:
+        # The key the gate held it by: the job's own, even when the message named none or another.
+        key = result.limit_key or message.limit_key
+        if key is not None:
             # The wait so far, not only once it ends: a key that never lets its occurrences start
             # would otherwise report no wait at all, and its alarm would stay quiet.
             since = message.held_since
             waited = 0 if since is None else max(0, SystemClock().now_ms() - since)
             _add_per_key(
-                message.limit_key,
+                key,
                 (c.Metric.LIMIT_HELD_BACK, MetricUnit.Count, 1),
                 (c.Metric.LIMIT_WAIT_MS, MetricUnit.Milliseconds, waited),
             )

@@ -135,7 +135,9 @@ class Worker:
         except StaleDelivery:
             return AttemptResult(Outcome.DROPPED, message.job_id)
         except HeldBack as held:
-            return AttemptResult(Outcome.HELD, message.job_id, limit_wait_ms=held.delay_ms)
+            return AttemptResult(
+                Outcome.HELD, message.job_id, limit_wait_ms=held.delay_ms, limit_key=held.message.limit_key
+            )
         return self._run(job, message.token, deadline_ms)
 
     def _fence_by_its_key(self, message: JobMessage) -> Job:
