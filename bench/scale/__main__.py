@@ -35,6 +35,10 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
         "--overlap-tick-after-sends", type=int, help="another tick starts once the first sent this many"
     )
     parser.add_argument("--through-api", action="store_true", help="create every job by a request")
+    parser.add_argument("--limit-per-second", type=float, help="one limit key for every job: its rate")
+    parser.add_argument(
+        "--limit-concurrent", type=int, help="one limit key for every job: its max_concurrent"
+    )
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -56,6 +60,8 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
         overlap_tick_at=args.overlap_tick_at,
         overlap_tick_after_sends=args.overlap_tick_after_sends,
         through_api=args.through_api,
+        limit_per_second=args.limit_per_second,
+        limit_concurrent=args.limit_concurrent,
         settings=settings,
     )
     return scenario, args.out

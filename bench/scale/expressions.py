@@ -21,7 +21,8 @@ Names = dict[str, str]
 Condition = Callable[[Item, Names, Values], bool]
 Operand = Callable[[Item, Names, Values], Any]
 
-_TOKEN = re.compile(r"\s*(<>|<=|>=|[=<>(),+-]|[#:]?\w+)")
+# A document path one map deep (`#holders.#job`) is one token: the store writes no deeper path.
+_TOKEN = re.compile(r"\s*(<>|<=|>=|[=<>(),+-]|#\w+\.#\w+|[#:]?\w+)")
 
 
 class Unsupported(Exception):
@@ -136,6 +137,8 @@ class _Parser:
 
     def operand(self) -> Operand:
         token = self.take()
+        if token.startswith("#") and "." in token:
+            return lambda item, names, values: _in_map(item, names, token)
         if token.startswith("#"):
             return lambda item, names, values: item.get(_name(names, token))
         if token.startswith(":"):
@@ -177,7 +180,11 @@ class _Parser:
             compute = value
 
         def assign(old: Item, new: Item, names: Names, values: Values) -> None:
-            new[_name(names, target)] = compute(old, names, values)
+            if "." in target:
+                outer, inner = _path(names, target)
+                new[outer] = {"M": {**_map(new, outer), inner: compute(old, names, values)}}
+            else:
+                new[_name(names, target)] = compute(old, names, values)
 
         return assign
 
@@ -203,7 +210,12 @@ class _Parser:
             raise Unsupported(target)
 
         def remove(old: Item, new: Item, names: Names, values: Values) -> None:
-            new.pop(_name(names, target), None)
+            if "." in target:
+                outer, inner = _path(names, target)
+                if outer in new:
+                    new[outer] = {"M": {k: v for k, v in _map(new, outer).items() if k != inner}}
+            else:
+                new.pop(_name(names, target), None)
 
         return remove
 
@@ -236,7 +248,29 @@ def used_placeholders(*texts: str | None) -> set[str]:
 
 @lru_cache(maxsize=4096)
 def _placeholders_in(text: str) -> frozenset[str]:
-    return frozenset(token for token in _tokens(text) if token[0] in "#:")
+    return frozenset(part for token in _tokens(text) if token[0] in "#:" for part in token.split("."))
+
+
+def _path(names: Names, token: str) -> tuple[str, str]:
+    outer, inner = token.split(".")
+    return _name(names, outer), _name(names, inner)
+
+
+def _map(item: Item, name: str) -> dict[str, Any]:
+    """A map attribute's members; DynamoDB refuses a path into an attribute that is not a map."""
+    found = item.get(name)
+    if found is None or "M" not in found:
+        raise Invalid("The document path provided in the update expression is invalid for update")
+    members: dict[str, Any] = found["M"]
+    return members
+
+
+def _in_map(item: Item, names: Names, token: str) -> Any:
+    outer, inner = _path(names, token)
+    found = item.get(outer)
+    if found is None or "M" not in found:
+        return None
+    return found["M"].get(inner)
 
 
 def _name(names: Names, token: str) -> str:

@@ -10,6 +10,7 @@ size (`active` in the report), which at 10 GB a partition does not bind before a
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections import Counter
@@ -49,6 +50,9 @@ class Scenario:
     through_api: bool = False
     window_seconds: int = 0  # the one-offs' spread window
     break_conditions: bool = False  # a model that lies, for the test that must catch it
+    # One limit key for every job of the run (docs/api.md, "Limits"), when either is set.
+    limit_per_second: float | None = None
+    limit_concurrent: int | None = None
     settings: Settings = field(default_factory=Settings)
     seed: int = 7
 
@@ -77,6 +81,7 @@ def _specs(scenario: Scenario, rng: random.Random) -> list[tuple[JobCreate, floa
                 "backoff": [5, 10],
                 "timeout_seconds": 30,
                 "window_seconds": scenario.window_seconds,
+                **_limit_key(scenario),
             }
         )
         out.append((spec, at - LEAD_S))
@@ -91,10 +96,22 @@ def _specs(scenario: Scenario, rng: random.Random) -> list[tuple[JobCreate, floa
                 "max_retries": 1,
                 "backoff": [5],
                 "timeout_seconds": 30,
+                **_limit_key(scenario),
             }
         )
         out.append((spec, START_S - LEAD_S))
     return out
+
+
+LIMIT_KEY = "scale-key"
+
+
+def _limited(scenario: Scenario) -> bool:
+    return scenario.limit_per_second is not None or scenario.limit_concurrent is not None
+
+
+def _limit_key(scenario: Scenario) -> dict[str, Any]:
+    return {"limit_key": LIMIT_KEY} if _limited(scenario) else {}
 
 
 def _target(name: str) -> dict[str, Any]:
@@ -116,6 +133,12 @@ def build(scenario: Scenario, sim: Sim) -> tuple[World, JobService]:
     function.kill_tick_after_sends = scenario.kill_tick_after_sends
     function.overlap_tick_after_sends = scenario.overlap_tick_after_sends
     world.aws.dynamodb.break_conditions = scenario.break_conditions
+    if _limited(scenario):
+        rate = scenario.limit_per_second
+        burst = max(1, math.ceil(rate)) if rate is not None else 1
+        sim.spawn(
+            world.store.put_limit, LIMIT_KEY, scenario.limit_concurrent, rate, burst, 0, at=START_S - LEAD_S
+        )
     for spec, at in specs:
         due_ms = None if spec.run_at is None else int(spec.run_at.timestamp() * 1000)
         if scenario.through_api:
@@ -189,6 +212,7 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         ),
         "overlapping_ticks": _overlapping(world),
         **_burst(grouped),
+        **_limit_figures(scenario, world, grouped),
         "ticks": [
             {
                 "at_s": round(t.started_s - START_S, 1),
@@ -232,6 +256,34 @@ def _burst(grouped: dict[tuple[str, int], list[CallRecord]]) -> dict[str, Any]:
     return {
         "busiest_second_calls": max(per_second.values(), default=0),
         "first_calls_span_s": round((firsts[-1] - firsts[0]) / 1000, 1) if firsts else 0.0,
+    }
+
+
+def _limit_figures(
+    scenario: Scenario, world: World, grouped: dict[tuple[str, int], list[CallRecord]]
+) -> dict[str, Any]:
+    """For a run on one limit key: the most starts in any second, the most calls open at once, and
+    how long from the instant until the last first call (the drain)."""
+    if not _limited(scenario):
+        return {}
+    starts = sorted(call.at_ms for calls in grouped.values() for call in calls)
+    window_most = 0
+    low = 0
+    for high, at in enumerate(starts):
+        while starts[low] <= at - 1000:
+            low += 1
+        window_most = max(window_most, high - low + 1)
+    firsts = [min(call.at_ms for call in calls) for calls in grouped.values()]
+    return {
+        "limit": {
+            "key": LIMIT_KEY,
+            "per_second": scenario.limit_per_second,
+            "max_concurrent": scenario.limit_concurrent,
+            "max_starts_in_a_second": window_most,
+            "max_running": world.target.most_open,
+            "drain_s": round(max(firsts) / 1000 - START_S, 1) if firsts else None,
+            "held_back": world.held_back,
+        }
     }
 
 

@@ -130,11 +130,18 @@ class Target:
     def __init__(self, sim: Sim) -> None:
         self.sim = sim
         self.calls: list[CallRecord] = []
+        self.open = 0
+        self.most_open = 0  # the most calls open at once: what a limit's max_concurrent bounds
 
     def __call__(self, job: Job, delivery: Delivery, limit_seconds: float) -> None:
         scheduled = job.scheduled_at if job.scheduled_at is not None else job.due_at or 0
         self.calls.append(CallRecord(job.id, scheduled, job.attempt, self.sim.now_ms()))
-        self.sim.sleep(limits.TARGET_S.value)
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        try:
+            self.sim.sleep(limits.TARGET_S.value)
+        finally:
+            self.open -= 1
         if fails(job):
             raise RuntimeError("the target answered 500")
 
@@ -164,6 +171,7 @@ class World:
         self.scheduler_function = SchedulerFunction(self)
         self.aws.on_invoke = self.scheduler_function.invoked
         self.dropped_at_fence = 0  # copies (a killed tick's, a redelivery's) the fence refused
+        self.held_back = 0  # deliveries a limit key held back (each sent again for later)
         self._warm: list[Environment] = []
         self.jobs: dict[str, tuple[Priority, int | None]] = {}  # priority, and a one-off's instant
         self.allowed_calls: dict[str, int] = {}
@@ -204,8 +212,11 @@ class World:
         def one(message: Any) -> None:
             job_message = JobMessage.model_validate_json(message.body)
             try:
-                if worker.process(job_message, deadline_ms).outcome is Outcome.DROPPED:
+                outcome = worker.process(job_message, deadline_ms).outcome
+                if outcome is Outcome.DROPPED:
                     self.dropped_at_fence += 1
+                elif outcome is Outcome.HELD:
+                    self.held_back += 1
             except Exception:
                 failed.append(message)
                 self._return_soon(queue, message, job_message)

@@ -92,3 +92,23 @@ def test_a_spread_window_spreads_a_fan_out_and_no_start_comes_early() -> None:
     assert _counts(spread, "never_called") == _counts(spread, "called_twice") == 0
     assert _counts(spread, "called_early") == 0  # against each one's own start
     assert max(p["lateness_ms"]["p99"] for p in spread["priorities"].values()) < 1_000
+
+
+@pytest.fixture(scope="module")
+def limited() -> dict[str, Any]:
+    # 60 due at once on one key of 5 a second with 2 at once; moto answers every request beside the
+    # native table, the limits' map paths (holders, waiters) among them.
+    scenario = Scenario(
+        due_at_once=60, limit_per_second=5, limit_concurrent=2, settings=Settings(table="both")
+    )
+    return run(scenario)
+
+
+def test_one_key_keeps_its_limit_at_scale_and_runs_each_occurrence_once(limited: dict[str, Any]) -> None:
+    assert _counts(limited, "never_called") == 0 and _counts(limited, "called_twice") == 0
+    figures = limited["limit"]
+    assert figures["max_running"] <= 2
+    assert figures["max_starts_in_a_second"] <= 5 + 5  # burst + per_second
+    assert figures["held_back"] > 0 and limited["dead_letter_messages"] == 0
+    checked = limited["cross_check"]
+    assert checked["answers_differing"] == [] and checked["items_differing"] == []
