@@ -33,9 +33,9 @@ MAX_LIMIT_SHARDS = 64
 # again later (HOLD_BACKOFF_LIMIT).
 WAITERS_KEPT = 20
 # A held-back occurrence looks again after this at the soonest (SQS delays are whole seconds) and at
-# the latest (the longest SQS delay).
+# the latest: a limit raised or deleted reaches the occurrences it held back at their next look.
 HOLD_MIN_MS = 1 * SECOND_MS
-HOLD_MAX_MS = c.MAX_DELAY_SECONDS * SECOND_MS
+HOLD_MAX_MS = 60 * SECOND_MS
 # A waiter's place is kept this long past the instant it is expected back (a late delivery).
 WAITER_GRACE_MS = 30 * SECOND_MS
 # An unranked waiter's delay doubles with each look, up to this factor.

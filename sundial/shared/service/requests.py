@@ -50,6 +50,9 @@ def changes_of(job: Job, patch: JobUpdate) -> dict[str, Any]:
     for name in ("name", "priority", "misfire_policy", "overlap_policy", "window_seconds", "limit_key"):
         if name in sent:
             changes[name] = sent[name]
+    if "limit_key" in changes and changes["limit_key"] != job.limit_key and job.limit_held_since is not None:
+        # Held back by the key it no longer names: its next look fences it by the new one.
+        changes["limit_held_since"] = None
     if any(name in sent for name in RETRY_FIELDS):
         retry = {name: sent[name] if name in sent else getattr(job.retry, name) for name in RETRY_FIELDS}
         changes["retry"] = RetryPolicy(**retry)
