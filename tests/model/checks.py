@@ -15,10 +15,12 @@ from sundial.shared import lifecycle
 from sundial.shared.clock import format_rfc3339
 from sundial.shared.models import IN_FLIGHT, WAITING, Job, Run
 from sundial.shared.store import DueRow, items
+from sundial.shared.store.limits import SHARD_SK, slot_name
 from tests.model.spread import spread_misfire_target
 
 SECOND = 1000
 GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND
+LIMIT_SHARD_PREFIX = "LIMIT#"
 # Five minutes is far enough for each next occurrence to wait ahead with its token (an ahead row).
 RATE_PERIODS_MS = {
     "rate(1 minute)": 60 * SECOND,
@@ -26,6 +28,26 @@ RATE_PERIODS_MS = {
     "rate(2 minutes)": 120 * SECOND,
     "rate(5 minutes)": 300 * SECOND,
 }
+
+
+@dataclass
+class SlotShard:
+    """A limit key's shard as stored: its holders (job → the end of its lease), its waiters (job →
+    rank and the end of its place in line) and its token bucket."""
+
+    holders: dict[str, int]
+    waiters: dict[str, tuple[str, int]]
+    tokens: float | None
+
+
+def _slot_shard(item: dict[str, Any]) -> SlotShard:
+    holders = {job: int(end["N"]) for job, end in item.get("holders", {}).get("M", {}).items()}
+    waiters = {}
+    for job, text in item.get("waiters", {}).get("M", {}).items():
+        rank, _since, until = text["S"].rsplit("|", 2)
+        waiters[job] = (rank, int(until))
+    tokens = float(item["tokens"]["N"]) if "tokens" in item else None
+    return SlotShard(holders, waiters, tokens)
 
 
 @dataclass
@@ -37,6 +59,7 @@ class Snapshot:
     owed: dict[str, set[tuple[int, int]]] = field(default_factory=lambda: defaultdict(set))
     index: dict[str, list[DueRow]] = field(default_factory=lambda: defaultdict(list))
     marks: dict[int, int] = field(default_factory=dict)  # how far the tick has sent, per shard
+    slots: dict[str, SlotShard] = field(default_factory=dict)  # a limit key's shard, by "<n>#<key>"
 
     def sent_until(self, job_id: str) -> int:
         """How far the tick has sent the ahead rows of the job's shard."""
@@ -50,7 +73,10 @@ def read_table(client: Any, table: str) -> Snapshot:
         for item in page["Items"]:
             job_id = item[c.PARTITION_KEY]["S"].removeprefix("JOB#")
             sort_key = item[c.SORT_KEY]["S"]
-            if job_id == c.SENT_UNTIL_KEY:
+            if job_id.startswith(LIMIT_SHARD_PREFIX) and sort_key == SHARD_SK:
+                key, shard = job_id.removeprefix(LIMIT_SHARD_PREFIX).rsplit("#", 1)
+                snap.slots[slot_name(key, int(shard))] = _slot_shard(item)
+            elif job_id == c.SENT_UNTIL_KEY:
                 shard = sort_key.removeprefix(items.SENT_MARK_PREFIX)
                 snap.marks[int(shard)] = int(item["sent_until"]["N"])
             elif sort_key == items.JOB_SK:

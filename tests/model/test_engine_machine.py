@@ -47,11 +47,13 @@ from sundial.shared import constants as c
 from sundial.shared import lifecycle
 from sundial.shared.clock import FixedClock, format_rfc3339, to_epoch_ms
 from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.engine.gate import HeldBack, HoldFailed
 from sundial.shared.engine.heartbeat import Heartbeat
 from sundial.shared.engine.scheduler import Scheduler
 from sundial.shared.engine.worker import AttemptEnd, Worker
 from sundial.shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
 from sundial.shared.models import Job
+from sundial.shared.service.limits import LimitService
 from sundial.shared.service.service import JobService
 from sundial.shared.store import DueRow, JobStore
 from tests.model import checks
@@ -67,6 +69,7 @@ from tests.model.boundary import (
     SqsBag,
 )
 from tests.model.intents import Intent, one_off_revived, pause_let_through, triggers_lost
+from tests.model.limit_rules import AT_ITS_LIMIT, AT_ITS_RATE, HOLDER_GONE, LimitSteps
 from tests.model.windows import FROZEN_CREATE, TICK_MEETS, ZOMBIE_ENDS, WindowSteps
 
 SECOND = 1000
@@ -169,6 +172,11 @@ STARTS = [
     "triggered",
     # Claims are rare otherwise: most runs are sent by their writer.
     *("a finished one-off", "due for its claim", FROZEN_CREATE) * 2,
+    # Two jobs of one key, the second held back behind the first's slot (or token); in the last,
+    # the first's worker vanishes, and the second arrives again once the first's lease has ended.
+    AT_ITS_LIMIT,
+    AT_ITS_RATE,
+    HOLDER_GONE,
     "nothing",
 ]
 api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
@@ -244,7 +252,7 @@ class Env:
         self.seen: Counter[str] = Counter()  # what the examples reached, printed with -s
 
 
-class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
+class EngineMachine(BackfillSteps, WindowSteps, LimitSteps, RuleBasedStateMachine):
     def __init__(self, env: Env) -> None:
         super().__init__()
         env.examples += 1
@@ -264,6 +272,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         self.service = JobService(
             self.stores["api"], dispatchers["api"], self.clock, allow_private_targets=True
         )
+        self.limit_service = LimitService(self.stores["api"], self.clock)
         self.scheduler = Scheduler(self.stores["tick"], dispatchers["tick"], self.clock, parallelism=1)
         self.labels: dict[str, str] = {}  # label → job id
         self.attempts: list[Attempt] = []
@@ -370,6 +379,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         overlap=st.sampled_from(["skip", "buffer"]),
         timeout=st.sampled_from([300, 30]),
         fault=faults,
+        limit_key=st.sampled_from([None, "k1", None, "k2"]),
     )
     def create(
         self,
@@ -383,12 +393,14 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         overlap: str,
         timeout: int = 300,
         fault: str | None = None,
+        limit_key: str | None = None,
         frozen_first_try: bool = False,
     ) -> None:
         """POST /jobs, for a job labelled `label` (unless there is one). The target's behaviour (ok,
         fails, flaky: fails every odd attempt) is the job's name. With `frozen_first_try`, the call
         carries an Idempotency-Key and its first try freezes after reserving it, its job's write
-        held back (see WindowSteps.frozen_create_lands); the client's retry is what is answered."""
+        held back (see WindowSteps.frozen_create_lands); the client's retry is what is answered.
+        `limit_key` is the job's limit key, if any."""
         if label in self.labels:
             return
         if kind.startswith("one-off"):
@@ -398,7 +410,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             body = {"schedule": kind, "misfire_policy": misfire, "overlap_policy": overlap}
         self._begin(
             f"api create {label}: {body} target={behaviour} retries={max_retries} backoff={backoff} "
-            f"timeout={timeout}{self._with(fault)}"
+            f"timeout={timeout}{f' key={limit_key}' if limit_key else ''}{self._with(fault)}"
         )
         spec = {
             **body,
@@ -408,6 +420,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             "backoff": list(backoff),
             "priority": priority,
             "timeout_seconds": timeout,
+            **({"limit_key": limit_key} if limit_key else {}),
         }
         key = f"create-{label}" if frozen_first_try else None
         try:
@@ -798,8 +811,9 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         current = self._job(message.job_id)
         if late and current is not None and current.lease_until is not None:
             self.clock.set(max(self.clock.now_ms(), current.lease_until + 1))
-        # SQS holds a message for its delay, and the worker waits out the rest.
-        self.clock.set(max(self.clock.now_ms(), message.due_at))
+        # SQS holds a message for its delay (a held-back one's until it looks again), and the worker
+        # waits out the rest.
+        self.clock.set(max(self.clock.now_ms(), message.starts_after))
         n = next(self.attempt_seq)
         worker_id = f"worker-{n}"
         # A worker's wait between tries of a write takes time on the model's clock (a fixed second,
@@ -813,11 +827,25 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             sleep=lambda _seconds: self.clock.advance(1),
         )
         now = self.clock.now_ms()
+        faults_before = self._worker_faults()
         try:
-            job = worker.fence(message)
+            # As Worker.process fences: by the key the job names, whatever the message says.
+            job = worker._fence_by_its_key(message)
         except StaleDelivery:
             self._note("  → dropped by the fence", "fence dropped")
             self._check_fence_not_applied(message, worker_id)
+            return None
+        except HeldBack as held:
+            self._note(
+                f"  → held back by {held.message.limit_key} for {held.delay_ms / SECOND:g}s", "held back"
+            )
+            self._limit_held(held, current, now, self._worker_faults() != faults_before)
+            return None
+        except HoldFailed:
+            # The delivery fails: SQS delivers the message again after its visibility timeout.
+            self._note("  → held back, its message not sent again: SQS delivers it again", "hold failed")
+            if not keep:
+                self.bag.append(sent)
             return None
         except RETRY_ERRORS as exc:
             self._note(f"  → fence failed: {_code(exc)}; SQS delivers it again later", "fence failed")
@@ -835,7 +863,11 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         lease = ((job.lease_until or 0) - now) / SECOND
         self._note(f"  → {attempt} started, lease until +{lease:g}s", "started")
         self._check_start(attempt, now, current)
+        self._limit_started(attempt, current)
         return attempt
+
+    def _worker_faults(self) -> int:
+        return sum(self.env.faults["worker"].counts.values()) + sum(self.env.bags["worker"].counts.values())
 
     def _check_fence_not_applied(self, message: JobMessage, worker_id: str) -> None:
         job = self._job(message.job_id)
@@ -1072,7 +1104,7 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
             self.clock.advance(int(by.removesuffix("s")))
         else:
             snap = self._snapshot()
-            upcoming = [sent.message.due_at for sent in self.bag]
+            upcoming = [sent.message.starts_after for sent in self.bag]
             for rows in snap.index.values():
                 upcoming += [row.due_at + (1 if row.is_lease or row.is_alert else 0) for row in rows]
                 for row in rows:
@@ -1128,6 +1160,8 @@ class EngineMachine(BackfillSteps, WindowSteps, RuleBasedStateMachine):
         between its read and its write."""
         self.env.seen[f"start: {how}"] += 1
         if how == "nothing" or self._start_at_window(how, behaviour, max_retries, overlap, meets):
+            return
+        if self._start_at_limit(how, kind, behaviour, max_retries, overlap):
             return
         self.create("A", kind, behaviour, max_retries, (5,), "high", "run_once", overlap)
         if how == "triggered":

@@ -1,0 +1,93 @@
+"""Sequences of the model's limit steps, driven by hand: each one's invariants checked as the search
+checks them."""
+
+from __future__ import annotations
+
+from sundial.contract.vocabulary import JobStatus
+from tests.model.limit_rules import AT_ITS_LIMIT, AT_ITS_RATE, HOLDER_GONE
+from tests.model.test_engine_machine import EngineMachine, Env, model_env  # noqa: F401
+
+
+def check(machine: EngineMachine) -> None:
+    for invariant in (
+        machine.exactly_once,
+        machine.no_orphans,
+        machine.intent_holds,
+        machine.triggers_kept,
+        machine.slots_within_limits,
+        machine.slots_are_leases,
+    ):
+        invariant()
+
+
+def start(machine: EngineMachine, how: str) -> None:
+    machine.start(how, "rate(1 minute)", "ok", 1, "skip")
+    check(machine)
+
+
+def status(machine: EngineMachine, label: str) -> JobStatus:
+    return machine.checker.get(machine.labels[label]).status
+
+
+def test_a_second_job_of_a_full_key_is_held_back_and_starts_once_the_slot_is_given_back(
+    model_env: Env,  # noqa: F811
+) -> None:
+    machine = EngineMachine(model_env)
+    try:
+        start(machine, AT_ITS_LIMIT)
+        held = machine.checker.get(machine.labels["B"])
+        assert (held.status, held.attempt) == (JobStatus.QUEUED, 0)
+        machine.settle("A")
+        check(machine)
+        machine.advance("next due")
+        machine.deliver("B")
+        check(machine)
+        assert status(machine, "B") is JobStatus.RUNNING
+    finally:
+        machine.teardown()
+
+
+def test_a_vanished_holder_s_slot_comes_back_when_its_lease_ends(model_env: Env) -> None:  # noqa: F811
+    machine = EngineMachine(model_env)
+    try:
+        start(machine, HOLDER_GONE)
+        assert status(machine, "B") is JobStatus.RUNNING
+        machine.tick()  # reclaims A: its retry waits for B's slot
+        check(machine)
+    finally:
+        machine.teardown()
+
+
+def test_a_rate_holds_the_second_start_back_for_its_token(model_env: Env) -> None:  # noqa: F811
+    machine = EngineMachine(model_env)
+    try:
+        start(machine, AT_ITS_RATE)
+        assert status(machine, "B") is JobStatus.QUEUED
+        machine.advance("next due")
+        machine.deliver("B")
+        check(machine)
+        assert status(machine, "B") is JobStatus.RUNNING
+    finally:
+        machine.teardown()
+
+
+def test_a_limit_lowered_while_two_run_binds_only_the_fences_after_it(model_env: Env) -> None:  # noqa: F811
+    machine = EngineMachine(model_env)
+    try:
+        machine.put_limit("k1", "max 2")
+        machine.create("A", "one-off now", "ok", 0, (5,), "high", "run_once", "skip", limit_key="k1")
+        machine.create("B", "one-off now", "ok", 0, (5,), "high", "run_once", "skip", limit_key="k1")
+        machine.create("C", "one-off now", "ok", 0, (5,), "high", "run_once", "skip", limit_key="k1")
+        machine.deliver("A")
+        machine.deliver("B")
+        machine.put_limit("k1", "max 1")
+        check(machine)  # two run under a limit of one: both fenced under two
+        machine.deliver("C")
+        assert status(machine, "C") is JobStatus.QUEUED
+        machine.settle("A")
+        machine.advance("next due")
+        machine.deliver("C")  # one still runs: the limit of one holds C back
+        check(machine)
+        assert status(machine, "C") is JobStatus.QUEUED
+    finally:
+        machine.teardown()
