@@ -98,6 +98,7 @@ def _enclosing_brackets(text: str, offset: int) -> tuple[int, int]:
 
 TABLE = "sundial/shared/lifecycle/table.py"
 DECIDE = "sundial/shared/lifecycle/decide.py"
+LIMITS_GATE = "sundial/shared/limits/gate.py"
 
 
 def drop_guard(event: str, guard: str) -> Edit:
@@ -225,5 +226,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         (drop_guard("RECLAIM", "LEASE_EXPIRED"), drop_guard("RESEND", "LEASE_EXPIRED")),
         model_blind="the due key embeds the lease's end, so DUE_UNCHANGED, in the same rows, refuses "
         "every write this guard refuses: an equivalent mutant",
+    ),
+    # --- limits per key ---------------------------------------------------------------------------
+    Mutation(
+        "slot-never-expires",
+        "a slot outlives its lease: a vanished worker's holder counts for ever, and its key's other "
+        "jobs wait behind it",
+        (Edit(LIMITS_GATE, r"^\s*def live_holders\(", r"end >= now_ms and ", ""),),
+    ),
+    Mutation(
+        "slot-kept-at-settle",
+        "a settle does not give its attempt's slot back: the key stays full until the lease ends",
+        (
+            Edit(
+                "sundial/shared/store/jobs.py",
+                r"^\s*def _settle\(",
+                r"partners = \[self\.shard_return\(.*\)\]",
+                "partners = None",
+            ),
+        ),
+    ),
+    Mutation(
+        "limit-one-over",
+        "one more attempt starts than the key's free slots and tokens allow",
+        (Edit(LIMITS_GATE, r"^def admit\(", r"if capacity > ahead:", "if capacity + 1 > ahead:"),),
     ),
 )
