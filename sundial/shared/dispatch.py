@@ -57,9 +57,14 @@ class JobMessage(BaseModel):
 
     @classmethod
     def for_job(cls, job: Job) -> JobMessage:
+        """The message of a queued job as it is stored: one its key held back before (a message
+        sent again after a restart) keeps the instant its wait began."""
         if job.token is None or job.due_at is None:
             raise ValueError(f"job '{job.id}' is not queued: no token or due time")
-        return cls.placed(job, job.token, job.due_at)
+        placed = cls.placed(job, job.token, job.due_at)
+        if job.limit_held_since is None:
+            return placed
+        return placed.model_copy(update={"held_since": job.limit_held_since})
 
     @classmethod
     def placed(cls, job: Job, token: str, due_at: int) -> JobMessage:

@@ -200,3 +200,18 @@ def test_a_patched_key_is_the_one_the_next_fence_takes(engine: Engine) -> None:
     fence(engine, messages[ids[0]])
     engine.service.update(ids[1], JobUpdate.model_validate({"limit_key": None}))
     assert engine.worker.process(messages[ids[1]]).outcome is Outcome.SUCCEEDED
+
+
+def test_a_worker_whose_clock_lags_takes_no_refill_twice(engine: Engine) -> None:
+    limit(engine, per_second=2.5, burst=2)
+    start = engine.clock.now_ms()
+    ids = [create(engine) for _ in range(4)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])  # 1 token left, as of start
+    engine.clock.set(start + 1400)
+    fence(engine, messages[ids[1]])  # refilled to 2, 1 left, as of start + 1.4 s
+    engine.clock.set(start + 1000)  # another worker, its clock 0.4 s behind
+    fence(engine, messages[ids[2]])  # takes the last token: none left as of start + 1.4 s
+    engine.clock.set(start + 1400)
+    with pytest.raises(HeldBack):  # no refill has come since start + 1.4 s
+        fence(engine, messages[ids[3]])

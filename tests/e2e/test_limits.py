@@ -513,12 +513,6 @@ def test_a_killed_local_stack_gives_back_the_slots_of_its_dead_attempts(restart:
     checks.verify()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an occurrence held back before a restart starts with limit_wait_ms null: the tick's resend "
-    "builds its message from the job (JobMessage.placed), without the held_since the job item keeps as "
-    "limit_held_since, and the gate takes the wait from the message alone",
-)
 def test_an_occurrence_held_back_across_a_restart_records_its_wait(restart: Restart) -> None:
     for job_id, since in restart.held_since.items():
         [run] = restart.runs[job_id]

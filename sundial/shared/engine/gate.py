@@ -74,12 +74,21 @@ class LimitGate:
         shard: Shard | None = None
         admission: Admission | None = None
         for _ in range(SHARD_TRIES):
-            now_ms = self._clock.now_ms()
             shard = self._shard(key, tried)
+            # Read after the shard: a time older than the one another worker saved in it would count
+            # the same refill of the bucket twice.
+            now_ms = max(self._clock.now_ms(), shard.state.refilled_at or 0)
             if shard.share is None:  # the key has no limit: the job runs unlimited
                 return self._plain_fence(message, worker, delivery_id, now_ms)
             admission = admit(
-                shard.share, shard.state, message.job_id, rank, now_ms, message.held_since, message.holds
+                shard.share,
+                shard.state,
+                message.job_id,
+                rank,
+                now_ms,
+                message.held_since,
+                message.holds,
+                jitter=random.random(),
             )
             if not admission.admitted:
                 tried.add(shard.number)

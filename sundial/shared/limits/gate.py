@@ -143,6 +143,7 @@ def admit(
     now_ms: int,
     held_since: int | None = None,
     holds: int = 0,
+    jitter: float = 1.0,
 ) -> Admission:
     """Whether the arrival `job_id` (ranked `rank`) starts now on this shard, or how long it waits."""
     holders = state.live_holders(now_ms, job_id)
@@ -162,7 +163,7 @@ def admit(
     line = sorted([*((w.rank, j) for j, w in waiters.items()), (rank, job_id)])
     kept = {j for _, j in line[:WAITERS_KEPT]}
     ranked = job_id in kept
-    delay = _delay_ms(share, state, tokens, free, ahead + 1, ranked, holds)
+    delay = _delay_ms(share, state, tokens, free, ahead + 1, ranked, holds, jitter)
     since = held_since if held_since is not None else now_ms
     waiter = Waiter(rank, since, now_ms + delay + WAITER_GRACE_MS) if ranked else None
     evicted = tuple(j for j in waiters if j not in kept)
@@ -177,6 +178,7 @@ def _delay_ms(
     turn: int,
     ranked: bool,
     holds: int,
+    jitter: float = 1.0,
 ) -> int:
     """How long until `turn` starts (1: the next) could all have started: the tokens they need at
     the key's rate, and the waves of attempts ahead of them at the key's mean attempt time."""
@@ -187,7 +189,10 @@ def _delay_ms(
         waves = math.ceil((turn - max(0.0, free)) / max(1, share.max_concurrent))
         delay = max(delay, waves * (state.mean_attempt_ms or ASSUMED_ATTEMPT_MS))
     if not ranked:
-        delay *= min(HOLD_BACKOFF_LIMIT, 2 ** max(0, holds))
+        # Spread over [delay, delay x backoff] by `jitter` (0-1): the many held back at one instant
+        # do not all look again at the same one.
+        backoff = min(HOLD_BACKOFF_LIMIT, 2 ** max(0, holds))
+        delay = max(delay, HOLD_MIN_MS) * (1 + (backoff - 1) * min(1.0, max(0.0, jitter)))
     return int(min(HOLD_MAX_MS, max(HOLD_MIN_MS, math.ceil(delay))))
 
 

@@ -81,7 +81,7 @@ class LimitStore(StoreWrites):
     def put_limit(
         self, key: str, max_concurrent: int | None, per_second: float | None, burst: int, now_ms: int
     ) -> LimitConfig:
-        before = self._registry(key)
+        before = self._registry(key, deleted_too=True)
         shards = shard_count(max_concurrent, per_second)
         config = LimitConfig(key, max_concurrent, per_second, burst, shards, now_ms)
         record: dict[str, Any] = {
@@ -105,7 +105,11 @@ class LimitStore(StoreWrites):
         before = self._registry(key)
         if before is None:
             raise LimitNotFound(f"no limit for key '{key}'", field="key")
-        writes: list[Any] = [{"Delete": {"TableName": self._table, "Key": registry_key(key)}}]
+        # A tombstone, not a delete: it keeps the shard count for a later PUT, and the API's role
+        # deletes no item.
+        tombstone = {c.PARTITION_KEY: REGISTRY_PK, c.SORT_KEY: key, "deleted": True}
+        tombstone |= {"shards": before.shards, "burst": before.burst, "updated_at": self._clock.now_ms()}
+        writes: list[Any] = [{"Put": {"TableName": self._table, "Item": items.serialize(tombstone)}}]
         writes += [self._share_update(None, shard, key) for shard in range(before.shards)]
         retry_conflicts(lambda: self._client.transact_write_items(TransactItems=writes))
 
@@ -126,10 +130,19 @@ class LimitStore(StoreWrites):
         }
         if next_token:
             request["ExclusiveStartKey"] = registry_key(_token_key(next_token))
-        page = self._client.query(**request)
-        configs = [_config(item) for item in page.get("Items", [])]
-        last = page.get("LastEvaluatedKey")
-        return configs, _key_token(last[c.SORT_KEY]["S"]) if last else None
+        configs: list[LimitConfig] = []
+        # Tombstones are skipped: a page is short of `limit` only when no more limits follow.
+        while True:
+            page = self._client.query(**request)
+            for item in page.get("Items", []):
+                if "deleted" not in item and len(configs) < limit:
+                    configs.append(_config(item))
+            last = page.get("LastEvaluatedKey")
+            if last is None:
+                return configs, None
+            if len(configs) >= limit:
+                return configs, _key_token(configs[-1].key)
+            request["ExclusiveStartKey"] = last
 
     def shards_of(self, config: LimitConfig) -> list[Shard]:
         """Every shard of a key, as they are now (one batch read)."""
@@ -273,10 +286,12 @@ class LimitStore(StoreWrites):
 
     # --- helpers ----------------------------------------------------------------------------------
 
-    def _registry(self, key: str) -> LimitConfig | None:
+    def _registry(self, key: str, deleted_too: bool = False) -> LimitConfig | None:
         found = self._client.get_item(TableName=self._table, Key=registry_key(key), ConsistentRead=True)
         item = found.get("Item")
-        return _config(item) if item else None
+        if not item or ("deleted" in item and not deleted_too):
+            return None
+        return _config(item)
 
     def _share_update(self, config: LimitConfig | None, shard: int, key: str | None = None) -> dict[str, Any]:
         """Writes a shard's share (or, without a config, deactivates it), keeping its state."""
@@ -346,6 +361,7 @@ def _registry_item(record: dict[str, Any]) -> Item:
 
 
 def _config(item: Item) -> LimitConfig:
+    """A registry item's limit; a tombstone's is only its shard count."""
     values = items.deserialize(item)
     per_second = values.get("per_second")
     return LimitConfig(
