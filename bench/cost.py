@@ -288,6 +288,8 @@ class Scenario:
     jobs: int
     body: Callable[[int, int], dict[str, Any]]  # (n, now_ms) -> the POST /jobs body
     run: Callable[[CostEngine, list[str]], None]
+    # The limit of the key the jobs name, set before they are created: (max_concurrent, per_second).
+    limit: tuple[int | None, float | None] | None = None
 
 
 def _body(**fields: Any) -> dict[str, Any]:
@@ -316,6 +318,11 @@ def _days(count: int) -> Callable[[CostEngine, list[str]], None]:
     return run
 
 
+LIMITED_KIND = "recurring rate(1 minute) on a limit key, never held back"
+LIMIT_KEY = "bench-limit"
+# Write requests a limited execution may add to an unlimited one (docs/design.md, "Limits per key").
+GOAL_LIMIT_EXTRA_WRITES = 2.0
+
 SCENARIOS = (
     Scenario(
         "one-off, dispatched by its create",
@@ -339,6 +346,18 @@ SCENARIOS = (
         # created one after another would straddle a second and split a batch.
         lambda n, now: _body(schedule="rate(1 minute)", start_at=format_rfc3339(now - now % 1000 + 5_000)),
         _minutes(6),
+    ),
+    Scenario(
+        LIMITED_KIND,
+        True,
+        20,
+        # As the plain rate(1 minute) row, on a key whose limit is never reached: the price of the
+        # slot and the token alone, not of a wait.
+        lambda n, now: _body(
+            schedule="rate(1 minute)", start_at=format_rfc3339(now - now % 1000 + 5_000), limit_key=LIMIT_KEY
+        ),
+        _minutes(6),
+        limit=(1000, 1000.0),
     ),
     Scenario(
         "recurring daily, sent by a tick",
@@ -405,6 +424,9 @@ def per_execution(engine: CostEngine, scenario: Scenario, fixed: FixedTick) -> t
         "billed_worker_seconds_per_execution": round(engine.worker_seconds / runs, 4),
         "billed_worker_wait_seconds_per_execution": round(engine.billed_wait_seconds / runs, 4),
         "lateness_ms": _spread(engine.lateness_ms),
+        "write_requests_per_execution": {
+            function: round(meter.item_writes[function] / runs, 3) for function in functions
+        },
         "item_sizes_bytes": dict(meter.item_sizes),
     }
     return each, detail
@@ -434,6 +456,10 @@ class Priced:
 
 def run_scenario(aws: Aws, scenario: Scenario, fixed: FixedTick, start_ms: int, config: Config) -> Priced:
     engine = CostEngine(aws, start_ms, config)
+    if scenario.limit is not None:
+        concurrent, rate = scenario.limit
+        burst = max(1, int(rate)) if rate is not None else 1
+        engine.reader.put_limit(LIMIT_KEY, concurrent, rate, burst, start_ms)  # unmetered: set once
     job_ids = [engine.create(scenario.body(n, start_ms)) for n in range(scenario.jobs)]
     scenario.run(engine, job_ids)
     each, detail = per_execution(engine, scenario, fixed)
@@ -539,6 +565,33 @@ def peak_rows(priced: Priced) -> list[Row]:
     return rows
 
 
+def limit_row(plain: Priced, limited: Priced) -> Row:
+    """What a limit key costs an execution that it never holds back: write requests and dollars."""
+
+    def writes(priced: Priced) -> float:
+        return float(sum(priced.detail["write_requests_per_execution"].values()))
+
+    extra = writes(limited) - writes(plain)
+    return Row(
+        "cost: a limited execution over an unlimited one (rate(1 minute), failures history)",
+        round(extra, 3),
+        "write requests",
+        f"<= {GOAL_LIMIT_EXTRA_WRITES:g}",
+        extra <= GOAL_LIMIT_EXTRA_WRITES,
+        {
+            "write_requests_per_execution": {"unlimited": writes(plain), "limited": writes(limited)},
+            "write_units_per_execution": {
+                "unlimited": round(plain.each.write_units, 3),
+                "limited": round(limited.each.write_units, 3),
+            },
+            "dollars_per_million": {
+                "unlimited": round(plain.per_million, 3),
+                "limited": round(limited.per_million, 3),
+            },
+        },
+    )
+
+
 def precision_rows(second: Priced, sqs: Priced) -> list[Row]:
     """Lateness and billed waiting per execution under each precision, for one execution kind."""
     rows = []
@@ -580,6 +633,7 @@ PLAN: dict[str, tuple[Config, ...]] = {
     "one-off, sent by a tick": (DEFAULT, CHEAPEST),
     "recurring rate(1 minute), dispatched by its completion": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
     "recurring daily, sent by a tick": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
+    LIMITED_KIND: (FAILURES,),
 }
 PEAK_KIND = "recurring rate(1 minute), dispatched by its completion"
 PRECISION_KIND = "one-off, dispatched by its create"
@@ -596,6 +650,7 @@ def measure(aws: Aws) -> tuple[list[Row], dict[str, Any]]:
     rows = [_row(p) for p in priced.values()]
     rows += peak_rows(priced[(PEAK_KIND, FAILURES)]) + peak_rows(priced[(PEAK_KIND, CHEAPEST)])[:2]
     rows += precision_rows(priced[(PRECISION_KIND, DEFAULT)], priced[(PRECISION_KIND, CHEAPEST)])
+    rows.append(limit_row(priced[(PEAK_KIND, FAILURES)], priced[(LIMITED_KIND, FAILURES)]))
     assumptions = {
         "region": "us-east-1, list prices",
         "prices": {

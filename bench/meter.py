@@ -37,6 +37,8 @@ class Meter:
         self.bills: dict[str, m.Bill] = {}
         self.calls: dict[str, Counter[str]] = {}
         self.item_sizes: Counter[str] = Counter()
+        # Write requests per function: an item written alone is one, a transaction one per item.
+        self.item_writes: Counter[str] = Counter()
         dynamodb.meta.events.register("before-parameter-build.dynamodb", self._before)
         dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
         sqs.meta.events.register("before-parameter-build.sqs", self._before_sqs)
@@ -74,10 +76,16 @@ class Meter:
         failed = "Error" in parsed
         units = 0.0
         reads = 0.0
+        writes = 0
         if model.name in ITEM_WRITES:
             units = self._item_write(params, context.get("bench_before"), failed, model.name)
+            writes = 1
         elif model.name == "TransactWriteItems":
             units = self._transaction(params, context.get("bench_before", []), failed)
+            writes = len(params.get("TransactItems", []))
+        if writes:
+            with self._lock:
+                self.item_writes[self.phase] += writes
         elif model.name == "GetItem":
             size = m.item_size(parsed.get("Item"))
             reads = m.read_units(size, bool(params.get("ConsistentRead")))
