@@ -79,7 +79,7 @@ class LimitGate:
             # the same refill of the bucket twice.
             now_ms = max(self._clock.now_ms(), shard.state.refilled_at or 0)
             if shard.share is None:  # the key has no limit: the job runs unlimited
-                return self._plain_fence(message, worker, delivery_id, now_ms)
+                return self._fence(message, worker, delivery_id, now_ms)
             admission = admit(
                 shard.share,
                 shard.state,
@@ -98,16 +98,7 @@ class LimitGate:
             waited = now_ms - message.held_since if message.held_since is not None else None
             take = SlotTake(shard, admission.tokens, admission.expired, waited)
             try:
-                return self._store.fence(
-                    message.job_id,
-                    message.token,
-                    worker,
-                    now_ms,
-                    message.timeout_seconds,
-                    delivery_id,
-                    limit_key=key,
-                    take=take,
-                )
+                return self._fence(message, worker, delivery_id, now_ms, take)
             except LimitChanged:
                 continue  # another attempt took or returned a slot first: read the shard again
             except StaleDelivery:
@@ -121,7 +112,10 @@ class LimitGate:
             raise
         raise held
 
-    def _plain_fence(self, message: JobMessage, worker: str, delivery_id: str, now_ms: int) -> Job:
+    def _fence(
+        self, message: JobMessage, worker: str, delivery_id: str, now_ms: int, take: SlotTake | None = None
+    ) -> Job:
+        """The job's fence by its key; with `take`, the slot and token in the same transaction."""
         return self._store.fence(
             message.job_id,
             message.token,
@@ -130,6 +124,7 @@ class LimitGate:
             message.timeout_seconds,
             delivery_id,
             limit_key=message.limit_key,
+            take=take,
         )
 
     def _still_waiting(self, message: JobMessage) -> None:
