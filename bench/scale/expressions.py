@@ -1,7 +1,7 @@
 """DynamoDB's condition and update expressions, as far as Sundial's store writes them, evaluated
 natively on items in DynamoDB's JSON form: comparisons (= <> < <= > >=), IN, BETWEEN, AND, OR, NOT,
 parentheses, attribute_exists, attribute_not_exists and begins_with in conditions; SET (a value,
-a sum or difference, if_not_exists) and REMOVE in updates.
+a sum or difference, if_not_exists), REMOVE and ADD of a number in updates.
 
 An expression is parsed once and kept: the store sends the same few texts again and again. Anything
 outside this grammar raises Unsupported, and the caller answers through moto instead.
@@ -155,6 +155,8 @@ class _Parser:
                 steps += self._list(self._assignment)
             elif clause == "REMOVE":
                 steps += self._list(self._removal)
+            elif clause == "ADD":
+                steps += self._list(self._addition)
             else:
                 raise Unsupported(clause)
         return steps
@@ -203,6 +205,22 @@ class _Parser:
 
             return either
         return self.operand()
+
+    def _addition(self) -> Callable[[Item, Item, Names, Values], None]:
+        """ADD of a number to a number attribute (an absent one counts as 0); sets are not modelled."""
+        target = self.take()
+        if not target.startswith("#") or "." in target:
+            raise Unsupported(target)
+        value = self.operand()
+
+        def add(old: Item, new: Item, names: Names, values: Values) -> None:
+            amount = value(old, names, values)
+            if amount is None or "N" not in amount:
+                raise Unsupported("ADD of anything but a number")
+            found = old.get(_name(names, target))
+            new[_name(names, target)] = amount if found is None else _arithmetic(found, "+", amount)
+
+        return add
 
     def _removal(self) -> Callable[[Item, Item, Names, Values], None]:
         target = self.take()

@@ -49,6 +49,8 @@ class JobMessage(BaseModel):
     not_before: int | None = None
     holds: int = 0
     held_lease_until: int | None = None
+    # Beyond its key's line: the instant the shard's queue of looks gave it.
+    looks_at: int | None = None
 
     @property
     def starts_after(self) -> int:

@@ -4,6 +4,7 @@ a key's rate holds (docs/design.md, "Limits per key")."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -215,3 +216,19 @@ def test_a_worker_whose_clock_lags_takes_no_refill_twice(engine: Engine) -> None
     engine.clock.set(start + 1400)
     with pytest.raises(HeldBack):  # no refill has come since start + 1.4 s
         fence(engine, messages[ids[3]])
+
+
+def test_many_held_back_at_once_each_get_their_own_instant_in_the_queue_of_looks(engine: Engine) -> None:
+    limit(engine, per_second=2, burst=1)
+    ids = [create(engine) for _ in range(30)]
+    messages = messages_of(engine, *ids)
+    held: list[JobMessage] = []
+    for job_id in ids:
+        try:
+            fence(engine, messages[job_id])
+        except HeldBack as exc:
+            held.append(exc.message)
+    beyond = sorted(m.looks_at for m in held if m.looks_at is not None)
+    assert len(beyond) == 30 - 1 - 20  # one started, twenty in line, the rest beyond it
+    gaps = {later - earlier for earlier, later in itertools.pairwise(beyond)}
+    assert gaps == {500}  # one start apart at 2 a second, none sharing an instant

@@ -116,3 +116,26 @@ def test_shares_add_up_to_the_limit() -> None:
         if rate is not None:
             assert abs(sum(s.per_second or 0 for s in shares) - rate) < 1e-6
         assert 1 <= config.shards <= 64
+
+
+def test_beyond_the_line_an_arrival_asks_for_the_next_instant_of_the_queue_of_looks() -> None:
+    share = share_of(LimitConfig("k", None, 5.0, 5, 1, 0), 0)
+    state = ShardState(tokens=0.0, refilled_at=SECOND)
+    for n in range(WAITERS_KEPT):
+        job = f"early{n:02d}"
+        decision = admit(share, state, job, rank_of(Priority.MEDIUM, 0, job), SECOND)
+        assert decision.waiter is not None
+        state = replace(state, waiters={**state.waiters, job: decision.waiter})
+
+    late = admit(share, state, "late", rank_of(Priority.MEDIUM, 0, "late"), SECOND)
+    assert late.waiter is None and late.look_spacing_ms == 200  # one start at 5 a second
+    assert late.look_floor is not None and late.look_floor >= SECOND + 4 * SECOND  # after the line
+
+    waiting = admit(
+        share, state, "late", rank_of(Priority.MEDIUM, 0, "late"), SECOND, looks_at=SECOND + 30 * SECOND
+    )
+    assert waiting.look_spacing_ms is None and waiting.delay_ms == 30 * SECOND  # its instant, no new one
+    far = admit(
+        share, state, "late", rank_of(Priority.MEDIUM, 0, "late"), SECOND, looks_at=SECOND + 200 * SECOND
+    )
+    assert far.delay_ms == HOLD_MAX_MS  # a minute at a time, so that a raised limit reaches it

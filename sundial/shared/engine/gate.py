@@ -13,13 +13,15 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from dataclasses import dataclass
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sundial.shared import lifecycle
 from sundial.shared.clock import Clock
 from sundial.shared.dispatch import Dispatcher, JobMessage
 from sundial.shared.errors import LimitChanged, StaleDelivery
 from sundial.shared.limits import Admission, admit, rank_of
+from sundial.shared.limits.gate import HOLD_MAX_MS, bounded_delay_ms
 from sundial.shared.models import Job
 from sundial.shared.store import JobStore
 from sundial.shared.store.jobs import FENCED_FROM, SlotTake
@@ -48,11 +50,6 @@ class HeldBack(Exception):
 
 class HoldFailed(RuntimeError):
     """A held-back message could not be sent again: the delivery must fail so SQS keeps it."""
-
-
-@dataclass(frozen=True)
-class Taken:
-    job: Job
 
 
 class LimitGate:
@@ -87,8 +84,7 @@ class LimitGate:
                 rank,
                 now_ms,
                 message.held_since,
-                message.holds,
-                jitter=random.random(),
+                message.looks_at,
             )
             if not admission.admitted:
                 tried.add(shard.number)
@@ -127,6 +123,15 @@ class LimitGate:
             take=take,
         )
 
+    def _reserve_look(self, shard: Shard, spacing_ms: int, floor_ms: int) -> int | None:
+        """The next instant of the shard's queue of looks, or None when the shard refused the write
+        (a hot shard throttles): the occurrence then looks again without one."""
+        try:
+            return self._store.reserve_look(shard, spacing_ms, floor_ms)
+        except (ClientError, BotoCoreError):
+            logger.warning("shard %s of key %s gave no instant to look again", shard.number, shard.key)
+            return None
+
     def _still_waiting(self, message: JobMessage) -> None:
         """A read, not a write, when the lease still covers the wait: the job must still wait under
         this delivery's token."""
@@ -151,15 +156,15 @@ class LimitGate:
         return self._store.limit_shard(key, random.choice(left))
 
     def _hold(self, message: JobMessage, shard: Shard, admission: Admission | None) -> HeldBack:
-        """Keeps the occurrence queued, its place in line, and sends its message again for later."""
+        """Keeps the occurrence queued, its place in line, and sends its message again for later.
+
+        The job's lease comes first, covering the longest hold: whatever fails after it, no tick takes
+        the wait for a lost message. It raises StaleDelivery when the job moved on (a cancel, a pause,
+        another token): its place in line is then given up, and its message dropped."""
         now_ms = self._clock.now_ms()
-        delay_ms = admission.delay_ms if admission is not None and not admission.admitted else SECOND_MS
-        not_before = now_ms + delay_ms
         held_since = message.held_since if message.held_since is not None else now_ms
-        lease_needed = not_before + lifecycle.lease_seconds(message.timeout_seconds) * SECOND_MS
+        lease_needed = now_ms + (HOLD_MAX_MS + lifecycle.lease_seconds(message.timeout_seconds) * SECOND_MS)
         lease_until = message.held_lease_until
-        # Each raises StaleDelivery when the job moved on (a cancel, a pause, another token): its
-        # place in line is then given up, and its message dropped.
         if lease_until is None or lease_until < lease_needed:
             lease_until = lease_needed + HOLD_LEASE_SLACK_MS
             self._store.hold(
@@ -172,15 +177,35 @@ class LimitGate:
             )
         else:
             self._still_waiting(message)
+        delay_ms = admission.delay_ms if admission is not None and not admission.admitted else SECOND_MS
+        looks_at = message.looks_at
+        if (
+            admission is not None
+            and admission.look_spacing_ms is not None
+            and admission.look_floor is not None
+        ):
+            # Beyond the line: the next instant of the shard's queue of looks, one start after the last.
+            looks_at = self._reserve_look(shard, admission.look_spacing_ms, admission.look_floor)
+            if looks_at is None:  # spread over twice the line's wait, and ask again then
+                delay_ms = bounded_delay_ms(now_ms + round(delay_ms * (1 + random.random())), now_ms)
+            else:
+                delay_ms = bounded_delay_ms(looks_at, now_ms)
+        not_before = now_ms + delay_ms
         if admission is not None and (admission.waiter is not None or admission.expired or admission.evicted):
             drop = tuple(sorted(set(admission.expired) | set(admission.evicted)))
-            self._store.wait_in_line(shard, message.job_id, admission.waiter, drop)
+            try:
+                self._store.wait_in_line(shard, message.job_id, admission.waiter, drop)
+            except (ClientError, BotoCoreError):
+                # A place in line orders the waiters; without it the occurrence still waits and looks
+                # again, so a throttled shard does not fail the hold.
+                logger.warning("job %s: its place in line was not kept", message.job_id, exc_info=True)
         again = message.model_copy(
             update={
                 "held_since": held_since,
                 "not_before": not_before,
                 "holds": message.holds + 1,
                 "held_lease_until": lease_until,
+                "looks_at": looks_at,
             }
         )
         if self._dispatcher.send([again]):

@@ -29,8 +29,8 @@ SLOTS_PER_SHARD = 100
 STARTS_PER_SHARD_PER_SECOND = 100
 # With the registry item, a PUT writes every shard in one transaction of at most 100 items.
 MAX_LIMIT_SHARDS = 64
-# The best-ranked waiters a shard keeps in line; beyond them an occurrence waits unranked and looks
-# again later (HOLD_BACKOFF_LIMIT).
+# The best-ranked waiters a shard keeps in line; beyond them an occurrence takes the next instant of
+# the shard's queue of looks (`next_look`), one start's time after the one before it.
 WAITERS_KEPT = 20
 # A held-back occurrence looks again after this at the soonest (SQS delays are whole seconds) and at
 # the latest: a limit raised or deleted reaches the occurrences it held back at their next look.
@@ -38,8 +38,6 @@ HOLD_MIN_MS = 1 * SECOND_MS
 HOLD_MAX_MS = 60 * SECOND_MS
 # A waiter's place is kept this long past the instant it is expected back (a late delivery).
 WAITER_GRACE_MS = 30 * SECOND_MS
-# An unranked waiter's delay doubles with each look, up to this factor.
-HOLD_BACKOFF_LIMIT = 16
 # Until a key has seen an attempt end, an attempt is assumed to take this long.
 ASSUMED_ATTEMPT_MS = 1 * SECOND_MS
 
@@ -103,8 +101,9 @@ class ShardState:
     waiters: dict[str, Waiter] = field(default_factory=dict)
     tokens: float | None = None  # None: a full bucket
     refilled_at: int | None = None
-    mean_attempt_ms: int | None = None
+    mean_attempt_ms: int | None = None  # the latest attempt's time, as its settle gave it back
     version: int = 0
+    next_look: int | None = None  # the last instant the queue beyond the line was given
 
     def live_holders(self, now_ms: int, other_than: str | None = None) -> dict[str, int]:
         return {job: end for job, end in self.holders.items() if end >= now_ms and job != other_than}
@@ -124,6 +123,10 @@ class Admission:
     waiter: Waiter | None = None
     evicted: tuple[str, ...] = ()  # waiters this arrival's place pushes out of the line
     expired: tuple[str, ...] = ()  # holders and waiters whose time is over: removed by the write
+    # Beyond the line for the first time: take the instant after the shard's `next_look`, no sooner
+    # than `look_floor`, `look_spacing_ms` after the one before it (the store reserves it).
+    look_spacing_ms: int | None = None
+    look_floor: int | None = None
 
 
 def tokens_now(share: ShardShare, state: ShardState, now_ms: int) -> float | None:
@@ -142,10 +145,13 @@ def admit(
     rank: str,
     now_ms: int,
     held_since: int | None = None,
-    holds: int = 0,
-    jitter: float = 1.0,
+    looks_at: int | None = None,
 ) -> Admission:
-    """Whether the arrival `job_id` (ranked `rank`) starts now on this shard, or how long it waits."""
+    """Whether the arrival `job_id` (ranked `rank`) starts now on this shard, or how long it waits.
+
+    `looks_at` is the instant the queue beyond the line gave it before, if any: until then it waits
+    for that instant (at most HOLD_MAX_MS at a time); after it, its turn has come, and it looks again
+    as often as the line's last place would."""
     holders = state.live_holders(now_ms, job_id)
     waiters = state.live_waiters(now_ms, job_id)
     expired = tuple(
@@ -162,24 +168,22 @@ def admit(
         return Admission(True, None if tokens is None else tokens - 1, expired=expired)
     line = sorted([*((w.rank, j) for j, w in waiters.items()), (rank, job_id)])
     kept = {j for _, j in line[:WAITERS_KEPT]}
-    ranked = job_id in kept
-    delay = _delay_ms(share, state, tokens, free, ahead + 1, ranked, holds, jitter)
-    since = held_since if held_since is not None else now_ms
-    waiter = Waiter(rank, since, now_ms + delay + WAITER_GRACE_MS) if ranked else None
     evicted = tuple(j for j in waiters if j not in kept)
-    return Admission(False, tokens, delay, waiter, evicted, expired)
+    if job_id in kept:
+        delay = _delay_ms(share, state, tokens, free, ahead + 1)
+        since = held_since if held_since is not None else now_ms
+        waiter = Waiter(rank, since, now_ms + delay + WAITER_GRACE_MS)
+        return Admission(False, tokens, delay, waiter, evicted, expired)
+    behind_line = _delay_ms(share, state, tokens, free, ahead + 1)
+    if looks_at is not None:
+        # Its instant is still to come, or has come and the line is still full: no new place.
+        delay = looks_at - now_ms if looks_at > now_ms else behind_line
+        return Admission(False, tokens, _bounded(delay), None, (), expired)
+    spacing = _start_spacing_ms(share, state)
+    return Admission(False, tokens, behind_line, None, (), expired, spacing, now_ms + behind_line)
 
 
-def _delay_ms(
-    share: ShardShare,
-    state: ShardState,
-    tokens: float | None,
-    free: float,
-    turn: int,
-    ranked: bool,
-    holds: int,
-    jitter: float = 1.0,
-) -> int:
+def _delay_ms(share: ShardShare, state: ShardState, tokens: float | None, free: float, turn: int) -> int:
     """How long until `turn` starts (1: the next) could all have started: the tokens they need at
     the key's rate, and the waves of attempts ahead of them at the key's mean attempt time."""
     delay = 0.0
@@ -188,16 +192,24 @@ def _delay_ms(
     if share.max_concurrent is not None and free < turn:
         waves = math.ceil((turn - max(0.0, free)) / max(1, share.max_concurrent))
         delay = max(delay, waves * (state.mean_attempt_ms or ASSUMED_ATTEMPT_MS))
-    if not ranked:
-        # Spread over [delay, delay x backoff] by `jitter` (0-1): the many held back at one instant
-        # do not all look again at the same one.
-        backoff = min(HOLD_BACKOFF_LIMIT, 2 ** max(0, holds))
-        delay = max(delay, HOLD_MIN_MS) * (1 + (backoff - 1) * min(1.0, max(0.0, jitter)))
-    return int(min(HOLD_MAX_MS, max(HOLD_MIN_MS, math.ceil(delay))))
+    return _bounded(delay)
 
 
-def mean_after(mean_ms: int | None, attempt_ms: int) -> int:
-    """The key's mean attempt time after one more attempt (a moving mean, recent ones weigh most)."""
-    if mean_ms is None:
-        return max(0, attempt_ms)
-    return max(0, round(0.8 * mean_ms + 0.2 * attempt_ms))
+def _bounded(delay_ms: float) -> int:
+    return int(min(HOLD_MAX_MS, max(HOLD_MIN_MS, math.ceil(delay_ms))))
+
+
+def _start_spacing_ms(share: ShardShare, state: ShardState) -> int:
+    """How far apart the queue beyond the line sends its occurrences to look again: one start's worth
+    of the shard's rate, or of its slots at the latest attempt's time, whichever is slower."""
+    spacing = 0.0
+    if share.per_second:
+        spacing = SECOND_MS / share.per_second
+    if share.max_concurrent:
+        spacing = max(spacing, (state.mean_attempt_ms or ASSUMED_ATTEMPT_MS) / share.max_concurrent)
+    return max(1, math.ceil(spacing))
+
+
+def bounded_delay_ms(look_at: int, now_ms: int) -> int:
+    """The delay until a reserved instant, within what one hold waits."""
+    return _bounded(look_at - now_ms)

@@ -278,6 +278,45 @@ class LimitStore(StoreWrites):
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
 
+    def reserve_look(self, shard: Shard, spacing_ms: int, floor_ms: int) -> int:
+        """The next instant of the shard's queue of looks: `spacing_ms` after the last one given, and
+        after `floor_ms`. An atomic add, so that many held back at once each get their own instant;
+        a queue whose last instant has passed starts again from the floor."""
+        key = shard_key(shard.key, shard.number)
+        names = {"#next": "next_look"}
+
+        def add() -> int:
+            answer = self._client.update_item(
+                TableName=self._table,
+                Key=key,
+                UpdateExpression="ADD #next :spacing",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={":spacing": {"N": str(spacing_ms)}},
+                ReturnValues="ALL_NEW",
+            )
+            return int(answer["Attributes"]["next_look"]["N"])
+
+        given = add()
+        if given >= floor_ms:
+            return given
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=key,
+                UpdateExpression="SET #next = :restart",
+                ConditionExpression="#next < :floor",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={
+                    ":restart": {"N": str(floor_ms + spacing_ms)},
+                    ":floor": {"N": str(floor_ms)},
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            return max(add(), floor_ms)  # another arrival restarted it first: take the next after
+        return floor_ms + spacing_ms
+
     def leave_line(self, shard: Shard, job_id: str) -> None:
         """Gives up a waiter's place: its occurrence was cancelled, paused or moved on."""
         if job_id not in shard.state.waiters:
@@ -389,6 +428,7 @@ def _shard(key: str, number: int, item: Item | None) -> Shard:
         refilled_at=int(values["refilled_at"]) if "refilled_at" in values else None,
         mean_attempt_ms=int(values["mean_attempt_ms"]) if "mean_attempt_ms" in values else None,
         version=int(values.get("version", 0)),
+        next_look=int(values["next_look"]) if "next_look" in values else None,
     )
     return Shard(key, number, int(values.get("shards", 1)), share, state)
 
