@@ -46,14 +46,11 @@ def _service() -> LimitService:
 
 
 def one_segment_key(event: dict[str, Any]) -> dict[str, Any]:
-    """A limit key may hold slashes, which the gateway hands over decoded (`{key+}`): the route's one
-    path segment gets them encoded, and the key is decoded again before use."""
+    """A limit key may hold slashes, which the gateway hands over decoded (`{key+}`), and a bad key
+    any character at all: the route's one path segment gets the key encoded, so that every key
+    reaches the route, and the key is decoded again and checked there (400 naming `key`)."""
     path = event.get("path")
-    if (
-        not isinstance(path, str)
-        or not path.startswith(LIMITS_PREFIX)
-        or "/" not in path[len(LIMITS_PREFIX) :]
-    ):
+    if not isinstance(path, str) or not path.startswith(LIMITS_PREFIX) or path == LIMITS_PREFIX:
         return event
     key = path[len(LIMITS_PREFIX) :]
     return {**event, "path": LIMITS_PREFIX + urllib.parse.quote(key, safe=KEY_SAFE)}

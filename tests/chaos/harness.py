@@ -138,9 +138,11 @@ class WorkerStore(JobStore):
         self._intents.add(fenced)
         return job
 
-    def heartbeat(self, job_id: str, token: str, lease_until: int, now_ms: int) -> Job:
+    def heartbeat(
+        self, job_id: str, token: str, lease_until: int, now_ms: int, slot: str | None = None
+    ) -> Job:
         try:
-            return super().heartbeat(job_id, token, lease_until, now_ms)
+            return super().heartbeat(job_id, token, lease_until, now_ms, slot)
         except (ClientError, BotoCoreError):
             self._faults.note("heartbeat write failed after the SDK's retries (it tries again)")
             raise

@@ -101,3 +101,18 @@ def test_a_bad_limit_key_on_a_job_is_refused_naming_it(api: Api, stored: Any, ke
     assert answer.status == 400, answer.body
     assert answer.body["field"] == "limit_key"
     assert stored() == []
+
+
+# Non-ASCII keys as a fuzzer sends them, a space, a stray percent sign.
+BAD_PATH_KEYS = ["\u00a19\u00f0\u00bc\u00b5\u00b8l\u00e7", "a b", "a%2Fb%", "\u043a\u043b\u044e\u0447"]
+
+
+@pytest.mark.parametrize("key", BAD_PATH_KEYS)
+def test_any_key_in_the_path_reaches_the_route_and_a_bad_one_is_a_400(
+    api: Api, stored: Any, key: str
+) -> None:
+    for method in ("PUT", "GET", "DELETE"):
+        answer = api(method, f"/limits/{key}", {"max_concurrent": 1} if method == "PUT" else None)
+        assert answer.status == 400, (method, answer.body)
+        assert answer.body["field"] == "key"
+    assert limit_items(stored) == []

@@ -69,4 +69,10 @@ class Heartbeat:
     def _loop(self) -> None:
         wait = self._every
         while not self._stop.wait(wait):
-            wait = self._every if self.beat() else min(self._every, RETRY_AFTER_ERROR_SECONDS)
+            try:
+                beaten = self.beat()
+            except Exception:
+                # A thread that died here would leave the lease to lapse unseen while the call runs.
+                logger.exception("heartbeat of job %s failed unexpectedly; trying again", self._job.id)
+                beaten = False
+            wait = self._every if beaten else min(self._every, RETRY_AFTER_ERROR_SECONDS)
