@@ -3,7 +3,6 @@ Lambda."""
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 from http import HTTPStatus
 from typing import Annotated, Any
@@ -11,12 +10,10 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
-from sundial.contract.bounds import LIMIT_KEY_PATTERN
 from sundial.contract.limits import LIMIT_TEXT, LimitList, LimitPut, LimitView
 from sundial.functions import api_openapi as doc
 from sundial.functions import clients
 from sundial.shared.clock import SystemClock
-from sundial.shared.errors import InvalidInput
 from sundial.shared.service.limits import MAX_LIMITS_PAGE, LimitService
 
 router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves its __init__ unannotated
@@ -57,10 +54,8 @@ def one_segment_key(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _key(key: str) -> str:
-    key = urllib.parse.unquote(key)
-    if not re.fullmatch(LIMIT_KEY_PATTERN, key):
-        raise InvalidInput("the limit key must be 1-128 characters of A-Z a-z 0-9 . _ : / -", field="key")
-    return key
+    """The key as the client wrote it (one_segment_key encoded it)."""
+    return urllib.parse.unquote(key)
 
 
 @router.put(

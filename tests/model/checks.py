@@ -15,7 +15,7 @@ from sundial.shared import lifecycle
 from sundial.shared.clock import format_rfc3339
 from sundial.shared.models import IN_FLIGHT, WAITING, Job, Run
 from sundial.shared.store import DueRow, items
-from sundial.shared.store.limits import SHARD_SK, slot_name
+from sundial.shared.store.limit_shards import SHARD_SK, slot_name
 from tests.model.spread import spread_misfire_target
 
 SECOND = 1000

@@ -31,7 +31,7 @@ from sundial.shared.engine.gate import HeldBack
 from sundial.shared.errors import LimitNotFound
 from sundial.shared.limits import rank_of
 from sundial.shared.models import Job
-from sundial.shared.store.limits import parse_slot
+from sundial.shared.store.limit_shards import parse_slot
 from tests.model.checks import Snapshot, short
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from sundial.shared.limits.gate import HOLD_MAX_MS, bounded_delay_ms
 from sundial.shared.models import Job
 from sundial.shared.store import JobStore
 from sundial.shared.store.jobs import FENCED_FROM, SlotTake
-from sundial.shared.store.limits import Shard
+from sundial.shared.store.limit_shards import Shard
 
 logger = logging.getLogger(__name__)
 SECOND_MS = 1000

@@ -101,7 +101,7 @@ class ShardState:
     waiters: dict[str, Waiter] = field(default_factory=dict)
     tokens: float | None = None  # None: a full bucket
     refilled_at: int | None = None
-    mean_attempt_ms: int | None = None  # the latest attempt's time, as its settle gave it back
+    last_attempt_ms: int | None = None  # the latest attempt's time, as its settle gave it back
     version: int = 0
     next_look: int | None = None  # the last instant the queue beyond the line was given
 
@@ -185,13 +185,13 @@ def admit(
 
 def _delay_ms(share: ShardShare, state: ShardState, tokens: float | None, free: float, turn: int) -> int:
     """How long until `turn` starts (1: the next) could all have started: the tokens they need at
-    the key's rate, and the waves of attempts ahead of them at the key's mean attempt time."""
+    the key's rate, and the waves of attempts ahead of them at the latest attempt's time."""
     delay = 0.0
     if share.per_second is not None and tokens is not None:
         delay = max(delay, (turn - tokens) / share.per_second * SECOND_MS)
     if share.max_concurrent is not None and free < turn:
         waves = math.ceil((turn - max(0.0, free)) / max(1, share.max_concurrent))
-        delay = max(delay, waves * (state.mean_attempt_ms or ASSUMED_ATTEMPT_MS))
+        delay = max(delay, waves * (state.last_attempt_ms or ASSUMED_ATTEMPT_MS))
     return _bounded(delay)
 
 
@@ -206,7 +206,7 @@ def _start_spacing_ms(share: ShardShare, state: ShardState) -> int:
     if share.per_second:
         spacing = SECOND_MS / share.per_second
     if share.max_concurrent:
-        spacing = max(spacing, (state.mean_attempt_ms or ASSUMED_ATTEMPT_MS) / share.max_concurrent)
+        spacing = max(spacing, (state.last_attempt_ms or ASSUMED_ATTEMPT_MS) / share.max_concurrent)
     return max(1, math.ceil(spacing))
 
 

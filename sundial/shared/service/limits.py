@@ -3,6 +3,9 @@ on the key now (docs/api.md, "Limits")."""
 
 from __future__ import annotations
 
+import re
+
+from sundial.contract.bounds import LIMIT_KEY_PATTERN
 from sundial.contract.limits import LimitList, LimitPut, LimitView
 from sundial.shared.clock import Clock, format_rfc3339
 from sundial.shared.errors import InvalidInput
@@ -19,15 +22,17 @@ class LimitService:
         self._clock = clock
 
     def put(self, key: str, request: LimitPut) -> LimitView:
+        key = _checked(key)
         config = self._store.put_limit(
             key, request.max_concurrent, request.per_second, request.effective_burst, self._clock.now_ms()
         )
         return self._view(config)
 
     def get(self, key: str) -> LimitView:
-        return self._view(self._store.limit(key))
+        return self._view(self._store.limit(_checked(key)))
 
     def delete(self, key: str) -> LimitView:
+        key = _checked(key)
         view = self._view(self._store.limit(key))
         self._store.delete_limit(key)
         return view
@@ -57,3 +62,10 @@ class LimitService:
             shards=config.shards,
             updated_at=format_rfc3339(config.updated_at),
         )
+
+
+def _checked(key: str) -> str:
+    """A key the API takes, or InvalidInput naming `key`: it comes from the path, not a body model."""
+    if not re.fullmatch(LIMIT_KEY_PATTERN, key):
+        raise InvalidInput("the limit key must be 1-128 characters of A-Z a-z 0-9 . _ : / -", field="key")
+    return key

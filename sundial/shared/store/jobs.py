@@ -25,7 +25,8 @@ from sundial.shared.models import Job, Run, RunSummary
 from sundial.shared.store import expressions as x
 from sundial.shared.store import items, routes
 from sundial.shared.store.backfills import BackfillLedger, ledger_item
-from sundial.shared.store.limits import LimitStore, Shard, slot_name
+from sundial.shared.store.limit_shards import Shard, slot_name
+from sundial.shared.store.limits import LimitStore
 from sundial.shared.store.operations import OperationStore
 from sundial.shared.store.reads import DueRow, SentMark
 from sundial.shared.store.routes import RouteAlerts

@@ -1,77 +1,33 @@
-"""Limits per key in the job table: one registry item per key (`LIMITS` / key), for listing and
-reading, and the key's shard items (`LIMIT#<key>#<n>` / `SLOTS`), each with its share of the limit
-and its state: holders, waiters and a token bucket (sundial/shared/limits/gate.py).
+"""Limits per key in the job table, as the API sets and reads them: one registry item per key
+(`LIMITS` / key) for reading and listing, and the share of the limit each of the key's shard items
+holds (sundial/shared/store/limit_shards.py).
 
-A shard item is never deleted: deleting a limit deactivates its shards, so an attempt that took a
-slot still finds its shard to return it to, and a later PUT takes over what still runs. Every change
-of a shard's holders or tokens by a fence is conditional on the shard's version; the settle and the
-heartbeat change only their own holder, in the same transaction as the job's write.
+Deleting a limit leaves a tombstone in the registry and deactivates the shards, never deletes them:
+an attempt that took a slot still finds its shard to return it to, and a later PUT takes over what
+still runs.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
 from typing import Any
-
-from botocore.exceptions import ClientError
 
 from sundial.shared import constants as c
 from sundial.shared.errors import InvalidInput, LimitNotFound
-from sundial.shared.limits import LimitConfig, ShardShare, ShardState, Waiter, shard_count, share_of
+from sundial.shared.limits import LimitConfig, shard_count, share_of
 from sundial.shared.store import items
-from sundial.shared.store.writes import Item, StoreWrites, retry_conflicts
+from sundial.shared.store.limit_shards import LimitShards, Shard, load_shard, shard_key
+from sundial.shared.store.writes import Item, retry_conflicts
 
 REGISTRY_PK = "LIMITS"
-SHARD_SK = "SLOTS"
-# TransactWriteItems takes 100 items: the registry item and every shard of a key fit in one.
-MAX_LIMIT_WRITE_ITEMS = 100
-
-
-def shard_key(key: str, shard: int) -> Item:
-    return {c.PARTITION_KEY: {"S": f"LIMIT#{key}#{shard}"}, c.SORT_KEY: {"S": SHARD_SK}}
 
 
 def registry_key(key: str) -> Item:
     return {c.PARTITION_KEY: {"S": REGISTRY_PK}, c.SORT_KEY: {"S": key}}
 
 
-def slot_name(key: str, shard: int) -> str:
-    """What a job that took a slot records: its key and shard, to return the slot to."""
-    return f"{shard}#{key}"
-
-
-def parse_slot(slot: str) -> tuple[str, int]:
-    shard, key = slot.split("#", 1)
-    return key, int(shard)
-
-
-@dataclass(frozen=True)
-class Shard:
-    """One shard as read: its share of the limit (None once its key's limit is gone) and state."""
-
-    key: str
-    number: int
-    shards: int
-    share: ShardShare | None
-    state: ShardState
-
-
-def _waiter_text(waiter: Waiter) -> str:
-    return f"{waiter.rank}|{waiter.since}|{waiter.until}"
-
-
-def _waiter(text: str) -> Waiter:
-    rank, since, until = text.rsplit("|", 2)
-    return Waiter(rank, int(since), int(until))
-
-
-def _number(value: float | int) -> dict[str, str]:
-    return {"N": repr(float(value)) if isinstance(value, float) else str(value)}
-
-
-class LimitStore(StoreWrites):
+class LimitStore(LimitShards):
     """The limits' registry and shards: PUT, GET, list and DELETE, and the shard reads the worker's
     gate decides on. The writes that take, keep and return slots are the job writes' partners
     (shard_take, shard_keep, shard_return), made in the same transaction as the job's."""
@@ -157,171 +113,7 @@ class LimitStore(StoreWrites):
                 for item in response.get("Responses", {}).get(self._table, []):
                     found[item[c.PARTITION_KEY]["S"]] = item
                 request = response.get("UnprocessedKeys") or {}
-        return [_shard(config.key, n, found.get(f"LIMIT#{config.key}#{n}")) for n in range(config.shards)]
-
-    # --- the worker -------------------------------------------------------------------------------
-
-    def limit_shard(self, key: str, shard: int) -> Shard:
-        """One shard of a key, read consistently; a key without a limit reads as a shard with no share."""
-        found = self._client.get_item(TableName=self._table, Key=shard_key(key, shard), ConsistentRead=True)
-        return _shard(key, shard, found.get("Item"))
-
-    def shard_take(
-        self,
-        shard: Shard,
-        job_id: str,
-        lease_until: int | None,
-        tokens: float | None,
-        now_ms: int,
-        expired: tuple[str, ...],
-    ) -> dict[str, Any]:
-        """The shard's part of a fence that takes a slot (`lease_until`) and a token (`tokens` left):
-        conditional on the shard being as it was read and still limited."""
-        names = {"#version": "version", "#active": "active", "#waiters": "waiters", "#job": job_id}
-        values: dict[str, Any] = {":seen": {"N": str(shard.state.version)}, ":one": {"N": "1"}}
-        values[":yes"] = {"BOOL": True}
-        sets = ["#version = #version + :one"]
-        removes = ["#waiters.#job"]
-        if lease_until is not None:
-            names["#holders"] = "holders"
-            sets.append("#holders.#job = :lease")
-            values[":lease"] = {"N": str(lease_until)}
-        if tokens is not None:
-            names.update({"#tokens": "tokens", "#refilled": "refilled_at"})
-            sets += ["#tokens = :tokens", "#refilled = :now"]
-            values.update({":tokens": _number(tokens), ":now": {"N": str(now_ms)}})
-        _remove_expired(shard, expired, job_id, names, removes)
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": shard_key(shard.key, shard.number),
-                "UpdateExpression": f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
-                "ConditionExpression": "#version = :seen AND #active = :yes",
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
-        }
-
-    def shard_keep(self, slot: str, job_id: str, lease_until: int) -> dict[str, Any]:
-        """The shard's part of a heartbeat: the holder's lease moves with the job's, as long as the
-        holder is still there (a holder removed after its lease ended has lost its slot)."""
-        key, shard = parse_slot(slot)
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": shard_key(key, shard),
-                "UpdateExpression": "SET #holders.#job = :lease",
-                "ConditionExpression": "attribute_exists(#holders.#job)",
-                "ExpressionAttributeNames": {"#holders": "holders", "#job": job_id},
-                "ExpressionAttributeValues": {":lease": {"N": str(lease_until)}},
-            }
-        }
-
-    def shard_return(self, slot: str, job_id: str, mean_attempt_ms: int | None) -> dict[str, Any]:
-        """The shard's part of a settle: the slot is given back (and the key's mean attempt time kept)."""
-        key, shard = parse_slot(slot)
-        update = "REMOVE #holders.#job"
-        names = {"#holders": "holders", "#job": job_id}
-        values: dict[str, Any] = {}
-        if mean_attempt_ms is not None:
-            update = f"SET #mean = :mean {update}"
-            names["#mean"] = "mean_attempt_ms"
-            values[":mean"] = {"N": str(mean_attempt_ms)}
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": shard_key(key, shard),
-            "UpdateExpression": update,
-            "ExpressionAttributeNames": names,
-        }
-        if values:
-            request["ExpressionAttributeValues"] = values
-        return {"Update": request}
-
-    def wait_in_line(
-        self,
-        shard: Shard,
-        job_id: str,
-        waiter: Waiter | None,
-        drop: tuple[str, ...],
-        leaving: bool = False,
-    ) -> None:
-        """Keeps a held-back occurrence's place in its shard's line (or only drops the waiters and
-        holders whose time is over, and those its place pushed out); `leaving` gives its place up."""
-        names: dict[str, str] = {"#waiters": "waiters"}
-        values: dict[str, Any] = {}
-        removes: list[str] = []
-        _remove_expired(shard, drop, job_id, names, removes)
-        if leaving:
-            names["#job"] = job_id
-            removes.append("#waiters.#job")
-        parts = []
-        if waiter is not None:
-            names["#job"] = job_id
-            values[":waiter"] = {"S": _waiter_text(waiter)}
-            parts.append("SET #waiters.#job = :waiter")
-        if removes:
-            parts.append(f"REMOVE {', '.join(removes)}")
-        if not parts:
-            return
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": shard_key(shard.key, shard.number),
-            "UpdateExpression": " ".join(parts),
-            "ConditionExpression": "attribute_exists(#waiters)",
-            "ExpressionAttributeNames": names,
-        }
-        if values:
-            request["ExpressionAttributeValues"] = values
-        try:
-            self._client.update_item(**request)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-
-    def reserve_look(self, shard: Shard, spacing_ms: int, floor_ms: int) -> int:
-        """The next instant of the shard's queue of looks: `spacing_ms` after the last one given, and
-        after `floor_ms`. An atomic add, so that many held back at once each get their own instant;
-        a queue whose last instant has passed starts again from the floor."""
-        key = shard_key(shard.key, shard.number)
-        names = {"#next": "next_look"}
-
-        def add() -> int:
-            answer = self._client.update_item(
-                TableName=self._table,
-                Key=key,
-                UpdateExpression="ADD #next :spacing",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues={":spacing": {"N": str(spacing_ms)}},
-                ReturnValues="ALL_NEW",
-            )
-            return int(answer["Attributes"]["next_look"]["N"])
-
-        given = add()
-        if given >= floor_ms:
-            return given
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=key,
-                UpdateExpression="SET #next = :restart",
-                ConditionExpression="#next < :floor",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues={
-                    ":restart": {"N": str(floor_ms + spacing_ms)},
-                    ":floor": {"N": str(floor_ms)},
-                },
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            return max(add(), floor_ms)  # another arrival restarted it first: take the next after
-        return floor_ms + spacing_ms
-
-    def leave_line(self, shard: Shard, job_id: str) -> None:
-        """Gives up a waiter's place: its occurrence was cancelled, paused or moved on."""
-        if job_id not in shard.state.waiters:
-            return
-        self.wait_in_line(shard, job_id, None, (), leaving=True)
+        return [load_shard(config.key, n, found.get(f"LIMIT#{config.key}#{n}")) for n in range(config.shards)]
 
     # --- helpers ----------------------------------------------------------------------------------
 
@@ -376,21 +168,6 @@ class LimitStore(StoreWrites):
         }
 
 
-def _remove_expired(
-    shard: Shard, expired: tuple[str, ...], job_id: str, names: dict[str, str], removes: list[str]
-) -> None:
-    for n, other in enumerate(expired):
-        if other == job_id:
-            continue
-        names[f"#x{n}"] = other
-        if other in shard.state.holders:
-            names["#holders"] = "holders"
-            removes.append(f"#holders.#x{n}")
-        if other in shard.state.waiters:
-            names["#waiters"] = "waiters"
-            removes.append(f"#waiters.#x{n}")
-
-
 def _registry_item(record: dict[str, Any]) -> Item:
     per_second = record.pop("per_second", None)
     item = items.serialize(record)
@@ -413,26 +190,6 @@ def _config(item: Item) -> LimitConfig:
     )
 
 
-def _shard(key: str, number: int, item: Item | None) -> Shard:
-    if not item:
-        return Shard(key, number, 1, None, ShardState())
-    values = items.deserialize(item)
-    share = None
-    if values.get("active") and "share" in values:
-        raw = json.loads(str(values["share"]))
-        share = ShardShare(raw["max_concurrent"], raw["per_second"], int(raw["burst"]))
-    state = ShardState(
-        holders={job: int(end) for job, end in dict(values.get("holders", {})).items()},
-        waiters={job: _waiter(str(text)) for job, text in dict(values.get("waiters", {})).items()},
-        tokens=float(values["tokens"]) if "tokens" in values else None,
-        refilled_at=int(values["refilled_at"]) if "refilled_at" in values else None,
-        mean_attempt_ms=int(values["mean_attempt_ms"]) if "mean_attempt_ms" in values else None,
-        version=int(values.get("version", 0)),
-        next_look=int(values["next_look"]) if "next_look" in values else None,
-    )
-    return Shard(key, number, int(values.get("shards", 1)), share, state)
-
-
 def _key_token(key: str) -> str:
     return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
 
@@ -444,4 +201,4 @@ def _token_key(token: str) -> str:
         raise InvalidInput("next_token is not one this API gave", field="next_token") from None
 
 
-__all__ = ["LimitStore", "Shard", "parse_slot", "shard_key", "slot_name"]
+__all__ = ["LimitStore"]
