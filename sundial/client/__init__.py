@@ -12,7 +12,7 @@ Importable without the local stack or its emulator: it needs pydantic, botocore 
 
 from __future__ import annotations
 
-from sundial.client.client import LOCAL_API_URL, Health, SundialClient, TaggedJob
+from sundial.client.client import Health, SundialClient, TaggedJob
 from sundial.client.errors import (
     ApiError,
     Conflict,
@@ -27,6 +27,7 @@ from sundial.client.errors import (
 from sundial.client.signing import execute_api_region
 from sundial.client.stack import api_url_of_stack
 from sundial.client.transport import Answer, RetryPolicy
+from sundial.client.wire import LOCAL_API_URL
 from sundial.contract.bulk import BatchAnswer, BatchItem, OperationView
 from sundial.contract.jobs import (
     BackfillView,

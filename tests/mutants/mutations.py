@@ -239,7 +239,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a settle does not give its attempt's slot back: the key stays full until the lease ends",
         (
             Edit(
-                "sundial/shared/store/jobs.py",
+                "sundial/shared/store/transitions.py",
                 r"^\s*def _settle\(",
                 r"partners = \[self\.shard_return\(.*\)\]",
                 "partners = None",
