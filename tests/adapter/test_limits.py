@@ -4,10 +4,12 @@ a key's rate holds (docs/design.md, "Limits per key")."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from sundial.contract.jobs import JobCreate, JobUpdate
 from sundial.contract.limits import LimitPut
@@ -232,3 +234,41 @@ def test_many_held_back_at_once_each_get_their_own_instant_in_the_queue_of_looks
     assert len(beyond) == 30 - 1 - 20  # one started, twenty in line, the rest beyond it
     gaps = {later - earlier for earlier, later in itertools.pairwise(beyond)}
     assert gaps == {500}  # one start apart at 2 a second, none sharing an instant
+
+
+def test_a_patch_of_its_key_stops_showing_a_job_as_waiting_on_the_old_one(engine: Engine) -> None:
+    limit(engine, max_concurrent=1)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])
+    with pytest.raises(HeldBack):
+        fence(engine, messages[ids[1]])
+    assert engine.service.get(ids[1]).waiting_on_limit_since is not None
+
+    view = engine.service.update(ids[1], JobUpdate.model_validate({"limit_key": None}))
+
+    assert view.waiting_on_limit_since is None and engine.store.get(ids[1]).limit_held_since is None
+
+
+def test_a_shard_that_refuses_an_instant_to_look_again_does_not_fail_the_hold(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=1, burst=1)
+    ids = [create(engine) for _ in range(22)]
+    messages = messages_of(engine, *ids)
+    for job_id in ids[:21]:  # one starts, twenty fill the line
+        with contextlib.suppress(HeldBack):
+            fence(engine, messages[job_id])
+
+    def throttled(*_: Any) -> int:
+        error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
+        raise ClientError(error, "UpdateItem")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine.store, "reserve_look", throttled)
+    with pytest.raises(HeldBack) as held:
+        fence(engine, messages[ids[21]])
+
+    again = held.value.message
+    assert again.looks_at is None and again.not_before is not None  # it looks again, unreserved
+    job = engine.store.get(ids[21])
+    assert job.status is JobStatus.QUEUED and (job.lease_until or 0) > again.not_before
