@@ -16,6 +16,7 @@ from sundial.contract.limits import LimitPut
 from sundial.contract.vocabulary import JobStatus
 from sundial.shared.clock import format_rfc3339
 from sundial.shared.dispatch import JobMessage
+from sundial.shared.engine import gate
 from sundial.shared.engine.gate import HeldBack
 from sundial.shared.engine.worker import AttemptEnd, Outcome
 from sundial.shared.errors import StaleDelivery
@@ -272,3 +273,19 @@ def test_a_shard_that_refuses_an_instant_to_look_again_does_not_fail_the_hold(
     assert again.looks_at is None and again.not_before is not None  # it looks again, unreserved
     job = engine.store.get(ids[21])
     assert job.status is JobStatus.QUEUED and (job.lease_until or 0) > again.not_before
+
+
+def test_a_shard_the_key_no_longer_uses_does_not_let_a_job_run_unlimited(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    service = limit(engine, per_second=300)  # three shards
+    ids = [create(engine) for _ in range(3)]
+    messages = messages_of(engine, *ids)
+    monkeypatch.setattr(gate.random, "random", lambda: 0.99)
+    monkeypatch.setattr(gate.random, "choice", max)  # always the last shard known
+    fence(engine, messages[ids[0]])  # the worker now knows three shards, for a second
+    service.put(KEY, LimitPut.model_validate({"max_concurrent": 1}))  # one shard from now on
+
+    fence(engine, messages[ids[1]])
+    with pytest.raises(HeldBack):  # the one slot is taken: shard 2 is no way around it
+        fence(engine, messages[ids[2]])

@@ -75,8 +75,14 @@ class LimitGate:
             # Read after the shard: a time older than the one another worker saved in it would count
             # the same refill of the bucket twice.
             now_ms = max(self._clock.now_ms(), shard.state.refilled_at or 0)
-            if shard.share is None:  # the key has no limit: the job runs unlimited
-                return self._fence(message, worker, delivery_id, now_ms)
+            if shard.share is None and shard.number < shard.shards:
+                return self._fence(message, worker, delivery_id, now_ms)  # no limit: runs unlimited
+            if shard.share is None:
+                # A shard the key no longer uses (its limit was lowered since the count was read):
+                # read the count again rather than take the job for unlimited.
+                with self._lock:
+                    self._counts.pop(key, None)
+                continue
             admission = admit(
                 shard.share,
                 shard.state,
