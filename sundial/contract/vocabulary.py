@@ -68,3 +68,28 @@ class BulkAction(StrEnum):
 class OperationState(StrEnum):
     RUNNING = "running"
     DONE = "done"
+
+
+class OccurrenceState(StrEnum):
+    """Where one instant of a job's schedule stands (docs/api.md, "Occurrences")."""
+
+    RAN = "ran"  # its last attempt ended
+    RUNNING = "running"
+    WAITING = "waiting"  # not started yet, queued, or between retries
+    SKIPPED = "skipped"  # it will not run: `reason` says why
+
+
+class SkipReason(StrEnum):
+    """Why an instant did not run, or waits while paused. Misfire and overlap are missed runs: the
+    user did not choose them, so they are counted and may alarm."""
+
+    PAUSED = "paused"
+    OVERLAP = "overlap"  # the previous occurrence still ran, policy skip
+    MISFIRE = "misfire"  # missed while the system was down or the job late, per the misfire policy
+    CALENDAR = "calendar"  # its date is excluded by the job's calendar
+    CANCELLED = "cancelled"
+    NOT_OWED = "not_owed"  # before the job (or its current schedule) existed, never backfilled
+
+    @property
+    def is_missed(self) -> bool:
+        return self in (SkipReason.MISFIRE, SkipReason.OVERLAP)

@@ -50,6 +50,7 @@ class RunSummary(BaseModel):
     worker: str | None = None
     trace_id: str | None = None  # the W3C trace the attempt's delivery carried (sundial/shared/tracing.py)
     limit_wait_ms: int | None = None  # how long its limit key held the occurrence back before it started
+    extra: bool = False  # a triggered or backfilled run, not one of the schedule's own
 
 
 class Job(BaseModel):
@@ -116,6 +117,13 @@ class Job(BaseModel):
     limit_slot: str | None = None
     limit_held_since: int | None = None
     limit_wait_ms: int | None = None
+    # What the occurrence ledger derives the instants nobody ran from (docs/design.md, "Every instant
+    # accounted for"): since when it is paused, when a cancel was asked, where its current schedule
+    # begins (None: at its creation), and how many instants it missed (misfire or overlap)
+    paused_at: int | None = None
+    cancelled_at: int | None = None
+    schedule_since: int | None = None
+    missed: int = 0
 
     @property
     def is_recurring(self) -> bool:
