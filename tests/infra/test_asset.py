@@ -36,7 +36,15 @@ def _pins() -> dict[str, str]:
 
 def test_every_requirement_is_pinned_exactly() -> None:
     pins = _pins()
-    for needed in ("aws-lambda-powertools", "pydantic", "croniter", "tzdata", "python-ulid", "boto3"):
+    for needed in (
+        "aws-lambda-powertools",
+        "pydantic",
+        "croniter",
+        "holidays",
+        "tzdata",
+        "python-ulid",
+        "boto3",
+    ):
         assert needed in pins
 
 
