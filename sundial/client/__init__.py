@@ -41,6 +41,7 @@ from sundial.contract.jobs import (
     RunView,
 )
 from sundial.contract.limits import LimitList, LimitPut, LimitView
+from sundial.contract.occurrences import OccurrenceList, OccurrenceView
 
 __all__ = [
     "LOCAL_API_URL",
@@ -60,6 +61,8 @@ __all__ = [
     "LimitPut",
     "LimitView",
     "NotFound",
+    "OccurrenceList",
+    "OccurrenceView",
     "OperationView",
     "PreconditionFailed",
     "PreviewRequest",

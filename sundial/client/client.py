@@ -6,11 +6,11 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, PrivateAttr, TypeAdapter, ValidationError
 
 from sundial.client.bodies import validated
 from sundial.client.errors import ApiError, InvalidInput
@@ -20,6 +20,7 @@ from sundial.contract.bulk import BatchAnswer, OperationView
 from sundial.contract.jobs import (
     BackfillRequest,
     BackfillView,
+    Instant,
     JobCreate,
     JobList,
     JobUpdate,
@@ -30,6 +31,7 @@ from sundial.contract.jobs import (
     RunView,
 )
 from sundial.contract.limits import LimitList, LimitPut, LimitView
+from sundial.contract.occurrences import OccurrenceList, OccurrenceView
 from sundial.contract.stats import StatsView
 
 M = TypeVar("M", bound=BaseModel)
@@ -296,6 +298,42 @@ class SundialClient(WireClient):
             lambda token: self.list_runs(job_id, limit=page_size, next_token=token), lambda a: a.runs
         )
 
+    def list_occurrences(
+        self,
+        job_id: str,
+        *,
+        from_: datetime | str | None = None,
+        to: datetime | str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+    ) -> OccurrenceList:
+        """One page of every instant of the job's schedule in [from_, to) and what became of it,
+        oldest first (docs/api.md, "Occurrences"); without a range, the 24 hours before now. An
+        instant is an aware datetime or an RFC 3339 string with an offset."""
+        query = {
+            "from": _instant(from_, "from"),
+            "to": _instant(to, "to"),
+            "limit": limit,
+            "next_token": next_token,
+        }
+        return self._call("GET", f"{_job_path(job_id)}/occurrences", OccurrenceList, query=query)
+
+    def iter_occurrences(
+        self,
+        job_id: str,
+        *,
+        from_: datetime | str | None = None,
+        to: datetime | str | None = None,
+        page_size: int = 100,
+    ) -> Iterator[OccurrenceView]:
+        """Every occurrence of the range, oldest first, fetching pages as it goes."""
+        return _each(
+            lambda token: self.list_occurrences(
+                job_id, from_=from_, to=to, limit=page_size, next_token=token
+            ),
+            lambda answer: answer.occurrences,
+        )
+
     def preview(self, request: PreviewRequest | Mapping[str, Any]) -> PreviewResponse:
         # A POST that changes nothing: safe to repeat.
         body = validated(PreviewRequest, request)
@@ -347,6 +385,24 @@ def _batch_item(job: JobCreate | Mapping[str, Any]) -> dict[str, Any]:
         item = dict(job)
     item.setdefault(IDEMPOTENCY_KEY_MEMBER, str(uuid.uuid4()))
     return item
+
+
+_INSTANT: TypeAdapter[datetime] = TypeAdapter(Instant)
+
+
+def _instant(value: datetime | str | None, field: str) -> str | None:
+    """An instant of a query, checked as the API checks one (RFC 3339 with an offset, in range) so
+    that a bad one is refused naming its parameter; sent in UTC."""
+    if value is None:
+        return None
+    try:
+        instant = _INSTANT.validate_python(value)
+    except ValidationError as exc:
+        raise InvalidInput(f"{field}: {exc.errors()[0]['msg']}", field=field) from None
+    if isinstance(value, str):
+        return value
+    text = instant.astimezone(UTC).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
 
 
 def _job_path(job_id: str) -> str:

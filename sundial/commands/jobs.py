@@ -16,6 +16,7 @@ from sundial.commands.backfill import backfill
 from sundial.commands.completion import complete_limit_key, complete_zone, job_id_argument
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.exits import OK
+from sundial.commands.occurrences import occurrences
 from sundial.commands.output import (
     job_details,
     jobs_table,
@@ -315,4 +316,5 @@ def _ended(job: JobView | None) -> int:
 for _command in bulk.COMMANDS:
     jobs.add_command(_command)
 jobs.add_command(backfill)
+jobs.add_command(occurrences)
 jobs.add_command(wait)

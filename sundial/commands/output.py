@@ -172,7 +172,11 @@ def _health(job: JobView) -> str:
 
 def job_details(job: JobView) -> str:
     data = job.model_dump(mode="json")
+    # Missed instants (misfire or overlap) are shown only when there are some, with where to see them.
+    missed = data.pop("missed", 0)
     rows = [(name, _cell(value)) for name, value in data.items()]
+    if missed:
+        rows.append(("missed", f"{missed} (skipped by misfire or overlap: `sundial jobs occurrences`)"))
     if job.waiting_on_limit_since:
         # A bare instant reads as an event; this says the occurrence is due and held back still.
         at = [name for name, _ in rows].index("waiting_on_limit_since")
