@@ -41,6 +41,7 @@ _CANDIDATES = {
     "search": "[role=search], search",
     "navigation": "nav",
     "list": "ul, ol",
+    "listitem": "li, [role=listitem]",
 }
 Name = str | re.Pattern[str]
 # Chromium names some roles by ARIA 1.3's spelling.

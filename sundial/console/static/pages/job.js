@@ -7,6 +7,7 @@ import { ACTIONS, isRecurring, readable, refusal } from "../lifecycle.js";
 import { minuteNow } from "../times.js";
 import { backfillCard } from "./backfill.js";
 import { editForm } from "./edit.js";
+import { missedNotice, occurrencesCard } from "./occurrences.js";
 import { previewTable } from "./preview.js";
 
 const FIELDS = ["id", "name", "status", "paused", "priority", "limit_key", "waiting_on_limit_since", "schedule", "timezone", "run_at", "next_run_at", "start_at", "end_at",
@@ -17,6 +18,8 @@ export async function render(root, params) {
   const heading = h("h1", {}, "Job");
   const toolbar = h("div", { class: "toolbar", role: "group", "aria-label": "Job actions" });
   const waiting = h("div");
+  const missed = h("div");
+  const occurrences = occurrencesCard(id);
   const fields = h("div");
   const upcoming = h("div");
   const runs = h("div");
@@ -27,6 +30,8 @@ export async function render(root, params) {
 
   async function refresh() {
     const [read, history] = await Promise.all([get(`/jobs/${encodeURIComponent(id)}`), get(`/jobs/${encodeURIComponent(id)}/runs?limit=50`)]);
+    // Read on their own, and never failing the page: a failed read is shown in their card.
+    occurrences.refresh(read);
     const text = JSON.stringify([read, history, minuteNow()]);
     if (text === shown) return;
     shown = text;
@@ -34,6 +39,7 @@ export async function render(root, params) {
     heading.textContent = `Job ${job.name || job.id}`;
     drawActions();
     drawWaiting(waiting, job);
+    replace(missed, missedNotice(job));
     drawFields(fields, job);
     drawRuns(runs, history.runs, job.timezone);
     const key = JSON.stringify([job.schedule, job.timezone, job.next_run_at, job.status, job.paused, job.triggers_waiting, minuteNow()]);
@@ -81,10 +87,11 @@ export async function render(root, params) {
   }
 
   const backfill = h("div");
-  replace(root, heading, waiting, toolbar, editor,
+  replace(root, heading, missed, waiting, toolbar, editor,
     h("div", { class: "columns" },
       h("section", { class: "card", "aria-labelledby": "h-fields" }, h("h2", { id: "h-fields" }, "Fields"), fields),
       h("section", { class: "card", "aria-labelledby": "h-next" }, h("h2", { id: "h-next" }, "Next runs"), upcoming)),
+    occurrences.node,
     backfill,
     h("section", { class: "card", "aria-labelledby": "h-runs" }, h("h2", { id: "h-runs" }, "Run history"), runs));
   try {
