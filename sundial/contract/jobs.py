@@ -7,7 +7,16 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+)
 from pydantic_core import PydanticCustomError
 
 from sundial.contract.bounds import (
@@ -21,6 +30,7 @@ from sundial.contract.bounds import (
     WORKER_FUNCTION_TIMEOUT_SECONDS,
     in_range,
 )
+from sundial.contract.calendar import Calendar
 from sundial.contract.limits import LimitKey
 from sundial.contract.targets import AlertRoute, Target
 from sundial.contract.vocabulary import Health, JobStatus, MisfirePolicy, OverlapPolicy, Priority
@@ -117,6 +127,12 @@ STREAK_TEXT = (
 )
 
 
+CALENDAR_TEXT = (
+    "Recurring jobs: the dates, in `timezone`, on which the schedule does not run (`exclude_dates`, and "
+    "the public holidays of `holidays`); an occurrence on one is skipped."
+)
+
+
 LIMIT_KEY_TEXT = (
     "The limit key the job shares a limit with (PUT /limits/{key}); its attempts start only as the key's "
     "limit allows. A key with no limit is unlimited."
@@ -132,6 +148,7 @@ class JobCreate(BaseModel):
     run_at: Instant | None = None
     schedule: ScheduleText | None = None
     timezone: ZoneName = "UTC"
+    calendar: Calendar | None = Field(default=None, description=CALENDAR_TEXT)
     target: Target
     on_dead: AlertRoute | None = Field(default=None, description=ON_DEAD_TEXT)
     on_failure_streak: FailureStreak | None = Field(default=None, description=STREAK_TEXT)
@@ -156,6 +173,7 @@ class JobUpdate(BaseModel):
     name: Name | None = None
     schedule: ScheduleText | None = None
     timezone: ZoneName | None = None
+    calendar: Calendar | None = Field(default=None, description=f"{CALENDAR_TEXT} null removes it.")
     run_at: Instant | None = None
     on_dead: AlertRoute | None = Field(default=None, description=f"{ON_DEAD_TEXT} null removes it.")
     on_failure_streak: FailureStreak | None = Field(
@@ -188,6 +206,12 @@ class PreviewRequest(BaseModel):
         default=None,
         description="With `window_seconds`: the job whose start instants `starts` shows; each job's differ.",
     )
+    calendar: Calendar | None = Field(
+        default=None, description="A job's calendar: the runs leave out the occurrences it excludes."
+    )
+    explain: StrictBool = Field(
+        default=False, description="Also answer `excluded`: the occurrences the calendar passed over."
+    )
 
 
 class PreviewResponse(BaseModel):
@@ -196,6 +220,12 @@ class PreviewResponse(BaseModel):
         default=None,
         description="When each of `next_runs` starts: given a `job_id`, or without a window (the same "
         "instants); null for a window without a job id, since each job's start differs.",
+    )
+    excluded: list[str] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="With `explain` only: the occurrences the calendar excluded among those the runs "
+        "passed over (before the last of `next_runs`, or where the runs ended), at most 100.",
     )
 
 
@@ -247,6 +277,7 @@ class JobView(BaseModel):
     timezone: str
     run_at: str | None
     next_run_at: str | None
+    calendar: Calendar | None = Field(default=None, description="The dates the schedule does not run on.")
     priority: Priority
     target: Target
     payload: Any

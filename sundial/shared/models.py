@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sundial.contract.bounds import DEFAULT_BACKOFF
 from sundial.contract.bulk import Refusal
+from sundial.contract.calendar import Calendar
 from sundial.contract.targets import AlertRoute, Target
 from sundial.contract.vocabulary import (
     BulkAction,
@@ -63,6 +64,7 @@ class Job(BaseModel):
     status: JobStatus
     schedule: str | None = None
     timezone: str = "UTC"
+    calendar: Calendar | None = None  # recurring: the local dates its schedule does not run on
     run_at: int | None = None  # one-off: the requested instant
     scheduled_at: int | None = None  # the current occurrence's scheduled instant
     due_at: int | None = None  # when it runs next: the occurrence, or its retry

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sundial.contract.vocabulary import JobStatus, OverlapPolicy
 from sundial.shared.errors import Conflict, InvalidInput
 from sundial.shared.lifecycle.decide import Placement, is_backfill_run, unstarted_extra, waiting_triggers
+from sundial.shared.lifecycle.job_schedule import job_excludes
 from sundial.shared.models import Job
 from sundial.shared.schedules import parse_schedule
 from sundial.shared.schedules.rate import RateRule
@@ -52,7 +53,8 @@ def window_instants(job: Job, from_ms: int, to_ms: int) -> tuple[list[int], int]
     if to_ms <= from_ms:
         raise InvalidInput("to must be after from", field="to")
     until = min(to_ms, job.created_at)
-    instants = _instants_between(job, from_ms, until)
+    # The schedule's own instants, less those its calendar excludes: they were never occurrences.
+    instants = [i for i in _instants_between(job, from_ms, until) if not job_excludes(job, i)]
     if len(instants) > MAX_BACKFILL_OCCURRENCES:
         counted = f"at least {_COUNT_LIMIT}" if len(instants) >= _COUNT_LIMIT else str(len(instants))
         raise InvalidInput(

@@ -13,8 +13,9 @@ from sundial.contract.vocabulary import JobStatus, MisfirePolicy, OverlapPolicy,
 from sundial.shared import constants as c
 from sundial.shared.backoff import retry_delay_seconds
 from sundial.shared.errors import Conflict
+from sundial.shared.lifecycle.job_schedule import job_schedule
 from sundial.shared.models import Job
-from sundial.shared.schedules import following_occurrence, parse_schedule, start_instant
+from sundial.shared.schedules import following_occurrence, start_instant
 
 SECOND_MS = 1000
 GRACE_MS = c.MISFIRE_GRACE_SECONDS * SECOND_MS
@@ -228,9 +229,8 @@ def caught_up(job: Job, now_ms: int) -> Placement | None:
 
 def _following(job: Job, now_ms: int, policy: MisfirePolicy, grace_ms: int) -> int | None:
     assert job.schedule is not None and job.scheduled_at is not None
-    schedule = parse_schedule(job.schedule, job.timezone)
     return following_occurrence(
-        schedule,
+        job_schedule(job),
         job.scheduled_at,
         now_ms,
         policy,
@@ -246,7 +246,7 @@ def start_of(job: Job, instant_ms: int) -> int:
     window. Lateness, misfires and the worker's wait are all measured against this."""
     if not job.window_seconds:
         return instant_ms
-    schedule = parse_schedule(job.schedule, job.timezone) if job.is_recurring and job.schedule else None
+    schedule = job_schedule(job) if job.is_recurring and job.schedule else None
     return start_instant(job.id, instant_ms, job.window_seconds, schedule)
 
 

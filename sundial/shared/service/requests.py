@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from sundial.contract.bounds import NAME_FILTER_LIMIT, NAME_KEY_CHARS
+from sundial.contract.calendar import Calendar
 from sundial.contract.jobs import JobUpdate
 from sundial.contract.targets import AnyTarget
 from sundial.contract.vocabulary import Health, JobStatus, OverlapPolicy, Priority
@@ -16,12 +17,13 @@ from sundial.shared.clock import to_epoch_ms
 from sundial.shared.errors import InvalidInput, PayloadTooLarge
 from sundial.shared.models import Job, RetryPolicy
 from sundial.shared.schedules import check_window, parse_schedule, parse_timezone
+from sundial.shared.schedules.calendars import calendar_on_one_off, check_calendar
 from sundial.shared.store.listing import ListFilter
 from sundial.shared.targets.payload_room import payload_room
 
 # A job's name is at most 200 characters, so a longer filter could match none.
 RETRY_FIELDS = ("max_retries", "backoff", "timeout_seconds")
-TIMING_FIELDS = ("schedule", "timezone", "run_at", "start_at", "end_at")
+TIMING_FIELDS = ("schedule", "timezone", "run_at", "start_at", "end_at", "calendar")
 # A PATCH may clear name, payload and the window; these have no "unset" state.
 NOT_NULLABLE = (
     *RETRY_FIELDS,
@@ -80,6 +82,10 @@ def timing(values: dict[str, Any], now_ms: int | None) -> dict[str, Any]:
         parse_timezone(out["timezone"])
     if out.get("schedule") is not None:
         parse_schedule(out["schedule"], out.get("timezone") or "UTC")
+    if out.get("calendar") is not None:
+        calendar = Calendar.model_validate(out["calendar"])
+        check_calendar(calendar)
+        out["calendar"] = calendar
     if now_ms is not None and out.get("schedule") is None and out.get("run_at") is None:
         out["run_at"] = now_ms
     return out
@@ -92,7 +98,11 @@ def refuse_nulls(sent: dict[str, Any]) -> None:
 
 
 def check_job_window(job: Job) -> None:
+    """The active window, and a calendar only where there are occurrences to skip. Raises InvalidInput
+    naming `end_at` or `calendar`."""
     check_window(job.start_at, job.end_at)
+    if job.calendar is not None and not job.is_recurring:
+        raise calendar_on_one_off()
 
 
 def list_filter(

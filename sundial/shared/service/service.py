@@ -32,16 +32,13 @@ from sundial.shared.dispatch import Dispatcher, JobMessage
 from sundial.shared.engine.settle import send
 from sundial.shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
 from sundial.shared.lifecycle import Placement, backfill
+from sundial.shared.lifecycle.job_schedule import job_schedule, no_occurrence_left
 from sundial.shared.models import Job, RetryPolicy, Run
-from sundial.shared.schedules import (
-    first_occurrence,
-    next_runs,
-    parse_schedule,
-    start_instant,
-)
+from sundial.shared.schedules import first_occurrence
 from sundial.shared.service.alert_routes import check_alert_route, route_changes
 from sundial.shared.service.conditions import IfMatch
 from sundial.shared.service.effects import Action, effects_of
+from sundial.shared.service.previews import preview_schedule
 from sundial.shared.service.requests import (
     TIMING_FIELDS,
     changes_of,
@@ -186,19 +183,7 @@ class JobService:
 
     def preview(self, request: PreviewRequest) -> PreviewResponse:
         """Raises InvalidInput naming the field at fault."""
-        schedule = parse_schedule(request.schedule, request.timezone)
-        after = to_epoch_ms(request.after) if request.after else self._clock.now_ms()
-        instants = next_runs(schedule, after, request.count)
-        starts: list[int] | None = instants
-        if request.window_seconds:
-            job_id, window = request.job_id, request.window_seconds
-            starts = None
-            if job_id is not None:
-                starts = [start_instant(job_id, instant, window, schedule) for instant in instants]
-        return PreviewResponse(
-            next_runs=[format_rfc3339(instant) for instant in instants],
-            starts=None if starts is None else [format_rfc3339(instant) for instant in starts],
-        )
+        return preview_schedule(request, self._clock.now_ms())
 
     # --- changes to an existing job: read, decide, write on the version read; again on a race ------
 
@@ -444,10 +429,9 @@ class JobService:
             instant = job.run_at or now_ms
             due = max(lifecycle.start_of(job, instant), now_ms)
             return Placement(JobStatus.PENDING, instant, None if job.paused else due, 0)
-        schedule = parse_schedule(job.schedule, job.timezone)
-        first = first_occurrence(schedule, now_ms, job.start_at, job.end_at)
+        first = first_occurrence(job_schedule(job), now_ms, job.start_at, job.end_at)
         if first is None:
-            raise InvalidInput(f"schedule '{job.schedule}' has no occurrence after now", field="schedule")
+            raise no_occurrence_left(job, now_ms)
         due = lifecycle.start_of(job, first)
         return Placement(JobStatus.PENDING, first, None if job.paused else due, 0)
 

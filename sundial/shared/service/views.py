@@ -45,6 +45,7 @@ def job_view(job: Job, payload: Any, effects: list[Effect] | None = None) -> Job
         timezone=job.timezone,
         run_at=_time(job.run_at),
         next_run_at=_time(_next_run_at(job)),
+        calendar=job.calendar,
         priority=job.priority,
         target=masked(job.target),
         payload=payload,

@@ -15,6 +15,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import TypeAdapter
 
 from sundial.contract.bounds import NAME_KEY_CHARS
+from sundial.contract.calendar import Calendar
 from sundial.contract.targets import AlertRoute, Target
 from sundial.contract.vocabulary import Health, JobStatus, Priority
 from sundial.shared import constants as c
@@ -202,12 +203,16 @@ def job_to_item(job: Job, write_id: str, shards: int = c.DUE_SHARDS) -> dict[str
         c.PARTITION_KEY: job_pk(job.id),
         c.SORT_KEY: JOB_SK,
         **listing_attributes(job),
-        **job.model_dump(exclude={"target", "retry", "last_run", "payload", "on_dead"}, exclude_none=True),
+        **job.model_dump(
+            exclude={"target", "retry", "last_run", "payload", "on_dead", "calendar"}, exclude_none=True
+        ),
         "target": job.target.model_dump_json(),
         "retry": job.retry.model_dump_json(),
     }
     if job.on_dead is not None:
         values["on_dead"] = job.on_dead.model_dump_json()
+    if job.calendar is not None:
+        values["calendar"] = job.calendar.model_dump_json()
     if not job.payload_stored_apart:
         values["payload"] = json.dumps(job.payload)
     if job.due_at is not None and job.status in WAITING and job.token is not None:
@@ -263,6 +268,8 @@ def item_to_job(item: dict[str, Any]) -> Job:
         values["last_run"] = RunSummary.model_validate_json(values["last_run"])
     if "on_dead" in values:
         values["on_dead"] = _route_adapter.validate_json(values["on_dead"])
+    if "calendar" in values:
+        values["calendar"] = Calendar.model_validate_json(values["calendar"])
     if values.pop("trigger_requested", False) and "triggers" not in values:
         values["triggers"] = 1  # written before triggers were counted; the next write of them removes it
     return Job.model_validate(values)
@@ -337,7 +344,7 @@ def plain_fields(changes: dict[str, Any]) -> dict[str, Any]:
     """Model-valued fields as the item holds them (JSON text for nested models)."""
     out: dict[str, Any] = {}
     for name, value in changes.items():
-        if name in ("target", "retry", "last_run", "on_dead"):
+        if name in ("target", "retry", "last_run", "on_dead", "calendar"):
             out[name] = value.model_dump_json() if value is not None else None
         elif name == "payload":
             out[name] = json.dumps(value)

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from sundial.contract.calendar import Calendar
 from sundial.contract.vocabulary import Health, JobStatus
 from sundial.shared import constants as c
 from sundial.shared.models import RunSummary, recurring_schedule
@@ -37,6 +38,7 @@ _JOB_FIELDS = (
     "window_seconds",
     "schedule",
     "timezone",
+    "calendar",
 )
 _RUN_FIELDS = ("scheduled_at", "started_at", "attempt")
 
@@ -87,8 +89,8 @@ class Census:
     starts: list[Start] = field(default_factory=list)
     # Job id -> when it was created, to date each start's job (its run items carry no creation).
     created: dict[str, int] = field(default_factory=dict)
-    # Job id -> its spread window, for the jobs that have one: (seconds, schedule, time zone).
-    windows: dict[str, tuple[int, str | None, str]] = field(default_factory=dict)
+    # Job id -> its spread window, for the jobs that have one: (seconds, schedule, time zone, calendar).
+    windows: dict[str, tuple[int, str | None, str, Calendar | None]] = field(default_factory=dict)
     started_jobs: list[str] = field(default_factory=list)  # the job of each of `starts`
 
     def add(self, other: Census) -> None:
@@ -114,8 +116,8 @@ class Census:
         window = self.windows.get(job_id)
         if window is None:
             return None
-        seconds, expression, timezone = window
-        schedule = parse_schedule(expression, timezone) if expression else None
+        seconds, expression, timezone, calendar = window
+        schedule = parse_schedule(expression, timezone, calendar) if expression else None
         return start_instant(job_id, start.scheduled_at, seconds, schedule)
 
 
@@ -195,6 +197,7 @@ def _count(census: Census, values: dict[str, Any]) -> None:
             int(values["window_seconds"]),
             str(schedule) if recurring_schedule(schedule) else None,
             str(values.get("timezone", "UTC")),
+            Calendar.model_validate_json(values["calendar"]) if values.get("calendar") else None,
         )
     census.counts[(str(values["status"]), str(values["priority"]))] += 1
     health = str(values.get("health", Health.OK.value))
