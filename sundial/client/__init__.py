@@ -29,6 +29,7 @@ from sundial.client.stack import api_url_of_stack
 from sundial.client.transport import Answer, RetryPolicy
 from sundial.client.wire import LOCAL_API_URL
 from sundial.contract.bulk import BatchAnswer, BatchItem, OperationView
+from sundial.contract.calendar import Calendar
 from sundial.contract.jobs import (
     BackfillView,
     JobCreate,
@@ -50,6 +51,7 @@ __all__ = [
     "BackfillView",
     "BatchAnswer",
     "BatchItem",
+    "Calendar",
     "Conflict",
     "Health",
     "InvalidInput",

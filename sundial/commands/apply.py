@@ -17,6 +17,8 @@ from sundial.commands import plan as planning
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.exits import CHANGES_PENDING, CONFLICT, OK, USAGE, describe, exit_code
 from sundial.commands.schedules_file import Entry, FileRefused, LimitEntry, Problem, SchedulesFile, read
+from sundial.contract.calendar import Calendar
+from sundial.contract.jobs import PreviewRequest
 from sundial.contract.limits import LimitView
 from sundial.contract.vocabulary import JobStatus
 
@@ -99,26 +101,29 @@ def _refused(path: Path, problems: list[Problem]) -> int:
 
 
 def _schedule_problems(client: SundialClient, plan: planning.Plan) -> Iterator[Problem]:
-    """The API's own reading of each schedule and time zone about to be written (POST
+    """The API's own reading of each schedule, time zone and calendar about to be written (POST
     /schedules/preview changes nothing), so that a bad one refuses the file before any change."""
     written = [*(c.entry for c in plan.creates), *(u.entry for u in plan.updates)]
     written += [r.entry for r in plan.replaces]
-    answers: dict[tuple[str, str], InvalidInput | None] = {}
+    answers: dict[tuple[str, str, str], InvalidInput | None] = {}
     for entry in written:
-        schedule, zone = entry.body.schedule, entry.body.timezone
+        schedule, zone, calendar = entry.body.schedule, entry.body.timezone, entry.body.calendar
         if schedule is None:
             continue
-        if (schedule, zone) not in answers:
-            answers[schedule, zone] = _previewed(client, schedule, zone)
-        refusal = answers[schedule, zone]
+        key = (schedule, zone, calendar.model_dump_json() if calendar is not None else "")
+        if key not in answers:
+            answers[key] = _previewed(client, schedule, zone, calendar)
+        refusal = answers[key]
         if refusal is not None:
             where = refusal.field or "schedule"
             yield Problem(entry.line_of(where), f"{entry.key}: {where}", refusal.message)
 
 
-def _previewed(client: SundialClient, schedule: str, zone: str) -> InvalidInput | None:
+def _previewed(
+    client: SundialClient, schedule: str, zone: str, calendar: Calendar | None
+) -> InvalidInput | None:
     try:
-        client.preview({"schedule": schedule, "timezone": zone, "count": 1})
+        client.preview(PreviewRequest(schedule=schedule, timezone=zone, count=1, calendar=calendar))
     except InvalidInput as refusal:
         return refusal
     return None

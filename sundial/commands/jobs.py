@@ -13,6 +13,7 @@ from sundial.client.bodies import validated
 from sundial.commands import bulk, spec
 from sundial.commands.alerts import alert_fields, alert_flags
 from sundial.commands.backfill import backfill
+from sundial.commands.calendars import calendar_fields, calendar_flags
 from sundial.commands.completion import complete_limit_key, complete_zone, job_id_argument
 from sundial.commands.connection import Connection, connection_options
 from sundial.commands.exits import OK
@@ -130,6 +131,7 @@ def _now() -> datetime:
 
 @jobs.command()
 @job_fields
+@calendar_flags()
 @alert_flags
 @target_flags
 @click.option(
@@ -160,6 +162,7 @@ def create(
         instant = run_at_for_key(where, idempotency_key, flags["run_in"], _now(), state_file())
         flags = {**flags, "run_in": None, "run_at": spec.rfc3339(instant)}
     body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now), **alert_fields(flags)}
+    body |= calendar_fields(flags)
     target = spec.target_from_flags(flags)
     if target is not None:
         body["target"] = target
@@ -171,6 +174,7 @@ def create(
 @jobs.command()
 @job_id_argument
 @job_fields
+@calendar_flags(removable=True)
 @alert_flags
 @click.option(
     "--if-match",
@@ -192,6 +196,7 @@ def update(
 ) -> None:
     """Change only the fields given (PATCH): every other field keeps its value."""
     body = {**spec.read_object_file(file), **spec.fields_from_flags(flags, _now), **alert_fields(flags)}
+    body |= calendar_fields(flags)
     if no_limit_key:
         if flags.get("limit_key") is not None:
             raise click.UsageError("give --limit-key or --no-limit-key, not both")

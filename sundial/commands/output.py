@@ -226,13 +226,19 @@ def _millis(value: int | None) -> str:
     return "" if value is None else f"{value} ms"
 
 
-def instants_table(instants: Sequence[str], timezone: str) -> str:
+def instants_table(instants: Sequence[str], timezone: str, notes: Sequence[str] | None = None) -> str:
+    """UTC and local times; `notes`, when given, a third column (a preview's excluded instants)."""
     zone = ZoneInfo(timezone)
     rows = [
         (instant, datetime.fromisoformat(instant.replace("Z", "+00:00")).astimezone(zone).isoformat())
         for instant in instants
     ]
-    return table(("UTC", f"LOCAL ({timezone})"), rows)
+    if notes is None:
+        return table(("UTC", f"LOCAL ({timezone})"), rows)
+    return table(
+        ("UTC", f"LOCAL ({timezone})", "CALENDAR"),
+        [(*row, note) for row, note in zip(rows, notes, strict=True)],
+    )
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
