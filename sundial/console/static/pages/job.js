@@ -10,7 +10,7 @@ import { editForm } from "./edit.js";
 import { missedNotice, occurrencesCard } from "./occurrences.js";
 import { previewTable } from "./preview.js";
 
-const FIELDS = ["id", "name", "status", "paused", "priority", "limit_key", "waiting_on_limit_since", "schedule", "timezone", "run_at", "next_run_at", "start_at", "end_at",
+const FIELDS = ["id", "name", "status", "paused", "priority", "limit_key", "waiting_on_limit_since", "schedule", "timezone", "calendar", "run_at", "next_run_at", "start_at", "end_at",
   "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "window_seconds", "on_failure_streak", "triggers_waiting", "created_at", "updated_at"];
 
 export async function render(root, params) {
@@ -42,7 +42,7 @@ export async function render(root, params) {
     replace(missed, missedNotice(job));
     drawFields(fields, job);
     drawRuns(runs, history.runs, job.timezone);
-    const key = JSON.stringify([job.schedule, job.timezone, job.next_run_at, job.status, job.paused, job.triggers_waiting, minuteNow()]);
+    const key = JSON.stringify([job.schedule, job.timezone, job.calendar, job.next_run_at, job.status, job.paused, job.triggers_waiting, minuteNow()]);
     if (key !== previewed) {
       previewed = key;
       await drawUpcoming(upcoming, job);
@@ -118,6 +118,7 @@ function drawFields(node, job) {
     if (name === "status") return statusBadge(v);
     if (name === "limit_key" && v) return limitLink(v);
     if (name === "waiting_on_limit_since") return when(v, job.timezone);
+    if (name === "calendar") return calendarText(v);
     if (name.endsWith("_at")) return when(v, job.timezone);
     if (Array.isArray(v)) return v.join(", ");
     return v === null || v === undefined ? "–" : String(v);
@@ -131,6 +132,15 @@ function drawFields(node, job) {
     h("td", {}, job.on_dead ? h("pre", {}, JSON.stringify(masked(job.on_dead), null, 2)) : "–")));
   rows.push(h("tr", {}, h("th", { scope: "row" }, "payload"), h("td", {}, h("pre", {}, JSON.stringify(job.payload, null, 2)))));
   replace(node, scroller(h("table", {}, h("caption", {}, "Every field of the job"), h("tbody", {}, rows))));
+}
+
+// A calendar in words: whose holidays, and which dates (in the job's zone), it excludes.
+function calendarText(calendar) {
+  if (!calendar) return "–";
+  const parts = [];
+  if (calendar.holidays) parts.push(`the public holidays of ${calendar.holidays}`);
+  if (calendar.exclude_dates.length) parts.push(calendar.exclude_dates.join(", "));
+  return parts.length ? `no runs on ${parts.join("; nor on ")}` : "excludes no date";
 }
 
 // The key's limit on the Limits page, which offers to set one when the key has none.
@@ -181,7 +191,7 @@ async function drawUpcoming(node, job) {
   if (!next) return note("An attempt is running: the next runs are listed once it has ended.");
   try {
     // With a spread window the API answers this job's own start instants (`starts`), as the tick uses them.
-    const asked = { schedule: job.schedule, timezone: job.timezone, count: 9, after: next, window_seconds: job.window_seconds || 0, job_id: job.id };
+    const asked = { schedule: job.schedule, timezone: job.timezone, calendar: job.calendar, count: 9, after: next, window_seconds: job.window_seconds || 0, job_id: job.id };
     const answer = await post("/schedules/preview", asked);
     replace(node, previewTable([next, ...(answer.starts || answer.next_runs)], job.timezone));
   } catch (error) {

@@ -4,7 +4,7 @@ import { post } from "../api.js";
 import { h, replace } from "../dom.js";
 import { zones } from "../times.js";
 import { clearError, fieldOf, number, select, showError, text } from "./form.js";
-import { previewTable } from "./preview.js";
+import { excludedList, previewTable } from "./preview.js";
 
 const PREVIEW_DELAY_MS = 300;
 const MISFIRE = ["run_once", "skip", "run_all"];
@@ -24,6 +24,7 @@ export function sharedFields(prefix, inputs, job, timing = ["schedule", "run_at"
       job ? null : "Empty for a one-off.") : null,
     field("timezone", "Time zone", text(j.timezone || "UTC", { list: zoneList.id }), "Where the schedule is read."),
     zoneList,
+    timing.includes("schedule") ? calendarFields(prefix, inputs, j.calendar) : null,
     timing.includes("run_at") ? field("run_at", "Run at", text(j.run_at, { placeholder: "2026-12-01T09:00:00Z" }),
       `A one-off's instant; empty for now. ${WHEN_HINT}`) : null,
     field("start_at", "Active from", text(j.start_at), `Recurring: no occurrence before it. ${WHEN_HINT}`),
@@ -44,6 +45,31 @@ export function sharedFields(prefix, inputs, job, timing = ["schedule", "run_at"
   ];
 }
 
+// A recurring job's calendar: the dates, in its zone, on which no occurrence runs. An error about the
+// calendar as a whole (a one-off has none; one that leaves nothing to run) is shown at the group.
+function calendarFields(prefix, inputs, calendar) {
+  const c = calendar || {};
+  const field = (name, label, control, hint) => fieldOf(prefix, inputs, name, label, control, hint);
+  const error = h("p", { class: "error", id: `${prefix}-calendar-error` });
+  const legendId = `${prefix}-calendar-legend`;
+  const group = h("fieldset", { "aria-labelledby": legendId, "data-field": "calendar", "aria-describedby": error.id },
+    h("legend", { id: legendId }, "Calendar"),
+    field("calendar.exclude_dates", "Excluded dates", text((c.exclude_dates || []).join(", "), { placeholder: "2026-12-24, 2026-12-31", autocomplete: "off" }),
+      "Recurring: no occurrence on these dates in the job's time zone (YYYY-MM-DD, comma-separated)."),
+    field("calendar.holidays", "Holidays", text(c.holidays, { placeholder: "DE, DE-BY or US-CA", autocomplete: "off" }),
+      "No occurrence on the public holidays of this country, or of a subdivision of it. Empty: none."),
+    error);
+  group.addEventListener("input", () => clearError(group));
+  return group;
+}
+
+// The calendar as the API answers it (dates sorted, each once), or null when it excludes nothing.
+function calendarValue(inputs) {
+  const dates = [...new Set(inputs["calendar.exclude_dates"].value.split(/[\s,]+/).filter(Boolean))].sort();
+  const holidays = inputs["calendar.holidays"].value.trim() || null;
+  return dates.length || holidays ? { exclude_dates: dates, holidays } : null;
+}
+
 // The shared fields' values as the API takes them; empty fields left out (New) or null (Edit).
 // Throws {field, message} for a value that cannot be sent as typed.
 export function sharedValues(inputs) {
@@ -54,6 +80,7 @@ export function sharedValues(inputs) {
   for (const name of ["max_retries", "timeout_seconds", "window_seconds"]) {
     values[name] = inputs[name].value.trim() === "" ? null : Number(inputs[name].value);
   }
+  if (inputs["calendar.exclude_dates"]) values.calendar = calendarValue(inputs);
   const backoff = inputs.backoff.value.trim();
   values.backoff = backoff ? backoff.split(",").map((s) => Number(s.trim())) : null;
   const payload = inputs.payload.value.trim();
@@ -65,13 +92,14 @@ export function sharedValues(inputs) {
   return values;
 }
 
-// Previews the schedule in its zone a moment after either changes; an error in either is shown at
-// its input (without taking the focus from where the reader types) and cleared once it is right.
+// Previews the schedule in its zone, less what its calendar excludes (listed below the runs), a moment
+// after any of them changes; an error in one is shown at its input (without taking the focus from
+// where the reader types) and cleared once it is right.
 export function livePreview(form, formError, inputs, node, suffix = "") {
   if (!inputs.schedule) return async () => {};
   let pending = null;
   let asked = 0;
-  const previewed = ["schedule", "timezone"];
+  const previewed = ["schedule", "timezone", ...(inputs["calendar.exclude_dates"] ? ["calendar", "calendar.exclude_dates", "calendar.holidays"] : [])];
 
   async function run() {
     const schedule = inputs.schedule.value.trim();
@@ -79,13 +107,14 @@ export function livePreview(form, formError, inputs, node, suffix = "") {
     const mine = ++asked;
     if (!schedule) return replace(node, h("p", { class: "muted" }, "A one-off: it runs once, at Run at or now."));
     try {
-      const answer = await post("/schedules/preview", { schedule, timezone, count: 10 });
+      const calendar = inputs["calendar.exclude_dates"] ? calendarValue(inputs) : null;
+      const answer = await post("/schedules/preview", { schedule, timezone, count: 10, calendar, explain: Boolean(calendar) });
       if (mine !== asked) return;
       clearFields(form, previewed);
-      replace(node, previewTable(answer.next_runs, timezone, suffix));
+      replace(node, previewTable(answer.next_runs, timezone, suffix), excludedList(answer.excluded || [], timezone));
     } catch (error) {
       if (mine !== asked) return;
-      replace(node, h("p", { class: "muted" }, "No preview while the schedule or time zone is wrong."));
+      replace(node, h("p", { class: "muted" }, "No preview while the schedule, time zone or calendar is wrong."));
       clearFields(form, previewed);
       if (previewed.includes(error.field)) showError(form, formError, error, false);
     }
@@ -95,7 +124,7 @@ export function livePreview(form, formError, inputs, node, suffix = "") {
     clearTimeout(pending);
     pending = setTimeout(run, PREVIEW_DELAY_MS);
   };
-  for (const name of previewed) inputs[name].addEventListener("input", later);
+  for (const name of previewed) inputs[name]?.addEventListener("input", later);
   return run;
 }
 

@@ -1,5 +1,5 @@
 // A list of upcoming runs: in UTC, in the schedule's zone, and how soon, with each DST change marked.
-import { table } from "../dom.js";
+import { h, table } from "../dom.js";
 import { offsetAt, relative } from "../times.js";
 
 // A run whose UTC offset differs from the one before it comes after a DST transition, and says so.
@@ -17,4 +17,12 @@ export function previewTable(runs, zone, suffix = "") {
 
 function localTime(run, zone) {
   return new Intl.DateTimeFormat("en-CA", { timeZone: zone, dateStyle: "short", timeStyle: "medium", hourCycle: "h23" }).format(new Date(run));
+}
+
+// The occurrences a calendar passed over between the runs listed (the API's `excluded`, with `explain`).
+export function excludedList(excluded, zone) {
+  if (!excluded.length) return null;
+  return h("div", {},
+    h("p", { class: "muted" }, "Passed over by the calendar:"),
+    h("ul", { "aria-label": "Excluded by the calendar" }, excluded.map((run) => h("li", {}, `${run.replace("T", " ")} (${localTime(run, zone)})`))));
 }
