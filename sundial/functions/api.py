@@ -283,8 +283,8 @@ def list_job_runs(job_id: JobId, limit: Limit = 50, next_token: NextToken = None
 @app.post(
     "/schedules/preview",
     summary="Preview a schedule",
-    description="The next instants (UTC, at most 100) a schedule gives in a time zone, DST included; "
-    "the scheduler uses the same code.",
+    description="The next instants (UTC, at most 100) a schedule gives in a time zone, DST included, "
+    "less those on the dates a calendar excludes (`explain` lists them); the scheduler uses the same code.",
     tags=["schedules"],
     operation_id="preview_schedule",
     responses=doc.answers(OK, PreviewResponse, "The next runs.", doc.PREVIEW, B, NOT_JSON),

@@ -261,6 +261,17 @@ PREVIEW_EXAMPLES = {
             "after": "2026-10-31T00:00:00Z",
         },
     ),
+    "holidays": example(
+        "Daily at 09:00 but on German public holidays, with what the calendar passed over",
+        {
+            "schedule": "0 9 * * *",
+            "timezone": "UTC",
+            "calendar": {"holidays": "DE"},
+            "count": 4,
+            "after": "2026-12-22T00:00:00Z",
+            "explain": True,
+        },
+    ),
 }
 PREVIEW = {
     "next_runs": ["2026-10-31T05:30:00Z", "2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"],
