@@ -30,6 +30,7 @@ ROUTES: Mapping[str, tuple[str, ...]] = {
     "/jobs/{id}/trigger": ("POST",),
     "/jobs/{id}/retry": ("POST",),
     "/jobs/{id}/runs": ("GET",),
+    "/jobs/{id}/occurrences": ("GET",),
     "/jobs/{id}/backfill": ("POST",),
     "/limits": ("GET",),
     # Greedy: a limit key may hold slashes.

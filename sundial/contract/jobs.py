@@ -237,9 +237,14 @@ class BackfillRequest(BaseModel):
     from_: Instant = Field(alias="from", description="The window's start, included.")
     to: Instant = Field(
         description="The window's end, excluded; may lie in the future: only instants before the job's "
-        "creation are backfilled, so the window ends there at the latest."
+        "creation are backfilled (and, with `include_skipped`, those it skipped up to now)."
     )
     dry_run: bool = Field(default=False, description="Answer what would run, record and run nothing.")
+    include_skipped: bool = Field(
+        default=False,
+        description="Also run the instants of the window that the job skipped while it existed because "
+        "it was paused, missed them (`misfire`) or its calendar excluded them: each still runs once.",
+    )
 
 
 class LastRun(BaseModel):
@@ -305,6 +310,11 @@ class JobView(BaseModel):
     )
     triggers_waiting: int = Field(
         default=0, description="Acknowledged triggers whose runs have not started; each runs in turn."
+    )
+    missed: int = Field(
+        default=0,
+        description="Instants of its schedule skipped for a reason nobody chose (`misfire`, `overlap`) "
+        "since it was created: GET /jobs/{id}/occurrences lists them.",
     )
     effects: list[Effect] = Field(
         default_factory=list,

@@ -33,7 +33,15 @@ from sundial.contract.jobs import (
     RunList,
 )
 from sundial.contract.vocabulary import Health, JobStatus, Priority
-from sundial.functions import api_backfill, api_bulk, api_errors, api_limits, api_stats, clients
+from sundial.functions import (
+    api_backfill,
+    api_bulk,
+    api_errors,
+    api_limits,
+    api_occurrences,
+    api_stats,
+    clients,
+)
 from sundial.functions import api_openapi as doc
 from sundial.functions.api_conditions import IfMatchHeader, conditional, job_answer
 from sundial.functions.traces import TraceHeader, traced_service
@@ -63,6 +71,7 @@ app.include_router(api_stats.router)
 app.include_router(api_bulk.router)
 app.include_router(api_backfill.router)
 app.include_router(api_limits.router)
+app.include_router(api_occurrences.router)
 
 IdempotencyKey = Annotated[
     str | None,

@@ -101,7 +101,9 @@ EMULATOR_EXTRA_LEAD_SECONDS: Final = 1
 MISFIRE_GRACE_SECONDS: Final = 60
 
 # --- Retention and bounds -------------------------------------------------------------------------
-RUN_HISTORY_TTL_SECONDS: Final = 30 * 24 * 3600
+# Run history and the skip ledger are kept this long by default (the stage's `retentionDays`).
+DEFAULT_RETENTION_DAYS: Final = 30
+MAX_RETENTION_DAYS: Final = 3650
 IDEMPOTENCY_TTL_SECONDS: Final = 24 * 3600
 ERROR_TEXT_LIMIT: Final = 1000
 # Triggered runs that may wait at once for one job (each runs in turn): a bound on what one client
@@ -146,6 +148,9 @@ class Metric(StrEnum):
     # also published per key; their Maximum per key is its oldest wait.
     LIMIT_HELD_BACK = "LimitHeldBack"
     LIMIT_WAIT_MS = "LimitWaitMs"
+    # Instants of schedules passed over for a reason nobody chose (misfire, overlap), counted by the
+    # write that recorded them (docs/design.md, "Every instant accounted for").
+    MISSED_OCCURRENCES = "MissedOccurrences"
 
 
 # --- Function settings (environment variable names read by sundial/functions/settings.py) ----------------
@@ -159,6 +164,7 @@ ENV_ALLOW_PRIVATE_TARGETS: Final = "SUNDIAL_ALLOW_PRIVATE_TARGETS"
 ENV_EXTRA_LEAD_SECONDS: Final = "SUNDIAL_EXTRA_LEAD_SECONDS"
 ENV_PRECISION: Final = "SUNDIAL_PRECISION"
 ENV_HISTORY: Final = "SUNDIAL_HISTORY"
+ENV_RETENTION_DAYS: Final = "SUNDIAL_RETENTION_DAYS"
 # The stage's signing secret (docs/operations.md: the signing secret); unset, deliveries go unsigned.
 ENV_SIGNING_SECRET_ARN: Final = "SUNDIAL_SIGNING_SECRET_ARN"
 ENV_HEADER_KEY_ARN: Final = "SUNDIAL_HEADER_KEY_ARN"

@@ -51,7 +51,7 @@ class RunSummary(BaseModel):
     worker: str | None = None
     trace_id: str | None = None  # the W3C trace the attempt's delivery carried (sundial/shared/tracing.py)
     limit_wait_ms: int | None = None  # how long its limit key held the occurrence back before it started
-    extra: bool = False  # a triggered or backfilled run, not one of the schedule's own
+    extra: bool | None = None  # True: a triggered run, not an instant of the schedule
 
 
 class Job(BaseModel):
@@ -89,6 +89,7 @@ class Job(BaseModel):
     # soon as the one before it ends (docs/design.md, "What a user action does to what waits")
     triggers: int = 0
     extra_run: bool = False  # the current occurrence is a triggered extra run
+    backfill_run: bool = False  # ... and it is a backfilled instant, not a triggered run
     # backfilled instants waiting to run, oldest first, each as soon as the one before it ends
     backfill: tuple[int, ...] = ()
     token: str | None = None

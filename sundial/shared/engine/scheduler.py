@@ -61,6 +61,7 @@ class TickReport:
     lost_races: int = 0
     errors: int = 0  # AWS errors after the SDK's own retries: the job stays due for the next tick
     caught_up: int = 0  # missed occurrences moved by their misfire policy
+    missed: int = 0  # instants its writes passed over for a reason nobody chose (misfire, overlap)
     dead: int = 0
     alerts_sent: int = 0  # owed dead-job alerts the tick sent
     routes_handed_on: int = 0  # owed alerts of jobs' own routes handed to a worker to send
@@ -286,6 +287,7 @@ class Scheduler:
         next_token = new_token() if placement.dispatches_now(now_ms) else None
         assert job.token is not None
         moved = self._store.catch_up(job, job.token, placement, next_token)
+        report.count("missed", lifecycle.missed_count(placement.skipped))
         return JobMessage.for_job(moved) if next_token else None
 
     def _lease_expired(self, job: Job, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
@@ -306,6 +308,7 @@ class Scheduler:
         next_token = new_token() if placement.dispatches_now(now_ms) else None
         self._store.reclaim(job, row.due_key, placement, run, next_token)
         report.count("reclaimed")
+        report.count("missed", lifecycle.missed_count(placement.skipped))
         try:
             self._store.put_run(Run.of(job.id, run))
             if placement.alert:
@@ -350,6 +353,7 @@ def _lost_run(job: Job, now_ms: int, status: RunStatus) -> RunSummary:
         error=f"lease expired: worker {job.worker or '?'} stopped answering",
         worker=job.worker,
         trace_id=tracing.of_attempt(job).trace_id,
+        extra=lifecycle.is_triggered_run(job) or None,
     )
 
 

@@ -79,6 +79,7 @@ class AttemptResult:
     # held back: how long until it looks again; started: how long its limit key held it back
     limit_wait_ms: int | None = None
     limit_key: str | None = None
+    missed: int = 0  # instants of its schedule the settle passed over for a reason nobody chose
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ class Worker:
         # A call that may still run ends with the invocation, at its deadline: its retry waits for that.
         not_before = deadline_ms if end.still_running and deadline_ms is not None else 0
         try:
-            outcome = self.finish(job, token, started, end, not_before, deadline_ms)
+            outcome, missed = self._settle_ended(job, token, started, end, not_before, deadline_ms)
         except StaleDelivery:
             return lost
         # The settle counted this death on the count the fence read (no other settle holds the token).
@@ -207,6 +208,7 @@ class Worker:
             trace_id,
             job.limit_wait_ms,
             job.limit_key,
+            missed,
         )
 
     def _limit_seconds(self, job: Job, deadline_ms: int | None) -> float:
@@ -283,6 +285,18 @@ class Worker:
         not_before: int = 0,
         deadline_ms: int | None = None,
     ) -> Outcome:
+        """Settles a fenced attempt that ended as `end` (see _settle_ended). Raises StaleDelivery."""
+        return self._settle_ended(job, token, started, end, not_before, deadline_ms)[0]
+
+    def _settle_ended(
+        self,
+        job: Job,
+        token: str,
+        started: int,
+        end: AttemptEnd,
+        not_before: int = 0,
+        deadline_ms: int | None = None,
+    ) -> tuple[Outcome, int]:
         """Settles a fenced attempt that ended as `end`: the job first, then the history item (the
         history never shows an attempt whose result the job did not keep); a dead occurrence's alert
         is owed from the settle on, and sent after it. Both writes ride out throttles and AWS faults
@@ -305,12 +319,13 @@ class Worker:
         )
         if lifecycle.kept_in_history(self._history, job, run):
             patience.call(partial(self._store.put_run, Run.of(job.id, run)), f"history of job {job.id}")
+        missed = lifecycle.missed_count(placement.skipped)
         if placement.alert:
             self._alert(job, run)
             if settled.on_dead is not None:
                 self.send_owed_route(job.id, routes.route_sk(run.scheduled_at, run.attempt))
-            return Outcome.DEAD
-        return Outcome.SUCCEEDED if end.error is None else Outcome.FAILED
+            return Outcome.DEAD, missed
+        return (Outcome.SUCCEEDED if end.error is None else Outcome.FAILED), missed
 
     def _patience(self, now_ms: int, deadline_ms: int | None) -> Patience:
         until_ms = now_ms + SETTLE_PATIENCE_SECONDS * SECOND_MS
@@ -349,6 +364,7 @@ class Worker:
             worker=self._worker_id,
             trace_id=tracing.of_attempt(job).trace_id,
             limit_wait_ms=job.limit_wait_ms,
+            extra=lifecycle.is_triggered_run(job) or None,
         )
 
 

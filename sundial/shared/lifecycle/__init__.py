@@ -10,6 +10,7 @@ from sundial.shared.lifecycle.decide import (
     caught_up,
     is_backfill_run,
     is_dead,
+    is_triggered_run,
     next_occurrence,
     on_cancel,
     on_pause,
@@ -32,6 +33,7 @@ from sundial.shared.lifecycle.leases import (
     running_lease,
     shortest_running_lease,
 )
+from sundial.shared.lifecycle.skips import Skip, missed_count, passed_over
 from sundial.shared.lifecycle.table import TRANSITIONS, Event, Guard, Transition
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "Event",
     "Guard",
     "Placement",
+    "Skip",
     "Transition",
     "after_failure",
     "after_lost",
@@ -49,8 +52,10 @@ __all__ = [
     "health_after",
     "is_backfill_run",
     "is_dead",
+    "is_triggered_run",
     "kept_in_history",
     "lease_seconds",
+    "missed_count",
     "needs_renewal",
     "next_occurrence",
     "on_cancel",
@@ -58,6 +63,7 @@ __all__ = [
     "on_resume",
     "on_retry",
     "on_trigger",
+    "passed_over",
     "queued_lease",
     "replaces_occurrence",
     "resend_lease",

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sundial.contract.vocabulary import JobStatus, OverlapPolicy
+from sundial.contract.vocabulary import JobStatus, OverlapPolicy, SkipReason
 from sundial.shared.errors import Conflict, InvalidInput
 from sundial.shared.lifecycle.decide import Placement, is_backfill_run, unstarted_extra, waiting_triggers
 from sundial.shared.lifecycle.job_schedule import job_excludes
+from sundial.shared.lifecycle.occurrences import owed_from, series_position
+from sundial.shared.lifecycle.series import iter_instants, series_point
+from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.models import Job
 from sundial.shared.schedules import parse_schedule
 from sundial.shared.schedules.rate import RateRule
@@ -24,6 +27,9 @@ from sundial.shared.schedules.rate import RateRule
 MAX_BACKFILL_OCCURRENCES = 50
 # Backfilled runs waiting on one job at once, however many requests placed them.
 MAX_WAITING_BACKFILL = 100
+# What a backfill asked to include skipped instants runs: not an overlap (the policy chose to drop it)
+# and not a cancelled or not owed one.
+RUN_WHEN_SKIPPED = frozenset({SkipReason.PAUSED, SkipReason.MISFIRE})
 # Counting the occurrences of an oversized window stops here; the refusal says "at least".
 _COUNT_LIMIT = 100_000
 
@@ -44,9 +50,13 @@ class BackfillPlan:
         return tuple(sorted(self.runs + self.skipped))
 
 
-def window_instants(job: Job, from_ms: int, to_ms: int) -> tuple[list[int], int]:
-    """The schedule's instants in [from, min(to, created)) and that end. Raises Conflict for a job
-    that cannot be backfilled, InvalidInput (field "to") for an empty or oversized window."""
+def window_instants(
+    job: Job, from_ms: int, to_ms: int, skipped: tuple[int, ...] | None = None
+) -> tuple[list[int], int]:
+    """The schedule's instants in [from, min(to, created)), and `skipped` (instants of the window the
+    job skipped while it existed, `include_skipped`: the window then ends at `to`), and that end.
+    Raises Conflict for a job that cannot be backfilled, InvalidInput (field "to") for an empty or
+    oversized window."""
     refusal = backfill_refusal(job)
     if refusal is not None:
         raise Conflict(refusal)
@@ -55,6 +65,8 @@ def window_instants(job: Job, from_ms: int, to_ms: int) -> tuple[list[int], int]
     until = min(to_ms, job.created_at)
     # The schedule's own instants, less those its calendar excludes: they were never occurrences.
     instants = [i for i in _instants_between(job, from_ms, until) if not job_excludes(job, i)]
+    if skipped is not None:
+        instants, until = sorted({*instants, *skipped}), to_ms
     if len(instants) > MAX_BACKFILL_OCCURRENCES:
         counted = f"at least {_COUNT_LIMIT}" if len(instants) >= _COUNT_LIMIT else str(len(instants))
         raise InvalidInput(
@@ -63,6 +75,25 @@ def window_instants(job: Job, from_ms: int, to_ms: int) -> tuple[list[int], int]
             field="to",
         )
     return instants, until
+
+
+def skipped_to_run(job: Job, skips: list[Skip], from_ms: int, to_ms: int, now_ms: int) -> tuple[int, ...]:
+    """The instants of [from, to) that the job skipped while it existed, and that a backfill asked to
+    `include_skipped` runs: those a pause or a misfire passed over, as recorded by the write that did,
+    and those its calendar excluded. Only those behind where its series stands and before now: the
+    rest may still run by themselves (a resume under `run_once` runs the latest paused one)."""
+    low = max(from_ms, owed_from(job))
+    high = min(to_ms, now_ms, series_position(job))
+    if high <= low:
+        return ()
+    taken = [skip for skip in skips if skip.reason in RUN_WHEN_SKIPPED]
+    chosen = []
+    for instant in iter_instants(job, low, high):
+        if job_excludes(job, instant) or any(skip.covers(instant) for skip in taken):
+            chosen.append(instant)
+            if len(chosen) > MAX_BACKFILL_OCCURRENCES:
+                break  # more than a request may run: the count check refuses it
+    return tuple(chosen)
 
 
 def plan(job: Job, instants: list[int], until: int, recorded: set[int]) -> BackfillPlan:
@@ -100,7 +131,14 @@ def on_backfill(job: Job, runs: tuple[int, ...], now_ms: int) -> Placement | Non
     first, *rest = runs
     resume_at = job.deferred_at if job.deferred_at is not None else job.scheduled_at
     return Placement(
-        JobStatus.PENDING, first, now_ms, 0, defer_to=resume_at, extra=True, backfill=tuple(rest)
+        JobStatus.PENDING,
+        first,
+        now_ms,
+        0,
+        defer_to=resume_at,
+        extra=True,
+        backfilled=True,
+        backfill=tuple(rest),
     )
 
 
@@ -135,19 +173,10 @@ def _instants_between(job: Job, from_ms: int, until_ms: int) -> list[int]:
 
 def _rate_instants(job: Job, period_ms: int, from_ms: int, until_ms: int) -> list[int]:
     """A rate counts from its job's series: the instants a whole number of periods before it."""
-    anchor = _series_point(job)
+    anchor = series_point(job)
     first = anchor - ((anchor - from_ms) // period_ms) * period_ms
     count = max(0, -(-(until_ms - first) // period_ms))
     return [first + n * period_ms for n in range(min(count, _COUNT_LIMIT))]
-
-
-def _series_point(job: Job) -> int:
-    """An instant of the job's own series (not a triggered or backfilled run's)."""
-    if job.deferred_at is not None:
-        return job.deferred_at
-    if job.scheduled_at is not None and not job.extra_run:
-        return job.scheduled_at
-    return job.created_at if job.last_run is None else job.last_run.scheduled_at
 
 
 __all__ = ["MAX_BACKFILL_OCCURRENCES", "BackfillPlan", "is_backfill_run", "on_backfill", "plan"]

@@ -9,11 +9,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from sundial.contract.vocabulary import JobStatus, MisfirePolicy, OverlapPolicy, RunStatus
+from sundial.contract.vocabulary import JobStatus, MisfirePolicy, OverlapPolicy, RunStatus, SkipReason
 from sundial.shared import constants as c
 from sundial.shared.backoff import retry_delay_seconds
 from sundial.shared.errors import Conflict
 from sundial.shared.lifecycle.job_schedule import job_schedule
+from sundial.shared.lifecycle.skips import Skip, passed_over
 from sundial.shared.models import Job
 from sundial.shared.schedules import following_occurrence, start_instant
 
@@ -26,6 +27,8 @@ class Placement:
     """A job's next state. `due_at` None keeps it out of the due index (terminal, paused).
 
     `alert` marks the end of an occurrence as DEAD: the write that applies it records an owed alert.
+    `skipped` are the stretches of the series it passes over without running them: the write that
+    applies it records them (shared.lifecycle.skips).
     """
 
     status: JobStatus
@@ -39,6 +42,8 @@ class Placement:
     extra: bool = False  # the occurrence placed is a triggered extra run
     triggers: int | None = None  # the triggers left waiting; None keeps the job's
     backfill: tuple[int, ...] | None = None  # the backfilled instants left waiting; None keeps the job's
+    skipped: tuple[Skip, ...] = ()
+    backfilled: bool = False  # the extra run placed is a backfilled instant, not a triggered run
 
     def dispatches_now(self, now_ms: int) -> bool:
         """True when the due time falls before the next tick: the writer dispatches it itself."""
@@ -121,6 +126,7 @@ def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Plac
         defer_to=resume_at,
         extra=True,
         triggers=job.triggers - 1,
+        skipped=placement.skipped,
     )
 
 
@@ -135,10 +141,20 @@ def _end(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placemen
         due = _unless_paused(job, start_of(job, job.deferred_at))
         return Placement(JobStatus.PENDING, job.deferred_at, due, 0, clear_deferred=True, alert=alert)
     following = next_occurrence(job, started_ms, now_ms)
+    skipped = _passed_over_after(job, started_ms, following)
     if following is None:
-        return Placement(outcome, job.scheduled_at, None, job.attempt, alert=alert)
+        return Placement(outcome, job.scheduled_at, None, job.attempt, alert=alert, skipped=skipped)
     due = _unless_paused(job, start_of(job, following))
-    return Placement(JobStatus.PENDING, following, due, 0, alert=alert)
+    return Placement(JobStatus.PENDING, following, due, 0, alert=alert, skipped=skipped)
+
+
+def _passed_over_after(job: Job, started_ms: int, following: int | None) -> tuple[Skip, ...]:
+    """The instants between an occurrence that ended and the next one: those due before its attempt
+    started were missed (it started late); those due while it ran overlapped it."""
+    if not job.is_recurring or job.scheduled_at is None:
+        return ()
+    during = SkipReason.OVERLAP if job.overlap_policy is OverlapPolicy.SKIP else SkipReason.MISFIRE
+    return passed_over(job, job.scheduled_at + 1, following, during, started_ms, SkipReason.MISFIRE)
 
 
 def _next_backfill(job: Job, now_ms: int, placement: Placement) -> Placement:
@@ -158,14 +174,24 @@ def _next_backfill(job: Job, now_ms: int, placement: Placement) -> Placement:
         alert=placement.alert,
         defer_to=placement.scheduled_at,
         extra=True,
+        backfilled=True,
         backfill=tuple(rest),
+        skipped=placement.skipped,
     )
 
 
 def is_backfill_run(job: Job) -> bool:
-    """True when the current occurrence is a backfilled one: an extra run at an instant before the
-    job existed, which only a backfill places (a triggered run's instant is the moment it was asked)."""
-    return job.extra_run and job.scheduled_at is not None and job.scheduled_at < job.created_at
+    """True when the current occurrence is a backfilled one, not a triggered run. Jobs placed before
+    backfills could take skipped instants know it by the instant alone: before the job existed."""
+    if not job.extra_run:
+        return False
+    return job.backfill_run or (job.scheduled_at is not None and job.scheduled_at < job.created_at)
+
+
+def is_triggered_run(job: Job) -> bool:
+    """True when the current occurrence is a triggered run: its instant is the moment it was asked,
+    which the schedule may hold too, so its history says so (RunSummary.extra)."""
+    return job.extra_run and not is_backfill_run(job)
 
 
 def _unless_paused(job: Job, due_at: int) -> int | None:
@@ -222,9 +248,11 @@ def caught_up(job: Job, now_ms: int) -> Placement | None:
     target = catch_up(job, now_ms)
     if target == job.scheduled_at:
         return None
+    assert job.scheduled_at is not None
+    skipped = passed_over(job, job.scheduled_at, target, SkipReason.MISFIRE)
     if target is None:
-        return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
-    return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), 0)
+        return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0, skipped=skipped)
+    return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), 0, skipped=skipped)
 
 
 def _following(job: Job, now_ms: int, policy: MisfirePolicy, grace_ms: int) -> int | None:
@@ -295,16 +323,34 @@ def on_resume(job: Job, now_ms: int) -> Placement | None:
     if job.status is not JobStatus.PENDING:
         return None
     target = catch_up(job, now_ms)
+    skipped = _passed_over_while_paused(job, target)
     if target is None:
-        return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0)
+        return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0, skipped=skipped)
     if job.backfill and job.attempt == 0 and not unstarted_extra(job):
         # Backfilled while paused: the first of those runs starts now, and the schedule resumes
         # behind it where its misfire policy puts it, as a backfill on a running schedule does.
         first, *rest = job.backfill
         return Placement(
-            JobStatus.PENDING, first, now_ms, 0, defer_to=target, extra=True, backfill=tuple(rest)
+            JobStatus.PENDING,
+            first,
+            now_ms,
+            0,
+            defer_to=target,
+            extra=True,
+            backfilled=True,
+            backfill=tuple(rest),
+            skipped=skipped,
         )
-    return Placement(JobStatus.PENDING, target, max(start_of(job, target), now_ms), job.attempt)
+    start = max(start_of(job, target), now_ms)
+    return Placement(JobStatus.PENDING, target, start, job.attempt, skipped=skipped)
+
+
+def _passed_over_while_paused(job: Job, target: int | None) -> tuple[Skip, ...]:
+    """What a resume passes over: the instants from the pause on were paused; any before it (the
+    job was already late when paused) were missed."""
+    if target == job.scheduled_at or job.scheduled_at is None:
+        return ()
+    return passed_over(job, job.scheduled_at, target, SkipReason.PAUSED, job.paused_at, SkipReason.MISFIRE)
 
 
 def on_trigger(job: Job, now_ms: int) -> Placement | None:

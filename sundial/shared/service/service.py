@@ -269,7 +269,11 @@ class JobService:
         planned: list[backfill.BackfillPlan] = []
 
         def decide(job: Job) -> tuple[Job, Placement | None]:
-            instants, until = backfill.window_instants(job, from_ms, to_ms)
+            skipped = None
+            if request.include_skipped:
+                skips = self._store.skips(job.id, from_ms, to_ms)
+                skipped = backfill.skipped_to_run(job, skips, from_ms, to_ms, self._clock.now_ms())
+            instants, until = backfill.window_instants(job, from_ms, to_ms, skipped)
             the_plan = backfill.plan(job, instants, until, self._store.backfilled(job.id, from_ms, until))
             planned[:] = [the_plan]
             if request.dry_run or not the_plan.recorded:
@@ -277,7 +281,8 @@ class JobService:
             placement = backfill.on_backfill(job, the_plan.runs, self._clock.now_ms())
             waiting = backfill.waiting_after(job, the_plan.runs)
             return self._write(
-                placement, lambda p, t: self._store.backfill(job, p, t, waiting, the_plan.recorded)
+                placement,
+                lambda p, t: self._store.backfill(job, p, t, waiting, the_plan.recorded, the_plan.skipped),
             ), placement
 
         view = self._act(job_id, decide, "backfill")

@@ -67,6 +67,7 @@ def job_view(job: Job, payload: Any, effects: list[Effect] | None = None) -> Job
         health=job.health,
         consecutive_failures=job.consecutive_failures,
         triggers_waiting=waiting_triggers(job),
+        missed=job.missed,
         effects=effects or [],
         limit_key=job.limit_key,
         waiting_on_limit_since=_time(job.limit_held_since) if job.status is JobStatus.QUEUED else None,

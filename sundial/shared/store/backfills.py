@@ -19,12 +19,14 @@ def backfill_sk(instant_ms: int) -> str:
     return f"{BACKFILL_PREFIX}{instant_ms:015d}"
 
 
-def ledger_item(job_id: str, instant_ms: int, recorded_at: int) -> Item:
+def ledger_item(job_id: str, instant_ms: int, recorded_at: int, passed_over: bool = False) -> Item:
+    """`passed_over`: taken without a run (overlap policy skip runs only the window's latest)."""
     values = {
         c.PARTITION_KEY: items.job_pk(job_id),
         c.SORT_KEY: backfill_sk(instant_ms),
         "scheduled_at": instant_ms,
         "recorded_at": recorded_at,
+        **({"passed_over": True} if passed_over else {}),
     }
     return items.serialize(values)
 
@@ -32,6 +34,11 @@ def ledger_item(job_id: str, instant_ms: int, recorded_at: int) -> Item:
 class BackfillLedger(StoreWrites):
     def backfilled(self, job_id: str, from_ms: int, until_ms: int) -> set[int]:
         """The instants in [from, until) that a backfill of `job_id` recorded (a consistent read)."""
+        return self.backfill_records(job_id, from_ms, until_ms)[0]
+
+    def backfill_records(self, job_id: str, from_ms: int, until_ms: int) -> tuple[set[int], set[int]]:
+        """The instants in [from, until) that a backfill of `job_id` recorded, and those of them it
+        passed over without a run (a consistent read)."""
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
@@ -44,18 +51,24 @@ class BackfillLedger(StoreWrites):
             "ConsistentRead": True,
         }
         found: set[int] = set()
+        passed: set[int] = set()
         while True:
             page = self._client.query(**request)
-            found.update(int(item["scheduled_at"]["N"]) for item in page.get("Items", []))
+            for item in page.get("Items", []):
+                instant = int(item["scheduled_at"]["N"])
+                found.add(instant)
+                if item.get("passed_over", {}).get("BOOL"):
+                    passed.add(instant)
             if "LastEvaluatedKey" not in page:
-                return found
+                return found, passed
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _write_recording(self, job_id: str, change: x.Change, condition: str, new: list[Item]) -> Job:
         """The job's UpdateItem and a Put of each ledger item that must not exist yet, all or none.
         Raises StaleDelivery (with the job as it is) when any condition failed: the caller reads
         the ledger again and decides again."""
-        return self._transact(job_id, change, condition, [{"Item": item, **_absent()} for item in new])
+        recorded = [{"Item": item, **_absent()} for item in new]
+        return self._transact(job_id, change, condition, recorded + [{"Item": r} for r in change.records])
 
 
 def _absent() -> dict[str, Any]:

@@ -70,6 +70,8 @@ class Change:
     # Attribute values that this write alone sets, and that later writes leave as they are (a
     # settle's last run): they show the write was applied even when a later one replaced write_id.
     proof: dict[str, str] = field(default_factory=dict)
+    # Items put in the same transaction whatever else it holds (the skip ledger's stretches)
+    records: list[dict[str, Any]] = field(default_factory=list)
 
     def applied_in(self, found: dict[str, Any] | None) -> bool:
         """True when the item `found` shows this write: its write_id, or its proof."""

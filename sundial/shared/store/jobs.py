@@ -266,7 +266,7 @@ class JobStore(Transitions):
 
     def put_run(self, run: Run) -> bool:
         """Writes one history item once; False when another write holds it (a repeated finish)."""
-        expires = run.scheduled_at // SECOND_MS + c.RUN_HISTORY_TTL_SECONDS
+        expires = run.scheduled_at // SECOND_MS + self.retention_seconds
         item = items.run_to_item(run, expires)
         return self._put_if(item, x.NOT_EXISTS, None, lambda found: found == item)
 
@@ -292,17 +292,22 @@ class JobStore(Transitions):
         return self._put_new(stored_as(job), idempotency)
 
     def cancel(self, job: Job, placement: Placement | None) -> Job:
+        """Cancelled, or flagged to end with its running attempt; from when is the ledger's: no
+        instant after it runs."""
+        since = job.cancelled_at or self._now()
         if placement is None:
-            return self._user_change(Event.CANCEL, job, None, None, cancel_requested=True)
-        return self._user_change(Event.CANCEL, job, placement, None)
+            return self._user_change(Event.CANCEL, job, None, None, cancel_requested=True, cancelled_at=since)
+        return self._user_change(Event.CANCEL, job, placement, None, cancelled_at=since)
 
     def pause(self, job: Job, placement: Placement | None) -> Job:
         """Paused; the triggers waiting behind the current occurrence are dropped with it."""
         dropped: dict[str, Any] = {"triggers": None, LEGACY_TRIGGER_FLAG: None}
-        return self._user_change(Event.PAUSE, job, placement, None, paused=True, **dropped)
+        since = job.paused_at if job.paused else self._now()
+        return self._user_change(Event.PAUSE, job, placement, None, paused=True, paused_at=since, **dropped)
 
     def resume(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
-        return self._user_change(Event.RESUME, job, placement, next_token, paused=False)
+        """Back on schedule; what the pause passed over is recorded by the placement's write."""
+        return self._user_change(Event.RESUME, job, placement, next_token, paused=False, paused_at=None)
 
     def trigger(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
         """Places the extra run, or counts it behind the current occurrence (placement None)."""
@@ -318,11 +323,13 @@ class JobStore(Transitions):
         next_token: str | None,
         waiting: tuple[int, ...],
         recorded: tuple[int, ...],
+        passed_over: tuple[int, ...] = (),
     ) -> Job:
         """Records each instant of `recorded` in the ledger, only if absent, with the job's write:
-        the first backfilled run placed now, or `waiting` added behind the current occurrence."""
+        the first backfilled run placed now, or `waiting` added behind the current occurrence.
+        `passed_over`: those of them that run not (the overlap policy skip runs the latest alone)."""
         now_ms = self._now()
-        new = [ledger_item(job.id, instant, now_ms) for instant in recorded]
+        new = [ledger_item(job.id, instant, now_ms, instant in passed_over) for instant in recorded]
         fields: dict[str, Any] = {} if placement is not None else {"backfill": list(waiting) or None}
         return self._user_change(Event.BACKFILL, job, placement, next_token, new_items=new, **fields)
 
@@ -335,6 +342,10 @@ class JobStore(Transitions):
         """Writes changed fields, a new placement when timing moved an occurrence not yet run, and
         the index row's shard when the priority changed."""
         fields = items.plain_fields(changes)
+        if changes.keys() & {"schedule", "timezone", "calendar"}:
+            # A new series: its instants before now were never the job's to run (the ledger lists
+            # the ones that ran from history).
+            fields["schedule_since"] = self._now()
         if placement is None and "priority" in changes and job.due_at is not None:
             fields[c.DUE_SHARD_ATTRIBUTE] = items.due_shard(changes["priority"], job.id, self._written)
         if fields.get("payload_stored_apart"):

@@ -101,12 +101,19 @@ class SentMarks:
 
 class StoreReads:
     def __init__(
-        self, client: DynamoDBClient, table_name: str, clock: Clock, shards: items.DueShards | None = None
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        clock: Clock,
+        shards: items.DueShards | None = None,
+        retention_days: int = c.DEFAULT_RETENTION_DAYS,
     ) -> None:
         self._client = client
         self._table = table_name
         self._clock = clock
         self.shards = shards or items.DueShards()
+        # How long run history and the skip ledger are kept: a setting of the stage
+        self.retention_seconds = retention_days * 24 * 3600
 
     @property
     def _written(self) -> int:
@@ -214,6 +221,27 @@ class StoreReads:
             del runs[limit:]
             token = _encode_token(_run_key(runs[-1]))
         return runs, token
+
+    def runs_between(self, job_id: str, from_ms: int, until_ms: int) -> list[Run]:
+        """Every history item of the instants in [from, until), oldest first (a consistent read)."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
+            "ExpressionAttributeNames": {"#pk": c.PARTITION_KEY, "#sk": c.SORT_KEY},
+            "ExpressionAttributeValues": {
+                ":pk": {"S": items.job_pk(job_id)},
+                ":low": {"S": items.run_sk(max(0, from_ms), 0)},
+                ":high": {"S": items.run_sk(max(0, until_ms - 1), 999)},
+            },
+            "ConsistentRead": True,
+        }
+        found: list[Run] = []
+        while True:
+            page = self._client.query(**request)
+            found += [items.item_to_run(item) for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                return found
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _query(self, request: Any) -> QueryOutputTypeDef:
         """Raises InvalidInput when DynamoDB refuses the start key that a next_token gave."""

@@ -22,6 +22,7 @@ from sundial.shared.store.limit_shards import Shard
 from sundial.shared.store.limits import LimitStore
 from sundial.shared.store.operations import OperationStore
 from sundial.shared.store.routes import RouteAlerts
+from sundial.shared.store.skips import SkipLedger, skip_item
 from sundial.shared.store.writes import Item
 
 SECOND_MS = 1000
@@ -54,7 +55,7 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-class Transitions(BackfillLedger, OperationStore, RouteAlerts, LimitStore):
+class Transitions(BackfillLedger, SkipLedger, OperationStore, RouteAlerts, LimitStore):
     """Builds and makes each transition's write; marks user actions with the bulk operation and the
     trace they belong to."""
 
@@ -150,12 +151,10 @@ class Transitions(BackfillLedger, OperationStore, RouteAlerts, LimitStore):
             if put is not None or also is not None:
                 raise AssertionError(f"{event.value} records ledger items and puts no other item")
             return self._write_recording(job_id, change, condition, new_items)
-        puts = [{"Item": item} for item in (put, also) if item is not None]
-        if partners:
-            return self._transact(job_id, change, condition, puts, partners)
-        if put is None:
+        puts = [{"Item": item} for item in (put, also, *change.records) if item is not None]
+        if not puts and not partners:
             return self._write(job_id, change, condition)
-        return self._write_with(job_id, change, condition, put, *([also] if also is not None else []))
+        return self._transact(job_id, change, condition, puts, partners)
 
     def _placement_change(self, job: Job, placement: Placement, next_token: str | None) -> x.Change:
         """The fields of a placement. Dispatched in the same write (`next_token`), it is QUEUED under
@@ -172,6 +171,7 @@ class Transitions(BackfillLedger, OperationStore, RouteAlerts, LimitStore):
         )
         change.remove("resent", "limit_slot", "limit_wait_ms", "limit_held_since")
         _occurrence_fields(change, job, placement)
+        self._record_skipped(change, job, placement)
         if next_token is not None:
             assert placement.due_at is not None and placement.dispatches_now(now_ms)
             lease_until = lifecycle.queued_lease(placement.due_at, now_ms, job.retry.timeout_seconds)
@@ -196,6 +196,14 @@ class Transitions(BackfillLedger, OperationStore, RouteAlerts, LimitStore):
             change.remove("token", "lease_until", c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE)
         return change
 
+    def _record_skipped(self, change: x.Change, job: Job, placement: Placement) -> None:
+        """The stretches the placement passes over, recorded in its write, and the instants among
+        them that the user did not choose to skip, counted on the job."""
+        change.records += [skip_item(job.id, skip, self.retention_seconds) for skip in placement.skipped]
+        missed = lifecycle.missed_count(placement.skipped)
+        if missed:
+            change.set(missed=job.missed + missed)
+
     def _now(self) -> int:
         return self._clock.now_ms()
 
@@ -216,11 +224,11 @@ def _occurrence_fields(change: x.Change, job: Job, placement: Placement) -> None
     if placement.backfill is not None:
         change.set(backfill=list(placement.backfill) or None)
     if placement.extra:
-        change.set(extra_run=True)
+        change.set(extra_run=True, backfill_run=placement.backfilled or None)
     elif placement.scheduled_at != job.scheduled_at or placement.status in ENDED or placement.clear_deferred:
         # Another occurrence, this one over, or the schedule resuming after a triggered run: even
         # at the same instant (a run moved to it), the occurrence resumed is not the triggered one.
-        change.remove("extra_run")
+        change.remove("extra_run", "backfill_run")
 
 
 def _schedules(event: Event, placement: Placement | None) -> bool:

@@ -53,10 +53,6 @@ class StoreWrites(StoreReads):
             return self._recognise(job_id, change, exc)
         return items.item_to_job(response["Attributes"])
 
-    def _write_with(self, job_id: str, change: x.Change, condition: str, put: Item, *more: Item) -> Job:
-        """The job's UpdateItem and the Put of one item or more, all or none. Raises StaleDelivery."""
-        return self._transact(job_id, change, condition, [{"Item": item} for item in (put, *more)])
-
     def _transact(
         self,
         job_id: str,

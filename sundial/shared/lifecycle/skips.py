@@ -1,0 +1,68 @@
+"""What a write that moves a job's series past instants it did not run records about them.
+
+A recurring job's current occurrence is where its series stands: every instant before it either ran
+or was passed over, and only a few writes pass instants over (the settle's next occurrence under the
+overlap and misfire policies, the tick's catch-up of a missed occurrence, a resume). Each records the
+stretch it passed over as one item in the same write, with its reason and how many instants it held,
+so the ledger (shared.lifecycle.occurrences) tells a skipped instant from one that ran at the cost of
+one item per stretch, not one per instant: a week's pause of a job that runs every minute is one item.
+docs/design.md, "Every instant accounted for".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sundial.contract.bounds import LATEST_MS
+from sundial.contract.vocabulary import SkipReason
+from sundial.shared.lifecycle.series import count_occurrences, first_occurrence_in
+from sundial.shared.models import Job
+
+
+@dataclass(frozen=True)
+class Skip:
+    """The instants of the series in [first_ms, until_ms), `count` of them, all passed over for `reason`."""
+
+    first_ms: int
+    until_ms: int
+    reason: SkipReason
+    count: int
+
+    def covers(self, instant_ms: int) -> bool:
+        return self.first_ms <= instant_ms < self.until_ms
+
+
+def passed_over(
+    job: Job,
+    from_ms: int,
+    until_ms: int | None,
+    reason: SkipReason,
+    split_ms: int | None = None,
+    early: SkipReason | None = None,
+) -> tuple[Skip, ...]:
+    """The stretches of the series in [from, until) (until None: to the schedule's end), for `reason`;
+    with `split_ms`, the instants before it are passed over for `early` instead."""
+    end = _end(job, until_ms)
+    if split_ms is None or early is None or split_ms <= from_ms:
+        return _stretch(job, from_ms, end, reason)
+    if split_ms >= end:
+        return _stretch(job, from_ms, end, early)
+    return _stretch(job, from_ms, split_ms, early) + _stretch(job, split_ms, end, reason)
+
+
+def missed_count(skips: tuple[Skip, ...]) -> int:
+    """The instants among `skips` that the user did not choose to skip (misfire, overlap)."""
+    return sum(skip.count for skip in skips if skip.reason.is_missed)
+
+
+def _stretch(job: Job, from_ms: int, until_ms: int, reason: SkipReason) -> tuple[Skip, ...]:
+    first = first_occurrence_in(job, from_ms, until_ms)
+    if first is None:
+        return ()
+    return (Skip(first, until_ms, reason, count_occurrences(job, first, until_ms)),)
+
+
+def _end(job: Job, until_ms: int | None) -> int:
+    if until_ms is not None:
+        return until_ms
+    return LATEST_MS + 1 if job.end_at is None else job.end_at
