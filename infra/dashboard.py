@@ -108,10 +108,12 @@ def _job_widgets(stack_name: str) -> list[cw.IWidget]:
     ]
     dead = own(c.Metric.DEAD, "Sum", FIVE_MINUTES).with_(label="dead jobs")
     streak = own(c.Metric.DEAD_OCCURRENCES_IN_A_ROW, "Maximum", FIVE_MINUTES)
+    missed = own(c.Metric.MISSED_OCCURRENCES, "Sum", FIVE_MINUTES)
     return [
         _graph("Jobs per minute, by status", throughput),
         _graph("Lateness (ms)", lateness),
         _graph("Dead jobs", [dead, streak.with_(label="most occurrences of a recurring job dead in a row")]),
+        _graph("Missed instants (misfire, overlap)", [missed.with_(label="instants passed over")]),
     ]
 
 

@@ -229,6 +229,7 @@ def _environment(stack_name: str, table_name: str, queues: JobQueues, settings: 
         c.ENV_DEAD_LETTER_QUEUE_URL: queues.dead_letter.queue_url,
         c.ENV_PRECISION: settings.precision.value,
         c.ENV_HISTORY: settings.history.value,
+        c.ENV_RETENTION_DAYS: str(settings.retention_days),
         c.ENV_LIST_INDEXES: ",".join(settings.ready_indexes),
         "POWERTOOLS_SERVICE_NAME": c.METRICS_SERVICE,
         "POWERTOOLS_METRICS_NAMESPACE": c.METRICS_NAMESPACE,

@@ -49,6 +49,7 @@ class Monitoring(Construct):
         self.alarms: list[cw.Alarm] = []
         self._job_alarms(queues, settings.start_lateness_p99_threshold_ms)
         self._streak_alarm(settings.dead_occurrences_in_a_row)
+        self._missed_alarm(settings.missed_occurrences_alarm)
         self._limit_wait_alarm(settings.limit_wait_alarm_seconds)
         self._scheduler_alarms(functions.scheduler)
         self._tick_alarm(functions.scheduler)
@@ -149,6 +150,15 @@ class Monitoring(Construct):
         streak = sundial_metric(Stack.of(self).stack_name, c.Metric.DEAD_OCCURRENCES_IN_A_ROW, "Maximum")
         description = f"A recurring job's occurrences died {in_a_row} times in a row"
         self._alarm("DeadOccurrencesInARow", description, streak, in_a_row)
+
+    def _missed_alarm(self, threshold: int) -> None:
+        # Instants passed over for a reason nobody chose: downtime (misfire) or runs that outlast
+        # their interval (overlap). GET /jobs/{id}/occurrences and the jobs' `missed` say which.
+        missed = sundial_metric(Stack.of(self).stack_name, c.Metric.MISSED_OCCURRENCES, "Sum", FIVE_MINUTES)
+        description = (
+            f"At least {threshold} instants of schedules were missed (misfire or overlap) in 5 minutes"
+        )
+        self._alarm("MissedOccurrences", description, missed, threshold)
 
     def _limit_wait_alarm(self, seconds: int) -> None:
         """An occurrence has waited longer than `seconds` for its limit key. Keys are the jobs' own and

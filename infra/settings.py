@@ -12,7 +12,15 @@ from constructs import Node
 
 from infra.handlers import HANDLERS_KEY, checked_modules
 from sundial.contract.vocabulary import Priority
-from sundial.shared.constants import FILTER_INDEXES, LIST_INDEX_NAME, MAX_DUE_SHARDS, History, Precision
+from sundial.shared.constants import (
+    DEFAULT_RETENTION_DAYS,
+    FILTER_INDEXES,
+    LIST_INDEX_NAME,
+    MAX_DUE_SHARDS,
+    MAX_RETENTION_DAYS,
+    History,
+    Precision,
+)
 
 PREFIX = "sundial:"
 MAX_CONCURRENCY_KEYS: Mapping[Priority, str] = {
@@ -41,6 +49,8 @@ LIST_INDEXES_KEY = PREFIX + "listIndexes"
 LISTING_BACKFILLED_KEY = PREFIX + "listingBackfilled"
 DEAD_IN_A_ROW_KEY = PREFIX + "deadOccurrencesInARow"
 LIMIT_WAIT_ALARM_KEY = PREFIX + "limitWaitAlarmSeconds"
+RETENTION_DAYS_KEY = PREFIX + "retentionDays"
+MISSED_ALARM_KEY = PREFIX + "missedOccurrencesAlarm"
 
 BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
@@ -127,6 +137,10 @@ class Settings:
     dead_occurrences_in_a_row: int = DEFAULT_DEAD_IN_A_ROW
     # The alarm on limit keys: an occurrence has waited longer than this for its key.
     limit_wait_alarm_seconds: int = DEFAULT_LIMIT_WAIT_ALARM_SECONDS
+    # The alarm on missed instants (misfire, overlap): this many in five minutes.
+    missed_occurrences_alarm: int = 1
+    # How long run history and the skip ledger are kept (GET /jobs/{id}/runs and /occurrences).
+    retention_days: int = DEFAULT_RETENTION_DAYS
     # Modules of one's own python handlers, bundled with the functions (infra/handlers.py).
     handlers: tuple[str, ...] = ()
 
@@ -170,6 +184,8 @@ class Settings:
             limit_wait_alarm_seconds=_integer(
                 node, LIMIT_WAIT_ALARM_KEY, DEFAULT_LIMIT_WAIT_ALARM_SECONDS, minimum=1
             ),
+            retention_days=_retention_days(node),
+            missed_occurrences_alarm=_integer(node, MISSED_ALARM_KEY, 1, minimum=1),
             handlers=checked_modules(_string_list(node, HANDLERS_KEY)),
         )
 
@@ -230,6 +246,13 @@ def _optional_integer(node: Node, key: str, *, minimum: int) -> int | None:
         raise ValueError(f"context {key}={raw!r}: must be an integer") from None
     if value < minimum:
         raise ValueError(f"context {key}={value}: must be at least {minimum}")
+    return value
+
+
+def _retention_days(node: Node) -> int:
+    value = _integer(node, RETENTION_DAYS_KEY, DEFAULT_RETENTION_DAYS, minimum=1)
+    if value > MAX_RETENTION_DAYS:
+        raise ValueError(f"context {RETENTION_DAYS_KEY}={value}: must be at most {MAX_RETENTION_DAYS}")
     return value
 
 

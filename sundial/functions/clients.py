@@ -192,7 +192,7 @@ def header_sealer() -> HeaderSealer:
 def store() -> JobStore:
     config = settings()
     shards = DueShards(config.due_shards, config.due_shards_before)
-    return JobStore(clients().dynamodb(), config.table_name, SystemClock(), shards)
+    return JobStore(clients().dynamodb(), config.table_name, SystemClock(), shards, config.retention_days)
 
 
 @lazy

@@ -94,6 +94,7 @@ def _record(report: TickReport) -> None:
     metrics.add_metric(name=c.Metric.RECLAIMED, unit=MetricUnit.Count, value=report.reclaimed)
     metrics.add_metric(name=c.Metric.DISPATCHED, unit=MetricUnit.Count, value=report.dispatched)
     metrics.add_metric(name=c.Metric.DEAD, unit=MetricUnit.Count, value=report.dead)
+    metrics.add_metric(name=c.Metric.MISSED_OCCURRENCES, unit=MetricUnit.Count, value=report.missed)
     metrics.add_metric(
         name=c.Metric.OLDEST_DUE_LATENESS_MS, unit=MetricUnit.Milliseconds, value=report.oldest_lateness_ms
     )

@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     # and whether a recurring job's successes leave history items.
     precision: c.Precision = Field(default=c.Precision.SECOND, validation_alias=c.ENV_PRECISION)
     history: c.History = Field(default=c.History.ALL, validation_alias=c.ENV_HISTORY)
+    retention_days: int = Field(
+        default=c.DEFAULT_RETENTION_DAYS, ge=1, le=c.MAX_RETENTION_DAYS, validation_alias=c.ENV_RETENTION_DAYS
+    )
     # The due index's shard count, and the count before a change, which readers keep covering.
     due_shards: int = Field(
         default=c.DUE_SHARDS, ge=1, le=c.MAX_DUE_SHARDS, validation_alias=c.ENV_DUE_SHARDS

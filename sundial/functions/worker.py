@@ -230,6 +230,9 @@ def _record(result: AttemptResult, message: JobMessage) -> None:
         _add_metric(ATTEMPT_METRICS[result.outcome], MetricUnit.Count, 1)
     if result.dead_in_a_row is not None:
         _add_metric(c.Metric.DEAD_OCCURRENCES_IN_A_ROW, MetricUnit.Count, result.dead_in_a_row)
+    if result.missed:
+        _add_metric(c.Metric.MISSED_OCCURRENCES, MetricUnit.Count, result.missed)
+        logger.warning("the settle passed instants over", extra={"missed": result.missed})
     level = logger.info if result.outcome is Outcome.SUCCEEDED else logger.warning
     level(
         "attempt finished",

@@ -69,6 +69,7 @@ def test_every_function_gets_the_same_environment_and_the_worker_its_signing_sec
         c.ENV_DEAD_LETTER_QUEUE_URL: {"Ref": queue_ids[c.DEAD_LETTER_QUEUE_NAME]},
         c.ENV_PRECISION: "second",
         c.ENV_HISTORY: "all",
+        c.ENV_RETENTION_DAYS: "30",
         c.ENV_LIST_INDEXES: ",".join([c.LIST_INDEX_NAME, *c.FILTER_INDEXES]),
         "POWERTOOLS_SERVICE_NAME": "sundial",
         "POWERTOOLS_METRICS_NAMESPACE": "Sundial",
