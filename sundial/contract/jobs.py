@@ -127,6 +127,12 @@ STREAK_TEXT = (
 )
 
 
+MISSED_ALERT_TEXT = (
+    "Recurring jobs with `on_dead`: the route also hears of instants missed for a reason nobody chose "
+    "(`misfire`, `overlap`), one notice per stretch passed over, with `kind: missed`."
+)
+
+
 CALENDAR_TEXT = (
     "Recurring jobs: the dates, in `timezone`, on which the schedule does not run (`exclude_dates`, and "
     "the public holidays of `holidays`); an occurrence on one is skipped."
@@ -152,6 +158,7 @@ class JobCreate(BaseModel):
     target: Target
     on_dead: AlertRoute | None = Field(default=None, description=ON_DEAD_TEXT)
     on_failure_streak: FailureStreak | None = Field(default=None, description=STREAK_TEXT)
+    alert_on_missed: StrictBool = Field(default=False, description=MISSED_ALERT_TEXT)
     payload: Any = None
     priority: Priority = Priority.MEDIUM
     max_retries: MaxRetries = 5
@@ -179,6 +186,7 @@ class JobUpdate(BaseModel):
     on_failure_streak: FailureStreak | None = Field(
         default=None, description=f"{STREAK_TEXT} null removes it."
     )
+    alert_on_missed: StrictBool | None = Field(default=None, description=MISSED_ALERT_TEXT)
     payload: Any = None
     priority: Priority | None = None
     max_retries: MaxRetries | None = None
@@ -297,6 +305,7 @@ class JobView(BaseModel):
     end_at: str | None
     on_dead: AlertRoute | None = Field(default=None, description="The alert route, its secrets masked.")
     on_failure_streak: int | None = None
+    alert_on_missed: bool = Field(default=False, description=MISSED_ALERT_TEXT)
     window_seconds: int = Field(default=0, description="The spread window; `next_run_at` is inside it.")
     last_run: LastRun | None
     created_at: str

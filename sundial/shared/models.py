@@ -104,6 +104,7 @@ class Job(BaseModel):
     # where a dead occurrence's summary goes, and after how many dead occurrences in a row (None: each)
     on_dead: AlertRoute | None = None
     on_failure_streak: int | None = None
+    alert_on_missed: bool = False  # the route also hears of instants missed (misfire, overlap)
     created_at: int
     updated_at: int
     version: int = 0  # bumped by every write: what the API's read-decide-write guards on

@@ -4,6 +4,7 @@ on_failure_streak, heard of once a streak."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,9 +13,9 @@ import pytest
 from sundial.contract.bounds import MAX_FAILURE_STREAK
 from sundial.contract.jobs import JobCreate
 from sundial.shared import constants as c
-from sundial.shared.dispatch import AlertMessage
+from sundial.shared.dispatch import AlertMessage, JobMessage
 from sundial.shared.engine.worker import Outcome, Worker
-from sundial.shared.errors import StaleDelivery
+from sundial.shared.errors import InvalidInput, StaleDelivery
 from sundial.shared.models import Job
 from sundial.shared.store import items
 from sundial.shared.targets.alert_delivery import AlertNotice
@@ -120,7 +121,12 @@ def test_the_route_gets_the_dead_occurrence_s_summary_once(engine: Engine, route
         "error": "target said no",
         "consecutive_failures": 1,
         "trace_id": job.last_run.trace_id,
+        "kind": "dead",
+        "missed": None,
+        "reason": None,
+        "until": None,
     }
+    assert "missed" not in notice.as_delivery().payload  # a dead occurrence's notice as it always was
     assert owed_routes(engine, job_id) == []
     assert len(engine.dead_letters()) == 1  # the stack's own alert goes out as before
     engine.clock.advance(3600)
@@ -241,3 +247,53 @@ def test_a_lost_attempt_that_ends_its_occurrence_owes_the_route_too(engine: Engi
     assert (notice.job_id, notice.attempts) == (job_id, 1)
     assert notice.error is not None and "stopped answering" in notice.error
     assert owed_routes(engine, job_id) == []
+
+
+def drain(engine: Engine) -> tuple[list[JobMessage], list[AlertMessage]]:
+    """Every visible message of the priority queues, job messages and errands apart (deleted as read)."""
+    jobs, found = [], []
+    for url in engine.resources.queue_urls.values():
+        while batch := engine.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+            for message in batch:
+                engine.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                body = json.loads(message["Body"])
+                if "alert" in body:
+                    found.append(AlertMessage.model_validate(body))
+                else:
+                    jobs.append(JobMessage.model_validate(body))
+    return jobs, found
+
+
+@pytest.mark.parametrize("asked", [True, False])
+def test_missed_instants_are_heard_of_once_when_asked(engine: Engine, routes: RouteLog, asked: bool) -> None:
+    job_id = create(engine, schedule="rate(1 minute)", misfire_policy="skip", alert_on_missed=asked)
+    engine.targets.failures.pop(job_id)
+    engine.clock.advance(5 * 60 + 30)  # nothing ran for five and a half minutes: four instants missed
+    for _ in range(3):
+        engine.scheduler.tick()
+        _, found = drain(engine)
+        for errand in found:
+            engine.worker.send_owed_route(errand.job_id, errand.alert)
+        engine.clock.advance(90)
+
+    assert engine.store.get(job_id).missed == 4
+    if not asked:
+        assert routes.notices == []
+        return
+    [notice] = routes.notices
+    assert (notice.kind, notice.missed, notice.reason) == ("missed", 4, "misfire")
+    assert notice.idempotency_key == f"{job_id}:{notice.scheduled_at}:on_missed"
+    assert owed_routes(engine, job_id) == []
+
+
+def test_asking_for_missed_instants_needs_a_route_and_a_schedule(engine: Engine) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        engine.service.create(
+            JobCreate.model_validate(
+                {"target": python_target(), "schedule": "rate(1 minute)", "alert_on_missed": True}
+            )
+        )
+    assert refused.value.field == "alert_on_missed"
+    with pytest.raises(InvalidInput) as one_off:
+        create(engine, alert_on_missed=True)
+    assert one_off.value.field == "alert_on_missed"

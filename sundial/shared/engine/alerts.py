@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sundial.contract.bounds import LATEST_MS
 from sundial.contract.vocabulary import JobStatus, Priority
 from sundial.shared.clock import format_rfc3339
 from sundial.shared.dispatch import AlertMessage, Dispatcher
@@ -64,7 +65,22 @@ def hand_on_route(
 
 
 def notice_of(job: Job, owed: OwedRoute) -> AlertNotice:
+    if owed.missed is not None:
+        skip = owed.missed
+        return AlertNotice(
+            job_id=job.id,
+            name=job.name,
+            scheduled_at=format_rfc3339(skip.first_ms),
+            attempts=0,
+            error=None,
+            consecutive_failures=job.consecutive_failures,
+            kind="missed",
+            missed=skip.count,
+            reason=skip.reason.value,
+            until=format_rfc3339(min(skip.until_ms, LATEST_MS)),
+        )
     run = owed.run
+    assert run is not None
     return AlertNotice(
         job_id=job.id,
         name=job.name,

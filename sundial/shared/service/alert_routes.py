@@ -12,12 +12,15 @@ from sundial.shared.models import Job
 from sundial.shared.targets import check_target
 from sundial.shared.targets.models import check_form
 
-ROUTE_FIELDS = ("on_dead", "on_failure_streak")
+ROUTE_FIELDS = ("on_dead", "on_failure_streak", "alert_on_missed")
 
 
 def route_changes(patch: JobUpdate) -> dict[str, Any]:
-    """The alert route fields a PATCH sets (null removes them)."""
-    return {name: getattr(patch, name) for name in ROUTE_FIELDS if name in patch.model_fields_set}
+    """The alert route fields a PATCH sets (null removes them; `alert_on_missed: null` is false)."""
+    changes = {name: getattr(patch, name) for name in ROUTE_FIELDS if name in patch.model_fields_set}
+    if "alert_on_missed" in changes:
+        changes["alert_on_missed"] = bool(changes["alert_on_missed"])
+    return changes
 
 
 def check_alert_route(
@@ -28,6 +31,15 @@ def check_alert_route(
     method sends no body. Raises InvalidInput with field "on_dead..." or "on_failure_streak"."""
     if new_route and job.on_dead is not None:
         _check_route(job, allow_private, forbidden_queue_urls)
+    if job.alert_on_missed and not job.is_recurring:
+        raise InvalidInput(
+            "alert_on_missed tells of instants of a schedule passed over, which only a recurring job has",
+            field="alert_on_missed",
+        )
+    if job.alert_on_missed and job.on_dead is None:
+        raise InvalidInput(
+            "alert_on_missed sends its notices to on_dead: give on_dead too", field="alert_on_missed"
+        )
     if job.on_failure_streak is None:
         return
     if not job.is_recurring:

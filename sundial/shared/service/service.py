@@ -420,6 +420,7 @@ class JobService:
             traceparent=self._trace,
             on_dead=spec.on_dead,
             on_failure_streak=spec.on_failure_streak,
+            alert_on_missed=spec.alert_on_missed,
             **fields,
         )
         check_job_window(job)

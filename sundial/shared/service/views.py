@@ -60,6 +60,7 @@ def job_view(job: Job, payload: Any, effects: list[Effect] | None = None) -> Job
         end_at=_time(job.end_at),
         on_dead=masked(job.on_dead) if job.on_dead is not None else None,
         on_failure_streak=job.on_failure_streak,
+        alert_on_missed=job.alert_on_missed,
         window_seconds=job.window_seconds,
         last_run=last_run_view(job.last_run) if job.last_run else None,
         created_at=format_rfc3339(job.created_at),

@@ -1,5 +1,6 @@
 """Owed alerts of a job's own route (`on_dead`): written in the transaction that ends an occurrence
-DEAD, beside the stack's dead-letter alert, and retried until sent (docs/design.md, "Owed alerts").
+DEAD, beside the stack's dead-letter alert, or (with `alert_on_missed`) in the one that passes
+instants over for a misfire or an overlap, and retried until sent (docs/design.md, "Owed alerts").
 
 The item sits in the due index under the alert kind, as the stack's does. The writer that owes it
 sends it at once; if that fails or never happens, the tick finds it when it falls due, moves it on by
@@ -9,36 +10,46 @@ worker, which calls the route and deletes the item.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from sundial.contract.vocabulary import SkipReason
 from sundial.shared import constants as c
 from sundial.shared.errors import StaleDelivery
+from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.models import Job, RunSummary
 from sundial.shared.store import items
 from sundial.shared.store.writes import StoreWrites, is_condition_failure
 
 SECOND_MS = 1000
+MISSED_MARK = "missed"
 FIRST_RETRY_MS = 60 * SECOND_MS
 LONGEST_RETRY_MS = 3600 * SECOND_MS
 
 
 @dataclass(frozen=True)
 class OwedRoute:
-    """A dead occurrence whose summary the job's route has not yet received."""
+    """A dead occurrence (`run`), or a stretch of missed instants (`missed`), that the job's route
+    has not yet heard of."""
 
     job_id: str
     sort_key: str
-    run: RunSummary
+    run: RunSummary | None
     in_a_row: int  # the dead occurrences in a row, this one included
     tries: int  # how often the tick has handed it on
     due_key: str
+    missed: Skip | None = None
 
 
 def route_sk(scheduled_at: int, attempt: int) -> str:
     return f"{items.ROUTE_PREFIX}{scheduled_at:013d}#{attempt:03d}"
+
+
+def missed_route_sk(first_ms: int) -> str:
+    return f"{items.ROUTE_PREFIX}{first_ms:013d}#{MISSED_MARK}"
 
 
 def is_route_key(sort_key: str) -> bool:
@@ -55,6 +66,20 @@ def route_alert_item(
         c.DUE_KEY_ATTRIBUTE: items.alert_due_key(due_at),
         "run": run.model_dump_json(exclude_none=True),
         "in_a_row": in_a_row,
+        "tries": 0,
+    }
+    return items.serialize(values)
+
+
+def missed_route_item(job: Job, skip: Skip, due_at: int, shards: int = c.DUE_SHARDS) -> dict[str, Any]:
+    """The notice of a stretch of missed instants owed to the job's route, due at once: the tick
+    hands it to a worker."""
+    values = {
+        c.PARTITION_KEY: items.job_pk(job.id),
+        c.SORT_KEY: missed_route_sk(skip.first_ms),
+        c.DUE_SHARD_ATTRIBUTE: items.due_shard(job.priority, job.id, shards),
+        c.DUE_KEY_ATTRIBUTE: items.alert_due_key(due_at),
+        "missed": json.dumps([skip.first_ms, skip.until_ms, skip.reason.value, skip.count]),
         "tries": 0,
     }
     return items.serialize(values)
@@ -95,7 +120,7 @@ class RouteAlerts(StoreWrites):
             if is_condition_failure(exc):
                 raise StaleDelivery(f"job '{owed.job_id}': its route alert moved on") from exc
             raise
-        return OwedRoute(owed.job_id, owed.sort_key, owed.run, owed.in_a_row, owed.tries + 1, due_key)
+        return replace(owed, tries=owed.tries + 1, due_key=due_key)
 
     def route_sent(self, job_id: str, sort_key: str) -> None:
         """Clears an owed route alert once the route took it (or once a cancel said it needs none)."""
@@ -108,11 +133,16 @@ def _key(job_id: str, sort_key: str) -> dict[str, Any]:
 
 def _owed(job_id: str, item: dict[str, Any]) -> OwedRoute:
     values = items.deserialize(item)
+    missed = None
+    if "missed" in values:
+        first, until, reason, count = json.loads(values["missed"])
+        missed = Skip(int(first), int(until), SkipReason(reason), int(count))
     return OwedRoute(
         job_id=job_id,
         sort_key=str(values[c.SORT_KEY]),
-        run=RunSummary.model_validate_json(values["run"]),
+        run=RunSummary.model_validate_json(values["run"]) if "run" in values else None,
         in_a_row=int(values.get("in_a_row", 1)),
         tries=int(values.get("tries", 0)),
         due_key=str(values[c.DUE_KEY_ATTRIBUTE]),
+        missed=missed,
     )

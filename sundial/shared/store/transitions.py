@@ -203,6 +203,14 @@ class Transitions(BackfillLedger, SkipLedger, OperationStore, RouteAlerts, Limit
         missed = lifecycle.missed_count(placement.skipped)
         if missed:
             change.set(missed=job.missed + missed)
+        if missed and job.alert_on_missed and job.on_dead is not None:
+            # Owed to the job's route in the same write, as a dead occurrence's notice is.
+            now_ms = self._now()
+            change.records += [
+                routes.missed_route_item(job, skip, now_ms, self._written)
+                for skip in placement.skipped
+                if skip.reason.is_missed
+            ]
 
     def _now(self) -> int:
         return self._clock.now_ms()

@@ -9,7 +9,7 @@ An http route receives the summary as its body, with the delivery headers (`Idem
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,23 +25,34 @@ from sundial.shared.targets.timeouts import timeout_bucket
 ALERT_TIMEOUT_SECONDS = 10.0
 
 
+# A dead occurrence's notice keeps the fields it always had, and its kind.
+MISSED_ONLY = {"missed", "reason", "until"}
+
+
 class AlertNotice(BaseModel):
-    """What an alert route receives when an occurrence dies."""
+    """What an alert route receives when an occurrence dies (`kind` dead), or, with the job's
+    `alert_on_missed`, when instants of its schedule are passed over for a misfire or an overlap
+    (`kind` missed: `scheduled_at` is the first of them, `missed` how many, up to `until`)."""
 
     model_config = ConfigDict(frozen=True)
 
     job_id: str
     name: str | None
-    scheduled_at: str  # RFC 3339 UTC: the dead occurrence's instant
-    attempts: int  # the number of its last attempt
+    scheduled_at: str  # RFC 3339 UTC: the dead occurrence's instant, or the first missed one
+    attempts: int  # the number of its last attempt (0 for missed instants)
     error: str | None  # its last attempt's error
     consecutive_failures: int  # the dead occurrences in a row, this one included
     trace_id: str | None = None  # the trace its last attempt carried
+    kind: Literal["dead", "missed"] = "dead"
+    missed: int | None = None
+    reason: str | None = None  # misfire or overlap
+    until: str | None = None  # the stretch of missed instants ends before this
 
     @property
     def idempotency_key(self) -> str:
         """The same for every try of one alert: a route can take it once."""
-        return f"{self.job_id}:{self.scheduled_at}:on_dead"
+        suffix = "on_dead" if self.kind == "dead" else "on_missed"
+        return f"{self.job_id}:{self.scheduled_at}:{suffix}"
 
     def as_delivery(self) -> Delivery:
         trace = tracing.for_attempt(None, self.idempotency_key, self.attempts)
@@ -52,7 +63,7 @@ class AlertNotice(BaseModel):
             scheduled_at=self.scheduled_at,
             attempt=self.attempts,
             idempotency_key=self.idempotency_key,
-            payload=self.model_dump(mode="json"),
+            payload=self.model_dump(mode="json", exclude=set() if self.kind == "missed" else MISSED_ONLY),
             traceparent=trace.header,
         )
 
