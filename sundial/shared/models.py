@@ -122,9 +122,10 @@ class Job(BaseModel):
     limit_held_since: int | None = None
     limit_wait_ms: int | None = None
     # What the occurrence ledger derives the instants nobody ran from (docs/design.md, "Every instant
-    # accounted for"): since when it is paused, when a cancel was asked, where its current schedule
+    # accounted for"): its latest pause, when a cancel was asked, where its current schedule
     # begins (None: at its creation), and how many instants it missed (misfire or overlap)
     paused_at: int | None = None
+    resumed_at: int | None = None  # the end of the latest pause (paused_at its start)
     cancelled_at: int | None = None
     schedule_since: int | None = None
     missed: int = 0

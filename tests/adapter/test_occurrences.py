@@ -150,3 +150,23 @@ def test_a_backfill_including_skipped_runs_each_paused_instant_once(engine: Engi
     assert [instant for instant in seen(engine, job_id) if instant in paused] == paused
     rows = {row.scheduled_at: row for row in ledger(engine, job_id, created + 1)}
     assert all(rows[instant].state.value == "ran" and rows[instant].backfilled for instant in paused)
+
+
+def test_instants_held_back_by_a_pause_during_a_run_are_paused_not_missed(engine: Engine) -> None:
+    job_id = create(engine, schedule="rate(10 seconds)")
+    created = engine.store.get(job_id).created_at
+
+    def pause_resume_then_run_on() -> None:
+        engine.service.pause(job_id)
+        engine.clock.advance(35)
+        engine.service.resume(job_id)
+        engine.clock.advance(12)  # the run outlasts the resume
+
+    engine.targets.during[job_id] = pause_resume_then_run_on
+    step(engine, created + 80 * SECOND)
+
+    rows = ledger(engine, job_id, created + 1)
+    reasons = [row.reason.value for row in rows if row.reason is not None]
+    assert reasons.count("paused") == 3 and "overlap" in reasons, reasons
+    assert [row.scheduled_at for row in rows if row.state.value == "ran"] == seen(engine, job_id)
+    assert engine.store.get(job_id).missed == reasons.count("overlap")

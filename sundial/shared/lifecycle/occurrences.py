@@ -146,14 +146,22 @@ def _current(
 def _ahead(job: Job, instant: int, start: int, now_ms: int) -> Occurrence:
     """An instant at or after where the series stands, not the current occurrence."""
     if job.status is JobStatus.CANCELLED or job.cancel_requested:
-        if job.paused_at is not None and instant < (job.cancelled_at or ENDLESS) and instant >= job.paused_at:
-            return Occurrence(instant, start, OccurrenceState.SKIPPED, SkipReason.PAUSED)
-        return Occurrence(instant, start, OccurrenceState.SKIPPED, SkipReason.CANCELLED)
+        return Occurrence(instant, start, OccurrenceState.SKIPPED, _before_cancel(job, instant))
     if job.paused:
         if instant < _resumed_at(job, now_ms):
             return Occurrence(instant, start, OccurrenceState.SKIPPED, SkipReason.PAUSED)
         return Occurrence(instant, start, OccurrenceState.WAITING, SkipReason.PAUSED)
     return Occurrence(instant, start, OccurrenceState.WAITING)
+
+
+def _before_cancel(job: Job, instant: int) -> SkipReason:
+    """Why an instant of a cancelled job did not run: the pause it fell in, if the cancel came after
+    it began; else the cancel."""
+    cancelled = job.cancelled_at if job.cancelled_at is not None else ENDLESS
+    if job.paused_at is None or job.paused_at > instant or instant >= cancelled:
+        return SkipReason.CANCELLED
+    resumed = ENDLESS if job.paused or job.resumed_at is None else job.resumed_at
+    return SkipReason.PAUSED if instant < resumed else SkipReason.CANCELLED
 
 
 def _resumed_at(job: Job, now_ms: int) -> int:

@@ -11,6 +11,7 @@ docs/design.md, "Every instant accounted for".
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from sundial.contract.bounds import LATEST_MS
@@ -41,13 +42,50 @@ def passed_over(
     early: SkipReason | None = None,
 ) -> tuple[Skip, ...]:
     """The stretches of the series in [from, until) (until None: to the schedule's end), for `reason`;
-    with `split_ms`, the instants before it are passed over for `early` instead."""
+    with `split_ms`, the instants before it are passed over for `early` instead. Whatever the write,
+    the instants that fell due while the job was paused (its latest pause, or the one it is in) were
+    passed over for the pause: a settle after a resume may pass over what the pause held back."""
     end = _end(job, until_ms)
-    if split_ms is None or early is None or split_ms <= from_ms:
-        return _stretch(job, from_ms, end, reason)
-    if split_ms >= end:
-        return _stretch(job, from_ms, end, early)
-    return _stretch(job, from_ms, split_ms, early) + _stretch(job, split_ms, end, reason)
+    cuts = {from_ms, end}
+    if split_ms is not None and early is not None:
+        cuts.add(split_ms)
+    pause = _pause_window(job)
+    if pause is not None:
+        cuts.update(pause)
+    bounds = sorted(cut for cut in cuts if from_ms <= cut <= end)
+    stretches: list[Skip] = []
+    for low, high in itertools.pairwise(bounds):
+        why = _reason_at(low, reason, split_ms, early, pause)
+        for skip in _stretch(job, low, high, why):
+            last = stretches[-1] if stretches else None
+            if last is not None and last.reason is why:  # one record for one reason
+                stretches[-1] = Skip(last.first_ms, skip.until_ms, why, last.count + skip.count)
+            else:
+                stretches.append(skip)
+    return tuple(stretches)
+
+
+def _pause_window(job: Job) -> tuple[int, int] | None:
+    """[paused_at, resumed_at) of the job's latest pause; open-ended while it lasts."""
+    if job.paused_at is None:
+        return None
+    if job.paused or job.resumed_at is None:
+        return job.paused_at, _end(job, None)
+    return job.paused_at, job.resumed_at
+
+
+def _reason_at(
+    instant: int,
+    reason: SkipReason,
+    split_ms: int | None,
+    early: SkipReason | None,
+    pause: tuple[int, int] | None,
+) -> SkipReason:
+    if pause is not None and pause[0] <= instant < pause[1]:
+        return SkipReason.PAUSED
+    if split_ms is not None and early is not None and instant < split_ms:
+        return early
+    return reason
 
 
 def missed_count(skips: tuple[Skip, ...]) -> int:

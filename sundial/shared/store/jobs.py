@@ -303,11 +303,13 @@ class JobStore(Transitions):
         """Paused; the triggers waiting behind the current occurrence are dropped with it."""
         dropped: dict[str, Any] = {"triggers": None, LEGACY_TRIGGER_FLAG: None}
         since = job.paused_at if job.paused else self._now()
-        return self._user_change(Event.PAUSE, job, placement, None, paused=True, paused_at=since, **dropped)
+        window: dict[str, Any] = {"paused_at": since, "resumed_at": None}
+        return self._user_change(Event.PAUSE, job, placement, None, paused=True, **window, **dropped)
 
     def resume(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
         """Back on schedule; what the pause passed over is recorded by the placement's write."""
-        return self._user_change(Event.RESUME, job, placement, next_token, paused=False, paused_at=None)
+        ended = self._now() if job.paused else job.resumed_at
+        return self._user_change(Event.RESUME, job, placement, next_token, paused=False, resumed_at=ended)
 
     def trigger(self, job: Job, placement: Placement | None, next_token: str | None) -> Job:
         """Places the extra run, or counts it behind the current occurrence (placement None)."""
