@@ -15,8 +15,8 @@ from sundial.contract.vocabulary import JobStatus, OverlapPolicy, SkipReason
 from sundial.shared.errors import Conflict, InvalidInput
 from sundial.shared.lifecycle.decide import Placement, is_backfill_run, unstarted_extra, waiting_triggers
 from sundial.shared.lifecycle.job_schedule import job_excludes
-from sundial.shared.lifecycle.occurrences import owed_from, series_position
-from sundial.shared.lifecycle.series import iter_instants, series_point
+from sundial.shared.lifecycle.occurrences import series_position
+from sundial.shared.lifecycle.series import iter_instants, owed_from, series_point
 from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.models import Job
 from sundial.shared.schedules import parse_schedule

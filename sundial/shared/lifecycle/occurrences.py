@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 
 from sundial.contract.vocabulary import JobStatus, OccurrenceState, RunStatus, SkipReason
 from sundial.shared.lifecycle.decide import catch_up, is_triggered_run, start_of
+from sundial.shared.lifecycle.series import owed_from
 from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.models import Job, RunSummary
-from sundial.shared.schedules import parse_schedule
 
 ENDLESS = 2**63
 ACTIVE = frozenset({JobStatus.PENDING, JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.FAILED})
@@ -82,16 +82,6 @@ def series_position(job: Job) -> int:
     if job.is_recurring and job.status in (JobStatus.SUCCEEDED, JobStatus.DEAD):
         return ENDLESS
     return job.scheduled_at
-
-
-def owed_from(job: Job) -> int:
-    """Instants of the series before this were never the job's: it or its schedule did not exist
-    (a rate's first instant is one period after it starts)."""
-    since = max(job.created_at, job.schedule_since or 0)
-    if job.schedule is None or not job.is_recurring:
-        return since
-    first = parse_schedule(job.schedule, job.timezone).rule.first_when_active(since)
-    return ENDLESS if first is None else first
 
 
 def _row(

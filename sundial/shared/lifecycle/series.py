@@ -31,6 +31,16 @@ def series_point(job: Job) -> int:
     return job.created_at if job.last_run is None else job.last_run.scheduled_at
 
 
+def owed_from(job: Job) -> int:
+    """Instants of the series before this were never the job's: it or its schedule did not exist
+    (a rate's first instant is one period after it starts)."""
+    since = max(job.created_at, job.schedule_since or 0)
+    if job.schedule is None or not job.is_recurring:
+        return since
+    first = parse_schedule(job.schedule, job.timezone).rule.first_when_active(since)
+    return LATEST_MS + 1 if first is None else first
+
+
 def iter_instants(job: Job, from_ms: int, until_ms: int, occurrences_only: bool = False) -> Iterator[int]:
     """The series' instants in [from, until) and inside the job's active window, oldest first;
     `occurrences_only`: less those the job's calendar excludes."""

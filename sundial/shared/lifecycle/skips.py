@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sundial.contract.bounds import LATEST_MS
 from sundial.contract.vocabulary import SkipReason
-from sundial.shared.lifecycle.series import count_occurrences, first_occurrence_in
+from sundial.shared.lifecycle.series import count_occurrences, first_occurrence_in, owed_from
 from sundial.shared.models import Job
 
 
@@ -46,6 +46,10 @@ def passed_over(
     the instants that fell due while the job was paused (its latest pause, or the one it is in) were
     passed over for the pause: a settle after a resume may pass over what the pause held back."""
     end = _end(job, until_ms)
+    # Instants before the job's series began were never its own: nothing passes them over.
+    from_ms = max(from_ms, owed_from(job))
+    if from_ms >= end:
+        return ()
     cuts = {from_ms, end}
     if split_ms is not None and early is not None:
         cuts.add(split_ms)
