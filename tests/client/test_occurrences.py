@@ -4,6 +4,8 @@ occurrences`: what they send and print against a stub, and what they read from t
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -11,10 +13,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from sundial.client import InvalidInput, OccurrenceView, SundialClient
+from sundial.client import InvalidInput, NotFound, OccurrenceView, SundialClient
 from sundial.contract.vocabulary import OccurrenceState, SkipReason
+from tests.client.conftest import NOOP
 from tests.client.test_cli import sundial
-from tests.client.test_signing import JOB_ID
+from tests.client.test_signing import JOB, JOB_ID
 from tests.support.sigv4_stub import Received, Reply, StubApi
 
 # Generous: the process suites share two cores with the in-process ones in `make test`.
@@ -212,3 +215,124 @@ def test_a_range_may_be_relative_to_now_or_given_by_one_bound() -> None:
 
 def _instant(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_get_shows_missed_instants_only_when_there_are_some() -> None:
+    for missed, shown in ((0, None), (3, "3 (skipped by misfire or overlap: `sundial jobs occurrences`)")):
+        with StubApi(default=Reply(200, {**JOB, "missed": missed})) as stub:
+            result = sundial(stub.url, "jobs", "get", JOB_ID)
+        assert result.exit_code == 0, result.stderr
+        fields = dict(line.split(None, 1) for line in result.stdout.splitlines()[1:] if " " in line.strip())
+        assert (fields.get("missed", "").strip() or None) == shown, result.stdout
+
+
+# --- against the local stack ---------------------------------------------------------------------
+
+
+def _tag() -> str:
+    return f"occurrences-{uuid.uuid4().hex[:8]}"
+
+
+def _until(read: Callable[[], Any], done: Callable[[Any], bool], what: str) -> Any:
+    deadline = time.monotonic() + WAIT_SECONDS
+    value = read()
+    while not done(value):
+        assert time.monotonic() < deadline, f"{what}: {value}"
+        time.sleep(0.3)
+        value = read()
+    return value
+
+
+def _ran(client: SundialClient, job_id: str, since: str) -> list[OccurrenceView]:
+    every = client.iter_occurrences(job_id, from_=since, to=datetime.now(UTC))
+    return [row for row in every if row.state is OccurrenceState.RAN]
+
+
+@pytest.mark.e2e
+def test_a_rate_job_lists_the_instants_it_ran_oldest_first_page_by_page(client: SundialClient) -> None:
+    job = client.create_job({"name": _tag(), "schedule": RATE, "target": NOOP})
+    try:
+        ran = _until(lambda: _ran(client, job.id, job.created_at), lambda rows: len(rows) >= 3, "not 3 runs")
+        assert all((row.attempts, row.last_status) == (1, "succeeded") for row in ran), ran
+        assert not any(row.extra or row.backfilled or row.reason for row in ran), ran
+
+        end = datetime.now(UTC)
+        whole = client.list_occurrences(job.id, from_=job.created_at, to=end, limit=500)
+        instants = [row.scheduled_at for row in whole.occurrences]
+        assert instants == sorted(instants) and len(set(instants)) == len(instants)
+        assert whole.next_token is None
+        # Page by page, one at a time: the same rows, in the same order.
+        one_by_one = list(client.iter_occurrences(job.id, from_=job.created_at, to=end, page_size=1))
+        assert one_by_one == whole.occurrences
+        first = client.list_occurrences(job.id, from_=job.created_at, to=end, limit=1)
+        assert first.occurrences == whole.occurrences[:1] and first.next_token
+    finally:
+        client.cancel_job(job.id)
+
+
+@pytest.mark.e2e
+def test_the_instants_of_a_pause_wait_for_it_then_are_skipped_for_it(client: SundialClient) -> None:
+    job = client.create_job({"name": _tag(), "schedule": RATE, "target": NOOP})
+    _until(lambda: _ran(client, job.id, job.created_at), bool, "never ran")
+    since = client.pause_job(job.id).updated_at
+
+    def paused(state: OccurrenceState) -> list[OccurrenceView]:
+        rows = client.iter_occurrences(job.id, from_=since, to=datetime.now(UTC))
+        return [row for row in rows if row.state is state and row.reason is SkipReason.PAUSED]
+
+    # Within the misfire grace an instant due while paused may still run on a resume: it waits.
+    waiting = _until(lambda: paused(OccurrenceState.WAITING), lambda rows: len(rows) >= 2, "none waits")
+    assert all(row.attempts == 0 and row.last_status is None for row in waiting), waiting
+    # Cancelled while paused, nothing will run them: they were skipped for the pause.
+    client.cancel_job(job.id)
+    skipped = paused(OccurrenceState.SKIPPED)
+    assert {row.scheduled_at for row in waiting} <= {row.scheduled_at for row in skipped}, skipped
+    assert all(row.attempts == 0 and row.last_status is None for row in skipped), skipped
+    assert paused(OccurrenceState.WAITING) == []
+
+
+@pytest.mark.e2e
+def test_an_unknown_job_and_bad_values_are_refused_naming_them(client: SundialClient) -> None:
+    with pytest.raises(NotFound):
+        client.list_occurrences("01JD0000000000000000000000")
+    job = client.create_job({"name": _tag(), "schedule": "rate(1 hour)", "target": NOOP})
+    try:
+        assert client.list_occurrences(job.id).occurrences is not None  # the 24 hours before now
+        for arguments, field in (
+            ({"limit": 501}, "limit"),
+            ({"limit": 0}, "limit"),
+            ({"next_token": "not-a-token"}, "next_token"),
+        ):
+            with pytest.raises(InvalidInput) as refused:
+                client.list_occurrences(job.id, **arguments)
+            assert refused.value.field == field, (arguments, refused.value)
+        with pytest.raises(InvalidInput) as backwards:
+            client.list_occurrences(job.id, from_="2026-12-02T00:00:00Z", to="2026-12-01T00:00:00Z")
+        assert backwards.value.field in ("from", "to")
+    finally:
+        client.cancel_job(job.id)
+
+
+@pytest.mark.e2e
+def test_the_command_prints_a_jobs_occurrences_over_the_local_stack(
+    client: SundialClient, local_api: str
+) -> None:
+    job = client.create_job({"name": _tag(), "schedule": RATE, "target": NOOP})
+    try:
+        _until(lambda: _ran(client, job.id, job.created_at), lambda rows: len(rows) >= 2, "not 2 runs")
+        as_json = sundial(local_api, "jobs", "occurrences", job.id, "--from", job.created_at, "-o", "json")
+        assert as_json.exit_code == 0, as_json.stderr
+        document = json.loads(as_json.stdout)
+        assert set(document) == {"occurrences", "next_token"}
+        assert sum(row["state"] == "ran" for row in document["occurrences"]) >= 2
+
+        as_table = sundial(local_api, "jobs", "occurrences", job.id.lower(), "--from", job.created_at)
+        names, rows = _table(as_table.stdout)
+        assert names[0] == "SCHEDULED" and "STATE" in names and "REASON" in names
+        state = names.index("STATE")
+        assert [row[state] for row in rows].count("ran") >= 2
+
+        missing = sundial(local_api, "jobs", "occurrences", "01JD0000000000000000000000")
+        assert missing.exit_code == 2 and "not found" in missing.stderr
+    finally:
+        client.cancel_job(job.id)
