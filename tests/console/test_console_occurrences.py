@@ -1,16 +1,20 @@
-"""A job's occurrences on its page in a real headless Chromium against `sundial local`: a page that
-stands when its occurrences cannot be read. By role and name."""
+"""A job's occurrences on its page in a real headless Chromium against `sundial local`: the timeline
+of a rate job that ran and its range moved, the instants of a pause, the instants an overlap skipped
+and the missed count, and a page that stands when its occurrences cannot be read. By role and name."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pytest
 from selenium.webdriver.remote.webelement import WebElement
 
 from tests.console.browser import Browser
 from tests.console.conftest import Stack
-from tests.console.flows import field, open_job, unique
+from tests.console.flows import confirm, field, open_job, unique
+from tests.e2e.api import wait_until
+from tests.e2e.listener import Listener
 
 pytestmark = pytest.mark.e2e
 NOOP = {"type": "python", "handler": "noop"}
@@ -49,6 +53,101 @@ def _until_rows(browser: Browser, enough: int, state: str, reason: str = NONE) -
         return rows if len(rows) >= enough else None
 
     return browser.wait(probe, WAIT_SECONDS, lambda: f"not {enough} {state} rows: {_rows(browser)}")
+
+
+def test_a_rate_job_that_ran_shows_its_instants_as_ran_on_a_timeline(
+    browser: Browser, console_stack: Stack
+) -> None:
+    api = console_stack.api
+    name = unique("every-2s")
+    job = api.create(name=name, schedule=RATE, target=NOOP)
+    try:
+        wait_until(lambda: len(api.runs(job["id"])) >= 3, WAIT_SECONDS, f"{name} did not run 3 times")
+        open_job(browser, console_stack, job["id"], name)
+        browser.find("heading", "Occurrences")
+        ran = _until_rows(browser, 3, "ran")
+        shown = [(row["Attempts"], row["Last status"], row["Flags"]) for row in ran]
+        assert set(shown) == {("1", "succeeded", NONE)}, shown
+        scheduled = [row["Scheduled"] for row in _rows(browser)]
+        assert scheduled == sorted(scheduled), scheduled  # oldest first
+        # Each instant a mark named by its instant and state; the glyph is no part of its name.
+        marks = _marks(browser, re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?Z: ran$"))
+        assert len(marks) >= 3
+        counts = browser.find("status", "Occurrence counts")
+        assert re.search(r"\b\d+ ran\b", counts.text), counts.text
+        assert browser.absent("status", "Missed instants")  # nothing missed
+        browser.screenshot("job-occurrences")
+
+        # Earlier: the 24 hours before, when the job did not exist; Now goes back.
+        moves = browser.find("group", "Occurrence range")
+        assert not browser.find("button", "Later", within=moves).is_enabled()
+        browser.find("button", "Earlier", within=moves).click()
+        browser.wait(
+            lambda: not any(row["State"] == "ran" for row in _earlier(browser)),
+            10,
+            "the earlier range still shows the runs",
+        )
+        assert browser.find("button", "Now", within=moves).is_enabled()
+        browser.find("button", "Now", within=moves).click()
+        _until_rows(browser, 3, "ran")
+        range_length = browser.find("combobox", "Range")
+        range_length.find_element("css selector", "option:nth-child(1)").click()  # 1 hour
+        _until_rows(browser, 3, "ran")
+    finally:
+        api.call("DELETE", f"/jobs/{job['id']}")
+
+
+def test_a_paused_job_shows_its_paused_instants(browser: Browser, console_stack: Stack) -> None:
+    api = console_stack.api
+    name = unique("paused-2s")
+    job = api.create(name=name, schedule=RATE, target=NOOP)
+    wait_until(lambda: len(api.runs(job["id"])) >= 1, WAIT_SECONDS, f"{name} never ran")
+    open_job(browser, console_stack, job["id"], name)
+    browser.find("button", "Pause").click()
+    browser.wait(lambda: field(browser, "paused") == "true", 10, "never shown paused")
+    # Instants due while paused wait for a resume (one within the misfire grace would still run)...
+    waiting = _until_rows(browser, 2, "waiting", "paused")
+    assert all(row["Attempts"] == "0" for row in waiting), waiting
+    assert _marks(browser, re.compile(r": waiting \(paused\)$"))
+    # ...and are skipped for the pause once nothing will run them: here, a cancel while paused.
+    browser.find("button", "Cancel").click()
+    confirm(browser, f"Cancel {name}?", "Yes, cancel it")
+    skipped = _until_rows(browser, 2, "skipped", "paused")
+    assert all(row["Attempts"] == "0" for row in skipped), skipped
+    assert len(_marks(browser, re.compile(r": skipped: paused$"))) == len(skipped)
+    counts = browser.find("status", "Occurrence counts")
+    assert re.search(r"\b\d+ skipped \([^)]*\b\d+ paused\b", counts.text), counts.text
+    assert not [row for row in _rows(browser) if row["State"] == "waiting"]  # nothing waits any more
+    browser.screenshot("job-occurrences-paused")
+
+
+@pytest.fixture
+def slow_target() -> Iterator[Listener]:
+    listener = Listener().start()
+    try:
+        yield listener
+    finally:
+        listener.stop()
+
+
+def test_instants_skipped_for_overlap_show_as_missed(
+    browser: Browser, console_stack: Stack, slow_target: Listener
+) -> None:
+    api = console_stack.api
+    name = unique("overlapping")
+    # Each call takes 5 s, on a schedule of one every 2 s: the instants due meanwhile are skipped.
+    target = {"type": "http", "method": "POST", "url": slow_target.url("/sleep/5/overlap")}
+    job = api.create(name=name, schedule=RATE, target=target, overlap_policy="skip", timeout_seconds=30)
+    try:
+        wait_until(lambda: api.job(job["id"])["missed"] >= 2, WAIT_SECONDS, f"{name} missed nothing")
+        open_job(browser, console_stack, job["id"], name)
+        notice = browser.find("status", "Missed instants")
+        assert re.match(r"Missed: \d+ instants of its schedule did not run", notice.text), notice.text
+        _until_rows(browser, 1, "skipped", "overlap")
+        assert _marks(browser, re.compile(r": skipped: overlap$"))
+        browser.screenshot("job-occurrences-missed")
+    finally:
+        api.call("DELETE", f"/jobs/{job['id']}")
 
 
 def test_the_job_page_stands_when_its_occurrences_cannot_be_read(
