@@ -61,7 +61,9 @@ def occurrences(
     job had before a change), oldest first; a triggered run after the instant it shares."""
     own, triggered = _attempts_by_instant(job, records.runs)
     skips = sorted(records.skips, key=lambda skip: skip.first_ms)
-    rows = [_row(job, instant, own.get(instant, []), skips, records, now_ms) for instant in instants]
+    # While paused, where a resume now would put the series: the instants before it are passed over.
+    resumes_at = _resumed_at(job, now_ms) if job.paused else 0
+    rows = [_row(job, instant, own.get(instant, []), skips, records, resumes_at) for instant in instants]
     listed = set(instants) | records.backfilled
     rows += [_ran(instant, instant, own[instant], False) for instant in sorted(set(own) - listed)]
     extras = set(triggered)
@@ -85,12 +87,14 @@ def series_position(job: Job) -> int:
 
 
 def _row(
-    job: Job, instant: int, runs: list[RunSummary], skips: list[Skip], records: Records, now_ms: int
+    job: Job, instant: int, runs: list[RunSummary], skips: list[Skip], records: Records, resumes_at: int
 ) -> Occurrence:
     start = start_of(job, instant)
     ran = _ran(instant, start, runs, records.successes_unrecorded)
     backfilled = instant in records.backfilled
     current = None if is_triggered_run(job) else _current(job, instant, start, runs, backfilled)
+    if current is not None and current.reason is SkipReason.PAUSED and instant < resumes_at:
+        return replace(current, state=OccurrenceState.SKIPPED)  # a resume now would pass it over
     if current is not None:
         return current
     if runs:
@@ -105,7 +109,7 @@ def _row(
     position = series_position(job)
     if instant < position:
         return ran
-    return _ahead(job, instant, start, now_ms)
+    return _ahead(job, instant, start, resumes_at)
 
 
 def _skipped(job: Job, instant: int, skips: list[Skip], records: Records) -> SkipReason | None:
@@ -133,12 +137,12 @@ def _current(
     return Occurrence(instant, start, state, reason, attempts, last, backfilled, extra)
 
 
-def _ahead(job: Job, instant: int, start: int, now_ms: int) -> Occurrence:
+def _ahead(job: Job, instant: int, start: int, resumes_at: int) -> Occurrence:
     """An instant at or after where the series stands, not the current occurrence."""
     if job.status is JobStatus.CANCELLED or job.cancel_requested:
         return Occurrence(instant, start, OccurrenceState.SKIPPED, _before_cancel(job, instant))
     if job.paused:
-        if instant < _resumed_at(job, now_ms):
+        if instant < resumes_at:
             return Occurrence(instant, start, OccurrenceState.SKIPPED, SkipReason.PAUSED)
         return Occurrence(instant, start, OccurrenceState.WAITING, SkipReason.PAUSED)
     return Occurrence(instant, start, OccurrenceState.WAITING)
