@@ -143,3 +143,23 @@ def test_a_week_long_pause_of_a_job_every_minute_is_one_stretch() -> None:
     paused = job(paused=True, paused_at=T0 - 1)
     stretches = passed_over(paused, T0, T0 + week, SkipReason.PAUSED)
     assert stretches == (Skip(T0, T0 + week, SkipReason.PAUSED, 10_080),)
+
+
+def test_a_backfill_including_skipped_takes_what_the_job_is_done_with_and_no_more() -> None:
+    from sundial.contract.calendar import Calendar
+    from sundial.shared.lifecycle.backfill import skipped_to_run
+
+    daily = job(
+        schedule="0 9 * * *",
+        created_at=T0 - 10 * 24 * 60 * MINUTE,
+        calendar=Calendar(exclude_dates=["2026-12-08"]),
+        scheduled_at=None,
+    )
+    nine = 1_796_202_000_000  # 2026-12-02T09:00:00Z
+    day = 24 * 60 * MINUTE
+    at_position = daily.model_copy(update={"scheduled_at": nine + 8 * day, "due_at": nine + 8 * day})
+    paused = Skip(nine + day, nine + 3 * day, SkipReason.PAUSED, 2)
+    overlapped = Skip(nine + 4 * day, nine + 5 * day, SkipReason.OVERLAP, 1)
+    taken = skipped_to_run(at_position, [paused, overlapped], nine, nine + 30 * day, nine + 20 * day)
+    # the two paused days and the excluded 8 December; not the overlap, nothing from the series on
+    assert taken == (nine + day, nine + 2 * day, nine + 6 * day)

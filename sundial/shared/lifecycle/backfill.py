@@ -9,6 +9,7 @@ runs none of them a second time. docs/design.md, "Backfill".
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from sundial.contract.vocabulary import JobStatus, OverlapPolicy, SkipReason
@@ -30,6 +31,9 @@ MAX_WAITING_BACKFILL = 100
 # What a backfill asked to include skipped instants runs: not an overlap (the policy chose to drop it)
 # and not a cancelled or not owed one.
 RUN_WHEN_SKIPPED = frozenset({SkipReason.PAUSED, SkipReason.MISFIRE})
+# A backfill that includes skipped instants searches at most this many of the window's instants for
+# those its calendar excluded (about 65 us each for a cron schedule).
+CALENDAR_SEARCH_LIMIT = 20_000
 # Counting the occurrences of an oversized window stops here; the refusal says "at least".
 _COUNT_LIMIT = 100_000
 
@@ -86,14 +90,34 @@ def skipped_to_run(job: Job, skips: list[Skip], from_ms: int, to_ms: int, now_ms
     high = min(to_ms, now_ms, series_position(job))
     if high <= low:
         return ()
-    taken = [skip for skip in skips if skip.reason in RUN_WHEN_SKIPPED]
-    chosen = []
-    for instant in iter_instants(job, low, high):
-        if job_excludes(job, instant) or any(skip.covers(instant) for skip in taken):
-            chosen.append(instant)
-            if len(chosen) > MAX_BACKFILL_OCCURRENCES:
-                break  # more than a request may run: the count check refuses it
-    return tuple(chosen)
+    chosen: set[int] = set()
+    # More than a request may run is enough to know: the count check then refuses the window.
+    enough = MAX_BACKFILL_OCCURRENCES + 1
+    for skip in sorted(skips, key=lambda skip: skip.first_ms):
+        if skip.reason in RUN_WHEN_SKIPPED:
+            stretch = iter_instants(job, max(low, skip.first_ms), min(high, skip.until_ms))
+            chosen.update(itertools.islice(stretch, enough - len(chosen)))
+    if job.calendar is not None:
+        chosen.update(_excluded_between(job, low, high, enough))
+    return tuple(sorted(chosen)[:enough])
+
+
+def _excluded_between(job: Job, low: int, high: int, enough: int) -> list[int]:
+    """The instants of [low, high) that the job's calendar excluded. Raises InvalidInput (field
+    "to") when the window holds too many instants to search."""
+    excluded: list[int] = []
+    for searched, instant in enumerate(iter_instants(job, low, high)):
+        if searched >= CALENDAR_SEARCH_LIMIT:
+            raise InvalidInput(
+                f"the window holds more than {CALENDAR_SEARCH_LIMIT} instants to search for those the "
+                "calendar excluded: ask for a shorter window",
+                field="to",
+            )
+        if job_excludes(job, instant):
+            excluded.append(instant)
+            if len(excluded) >= enough:
+                break
+    return excluded
 
 
 def plan(job: Job, instants: list[int], until: int, recorded: set[int]) -> BackfillPlan:
