@@ -33,6 +33,12 @@ def alert_flags(command: Callable[..., Any]) -> Callable[..., Any]:
             metavar="N",
             help="recurring: the route hears only of the death that makes N in a row (once a streak)",
         ),
+        click.option(
+            "--alert-on-missed/--no-alert-on-missed",
+            default=None,
+            help="recurring: the route also hears of instants missed for a misfire or an overlap "
+            "(one notice a stretch); --no-alert-on-missed turns it off",
+        ),
     )
     for option in reversed(options):
         command = option(command)
@@ -57,4 +63,6 @@ def alert_fields(flags: Mapping[str, Any]) -> dict[str, Any]:
         fields["on_dead"] = {"type": kind, field: flags[given[0]]}
     if flags.get("on_failure_streak") is not None:
         fields["on_failure_streak"] = flags["on_failure_streak"]
+    if flags.get("alert_on_missed") is not None:
+        fields["alert_on_missed"] = flags["alert_on_missed"]
     return fields

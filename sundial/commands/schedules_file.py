@@ -251,6 +251,7 @@ def _entry(index: int, node: yaml.Node, item: Any, namespace: str, problems: lis
     found += _unknown(node, (*ENTRY_FIELDS, "name"), "field", label)
     fields = {name: value for name, value in item.items() if name in ENTRY_FIELDS and name != "key"}
     found += _secrets(node, label, fields)
+    found += _route_rules(node, label, fields)
     body = _validated(node, label, fields, f"{namespace}{SEPARATOR}{key or 'key'}", found)
     problems += found
     return Entry(key, body, node) if body is not None and key is not None and not found else None
@@ -276,6 +277,37 @@ def _pydantic_problem(node: yaml.MappingNode, label: str, fields: Any, error: Er
     where = field_name(loc, fields) or ""
     message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
     return Problem(_line(_node_at(node, loc)), f"{label}: {where}" if where else label, message)
+
+
+# The alert route's options: (what each needs on_dead for, what only a recurring job has).
+ROUTE_OPTIONS = {
+    "on_failure_streak": ("narrows what on_dead hears", "counts dead occurrences in a row"),
+    "alert_on_missed": ("sends its notices to on_dead", "tells of instants of a schedule passed over"),
+}
+
+
+def _route_rules(node: yaml.MappingNode, label: str, fields: Mapping[str, Any]) -> Iterator[Problem]:
+    """What the API refuses about the alert route's options (docs/api.md, "Alert route"), named at
+    their line before anything changes rather than by the API once other entries were applied."""
+    schedule = fields.get("schedule")
+    if schedule is None:
+        one_off = fields.get("run_at") is not None
+    else:
+        one_off = str(schedule).strip().startswith("at(")
+    streak = fields.get("on_failure_streak")
+    given = {
+        "on_failure_streak": isinstance(streak, int) and not isinstance(streak, bool),
+        "alert_on_missed": fields.get("alert_on_missed") is True,
+    }
+    for option, (route, recurring) in ROUTE_OPTIONS.items():
+        if not given[option]:
+            continue
+        where = _line(_node_at(node, (option,)))
+        if fields.get("on_dead") is None:
+            yield Problem(where, f"{label}: {option}", f"{route}: give on_dead too, or leave {option} out")
+        elif one_off:
+            why = f"{recurring}, which only a recurring job has: give a schedule, or leave {option} out"
+            yield Problem(where, f"{label}: {option}", why)
 
 
 def _secrets(node: yaml.MappingNode, label: str, fields: Mapping[str, Any]) -> Iterator[Problem]:

@@ -56,6 +56,8 @@ def refusals(tmp_path: Path, text: str) -> list[str]:
 
 
 ENTRY = "  - key: a\n    schedule: rate(1 day)\n    target: {type: python, handler: noop}\n"
+ROUTE = '    on_dead: {type: sns, topic_arn: "arn:aws:sns:us-east-1:123456789012:alerts"}\n'
+ONE_OFF_ROUTED = ENTRY.replace("schedule: rate(1 day)", 'run_at: "2099-01-01T00:00:00Z"') + ROUTE
 
 
 @pytest.mark.parametrize(
@@ -96,6 +98,26 @@ ENTRY = "  - key: a\n    schedule: rate(1 day)\n    target: {type: python, handl
             "namespace: ns\njobs:\n  - key: a\n    schedule: rate(1 day)\n    target: {type: http, url: 'https://e.com/x?token=abc'}\n",
             "f:5: a: target.url: the API answers a URL's query values as '***'",
         ),
+        # the alert route's options need the route, and a recurring job
+        (
+            "namespace: ns\njobs:\n" + ENTRY + "    alert_on_missed: true\n",
+            "f:6: a: alert_on_missed: sends its notices to on_dead: give on_dead too",
+        ),
+        (
+            "namespace: ns\njobs:\n" + ENTRY + "    on_failure_streak: 3\n",
+            "f:6: a: on_failure_streak: narrows what on_dead hears: give on_dead too",
+        ),
+        (
+            "namespace: ns\njobs:\n" + ONE_OFF_ROUTED + "    alert_on_missed: true\n",
+            "f:7: a: alert_on_missed: tells of instants of a schedule passed over, which only a recurring "
+            "job has: give a schedule, or leave alert_on_missed out",
+        ),
+        (
+            "namespace: ns\njobs:\n"
+            + ONE_OFF_ROUTED.replace('run_at: "2099-01-01T00:00:00Z"', 'schedule: "at(2099-01-01T00:00:00)"')
+            + "    on_failure_streak: 2\n",
+            "f:7: a: on_failure_streak: counts dead occurrences in a row, which only a recurring job has",
+        ),
     ],
 )
 def test_the_file_is_refused_naming_the_line_and_the_field(tmp_path: Path, text: str, expected: str) -> None:
@@ -118,6 +140,19 @@ def test_an_inline_secret_header_is_refused_before_any_call(tmp_path: Path) -> N
     assert '{"secret": "<Secrets Manager secret ARN or SSM parameter ARN>"}' in problems[0]
     assert "hook: on_dead.headers.X-Token" in problems[1]
     assert "nothing was changed" in result.stderr
+
+
+def test_the_alert_route_options_off_or_left_out_are_no_problem(tmp_path: Path) -> None:
+    text = "namespace: ns\njobs:\n" + ENTRY + "    alert_on_missed: false\n"
+    text += (
+        ENTRY.replace("key: a", "key: b") + ROUTE + "    alert_on_missed: true\n    on_failure_streak: 2\n"
+    )
+    text += ONE_OFF_ROUTED.replace("key: a", "key: c")
+
+    a, b, c = read(written(tmp_path, text)).entries
+
+    assert (a.body.alert_on_missed, b.body.alert_on_missed, c.body.alert_on_missed) == (False, True, False)
+    assert b.line_of("alert_on_missed") == 11  # where the API's refusal of it would be told
 
 
 def test_every_problem_is_reported_at_once_and_nothing_is_called(tmp_path: Path) -> None:
@@ -250,6 +285,26 @@ def test_a_one_off_made_recurring_sends_the_schedule_alone(tmp_path: Path) -> No
     assert update.patch() == {
         "schedule": "0 10 * * *"
     }  # run_at cannot be sent as null: the schedule clears it
+
+
+def test_missed_instants_turned_on_and_off_are_one_field_of_a_patch(tmp_path: Path) -> None:
+    text = "namespace: ns\njobs:\n" + ENTRY + ROUTE + "    alert_on_missed: true\n"
+    file = file_of(tmp_path, text)
+    (entry,) = file.entries
+    before = view(entry.body, ulid(1), alert_on_missed=False)
+    routeless = file_of(tmp_path, "namespace: ns\njobs:\n" + ENTRY)
+
+    (on,) = plan(file, [before], prune=False).updates
+    (off,) = plan(routeless, [view(entry.body, ulid(1))], prune=False).updates
+
+    assert on.patch() == {"alert_on_missed": True}
+    assert list(render(plan(file, [before], prune=False), "f.yaml"))[:2] == [
+        f"~ update a ({ulid(1)}, line 3)",
+        "    alert_on_missed: false → true",
+    ]
+    # The route and its option go in one PATCH, which the API takes as a whole.
+    assert off.patch() == {"on_dead": None, "alert_on_missed": False}
+    assert plan(file, [view(entry.body, ulid(1))], prune=False).changes == 0
 
 
 def test_two_live_jobs_with_one_key_are_refused_naming_both(tmp_path: Path) -> None:
@@ -452,3 +507,33 @@ def test_without_yes_apply_asks_at_a_terminal_and_refuses_elsewhere(
     assert declined.exit_code == 130 and nothing == {}
     assert accepted.exit_code == 0, accepted.output
     assert list(managed(client, ns)) == [f"{ns}/job-00"]
+
+
+@pytest.mark.e2e
+def test_missed_instants_alerts_round_trip_through_apply(
+    local_api: str, client: SundialClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = namespace()
+    plain = jobs_file(ns, 1)
+    path = written(tmp_path, plain + ROUTE + "    alert_on_missed: true\n")
+    created = sundial_apply(local_api, "-f", str(path), "--yes")
+    job = managed(client, ns)[f"{ns}/job-00"]
+    sent = recorded(monkeypatch)
+    again = sundial_apply(local_api, "-f", str(path), "--yes")
+    again_writes = writes(sent)
+    path.write_text(plain)  # the route and its option dropped together
+    sent.clear()
+    dry = sundial_apply(local_api, "-f", str(path), "--dry-run", "--exit-code")
+    dry_writes = writes(sent)
+    removed = sundial_apply(local_api, "-f", str(path), "--yes")
+    after = client.get_job(job.id)
+
+    assert created.exit_code == 0, created.output
+    assert (job.alert_on_missed, job.on_dead is not None) == (True, True)
+    assert again.exit_code == 0 and again.stdout.startswith("no changes"), again.output
+    assert again_writes == []
+    assert dry.exit_code == apply_module.CHANGES_PENDING, dry.output
+    assert "    alert_on_missed: true → false" in dry.stdout and dry_writes == []
+    assert removed.exit_code == 0, removed.output
+    assert writes(sent) == [("PATCH", f"/jobs/{job.id}", {"on_dead": None, "alert_on_missed": False})]
+    assert (after.alert_on_missed, after.on_dead) == (False, None)

@@ -226,6 +226,20 @@ def test_get_shows_missed_instants_only_when_there_are_some() -> None:
         assert (fields.get("missed", "").strip() or None) == shown, result.stdout
 
 
+def test_list_adds_a_missed_column_only_when_a_job_of_the_page_missed_some() -> None:
+    def listed(*missed: int) -> list[list[str]]:
+        jobs = [{**JOB, "id": f"01JD{n:022d}", "missed": count} for n, count in enumerate(missed)]
+        with StubApi(default=Reply(200, {"jobs": jobs, "next_token": None})) as stub:
+            result = sundial(stub.url, "jobs", "list")
+        assert result.exit_code == 0, result.stderr
+        return [line.split() for line in result.stdout.splitlines()]
+
+    header, *rows = listed(0, 3, 1200)
+    assert header[-2:] == ["HEALTH", "MISSED"] and [row[-1] for row in rows] == ["0", "3", "1200"]
+    header, *rows = listed(0, 0)
+    assert header[-1] == "HEALTH" and [row[-1] for row in rows] == ["ok", "ok"]
+
+
 # --- against the local stack ---------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """A job's occurrences on its page in a real headless Chromium against `sundial local`: the timeline
 of a rate job that ran and its range moved, the instants of a pause, the instants an overlap skipped
-and the missed count, and a page that stands when its occurrences cannot be read. By role and name."""
+and the missed count (on its page and in the jobs list), and a page that stands when its occurrences
+cannot be read. By role and name."""
 
 from __future__ import annotations
 
@@ -146,6 +147,15 @@ def test_instants_skipped_for_overlap_show_as_missed(
         _until_rows(browser, 1, "skipped", "overlap")
         assert _marks(browser, re.compile(r": skipped: overlap$"))
         browser.screenshot("job-occurrences-missed")
+
+        # The jobs list says so in the job's status, its columns as they were.
+        browser.open(f"{console_stack.url}/console/#/jobs?name={name}")
+        table = browser.find("table", "Jobs, newest first")
+        browser.find("link", name)
+        (row,) = browser.rows(table)
+        assert len(row) == 7 and row[1] == name, row
+        missed = re.search(r" \((\d+) missed\)", row[2])
+        assert missed and int(missed[1]) >= 2, row
     finally:
         api.call("DELETE", f"/jobs/{job['id']}")
 

@@ -11,7 +11,7 @@ import { missedNotice, occurrencesCard } from "./occurrences.js";
 import { previewTable } from "./preview.js";
 
 const FIELDS = ["id", "name", "status", "paused", "priority", "limit_key", "waiting_on_limit_since", "schedule", "timezone", "calendar", "run_at", "next_run_at", "start_at", "end_at",
-  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "window_seconds", "on_failure_streak", "triggers_waiting", "created_at", "updated_at"];
+  "attempt", "max_retries", "backoff", "timeout_seconds", "misfire_policy", "overlap_policy", "window_seconds", "on_failure_streak", "alert_on_missed", "triggers_waiting", "created_at", "updated_at"];
 
 export async function render(root, params) {
   const id = params.id;

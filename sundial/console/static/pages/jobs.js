@@ -71,7 +71,7 @@ export async function render(root, params) {
       return h("tr", { class: refused ? "refused" : null },
         h("td", { class: "select" }, box),
         h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}` }, label)),
-        h("td", {}, statusBadge(job.status), job.paused ? " (paused)" : "", health(job), refused ? h("p", { class: "error" }, refused) : null),
+        h("td", {}, statusBadge(job.status), job.paused ? " (paused)" : "", health(job), missed(job), refused ? h("p", { class: "error" }, refused) : null),
         h("td", {}, job.priority),
         h("td", {}, job.schedule || `once at ${when(job.run_at, job.timezone)}`),
         h("td", {}, when(job.next_run_at, job.timezone)),
@@ -239,6 +239,14 @@ function health(job) {
   if (job.health === "ok") return "";
   const streak = job.consecutive_failures > 1 ? `, ${job.consecutive_failures} in a row` : "";
   return h("span", { class: "muted" }, ` (${job.health}${streak})`);
+}
+
+// Instants its misfire or overlap policy skipped since it was created: the job page lists them. In
+// the status cell, as the health is, so that the table keeps its columns.
+function missed(job) {
+  if (!(job.missed > 0)) return "";
+  return h("span", { class: "missed-count", title: "Instants of its schedule skipped by its misfire or overlap policy; the job's page lists them" },
+    ` (${job.missed.toLocaleString("en")} missed)`);
 }
 
 function choice(label, name, values, filters) {
