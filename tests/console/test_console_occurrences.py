@@ -106,11 +106,12 @@ def test_a_paused_job_shows_its_paused_instants(browser: Browser, console_stack:
     open_job(browser, console_stack, job["id"], name)
     browser.find("button", "Pause").click()
     browser.wait(lambda: field(browser, "paused") == "true", 10, "never shown paused")
-    # Instants due while paused wait for a resume (one within the misfire grace would still run)...
-    waiting = _until_rows(browser, 2, "waiting", "paused")
-    assert all(row["Attempts"] == "0" for row in waiting), waiting
-    assert _marks(browser, re.compile(r": waiting \(paused\)$"))
-    # ...and are skipped for the pause once nothing will run them: here, a cancel while paused.
+    # A resume would pass over what fell due while paused, but for the latest (run_once runs it):
+    # those show skipped for the pause already, the latest waits for the resume...
+    passed = _until_rows(browser, 2, "skipped", "paused")
+    assert all(row["Attempts"] == "0" for row in passed), passed
+    assert len([row for row in _rows(browser) if row["State"] == "waiting"]) <= 1
+    # ...and once nothing will run any of them (a cancel while paused), all are skipped for it.
     browser.find("button", "Cancel").click()
     confirm(browser, f"Cancel {name}?", "Yes, cancel it")
     skipped = _until_rows(browser, 2, "skipped", "paused")

@@ -42,8 +42,8 @@ def rows(subject: Job, now: int, records: Records | None = None, count: int = 5)
 
 def test_a_paused_job_shows_what_a_resume_now_would_pass_over_under_skip() -> None:
     paused = job(paused=True, paused_at=T0 - 1, misfire_policy="skip", due_at=None)
-    # at T0 + 3.5 min: T0..T0+2 min are more than 60 s late, T0+3 min is not, the rest lie ahead
-    assert rows(paused, T0 + 210_000) == [(S, SkipReason.PAUSED)] * 3 + [(W, SkipReason.PAUSED)] * 2
+    # at T0 + 3.5 min: every instant due by now fell in the pause, however little late it is now
+    assert rows(paused, T0 + 210_000) == [(S, SkipReason.PAUSED)] * 4 + [(W, SkipReason.PAUSED)]
 
 
 def test_a_paused_job_under_run_all_passes_nothing_over() -> None:
@@ -163,3 +163,20 @@ def test_a_backfill_including_skipped_takes_what_the_job_is_done_with_and_no_mor
     taken = skipped_to_run(at_position, [paused, overlapped], nine, nine + 30 * day, nine + 20 * day)
     # the two paused days and the excluded 8 December; not the overlap, nothing from the series on
     assert taken == (nine + day, nine + 2 * day, nine + 6 * day)
+
+
+def test_a_resume_after_a_short_pause_runs_what_the_misfire_policy_says_of_the_paused_instants() -> None:
+    from sundial.shared.lifecycle import on_resume
+
+    now = T0 + 35_000 + 2 * MINUTE  # paused 5 s before T0, resumed less than a minute after T0+2 min
+    paused = job(paused=True, paused_at=T0 - 5_000, due_at=None)
+    by_policy = {
+        policy: on_resume(paused.model_copy(update={"misfire_policy": policy}), now)
+        for policy in ("skip", "run_once", "run_all")
+    }
+    assert by_policy["skip"] is not None and by_policy["skip"].scheduled_at == T0 + 3 * MINUTE
+    assert by_policy["skip"].skipped == (Skip(T0, T0 + 3 * MINUTE, SkipReason.PAUSED, 3),)
+    assert by_policy["run_once"] is not None and by_policy["run_once"].scheduled_at == T0 + 2 * MINUTE
+    assert by_policy["run_once"].skipped == (Skip(T0, T0 + 2 * MINUTE, SkipReason.PAUSED, 2),)
+    assert by_policy["run_all"] is not None and by_policy["run_all"].scheduled_at == T0
+    assert by_policy["run_all"].skipped == ()

@@ -221,8 +221,8 @@ def next_occurrence(job: Job, started_ms: int, now_ms: int) -> int | None:
     return _following(job, now_ms, MisfirePolicy.SKIP, 0)
 
 
-def catch_up(job: Job, now_ms: int) -> int | None:
-    """The occurrence to run instead of the current one when it is missed (more than the grace late):
+def catch_up(job: Job, now_ms: int, grace_ms: int = GRACE_MS) -> int | None:
+    """The occurrence to run instead of the current one when it is missed (more than `grace_ms` late):
     run_all keeps it, run_once takes the latest one due by now, skip the first one not missed (which
     may lie ahead). None when skip finds the schedule ended. A retry or a triggered run is kept."""
     scheduled = job.scheduled_at
@@ -235,10 +235,10 @@ def catch_up(job: Job, now_ms: int) -> int | None:
         or job.deferred_at is not None
     ):
         return scheduled
-    if start_of(job, scheduled) >= now_ms - GRACE_MS or policy is MisfirePolicy.RUN_ALL:
+    if start_of(job, scheduled) >= now_ms - grace_ms or policy is MisfirePolicy.RUN_ALL:
         return scheduled
     if policy is MisfirePolicy.SKIP:
-        return _following(job, now_ms, MisfirePolicy.SKIP, GRACE_MS)
+        return _following(job, now_ms, MisfirePolicy.SKIP, grace_ms)
     latest = _following(job, now_ms, MisfirePolicy.RUN_ONCE, 0)
     return latest if latest is not None and start_of(job, latest) <= now_ms else scheduled
 
@@ -322,7 +322,7 @@ def on_resume(job: Job, now_ms: int) -> Placement | None:
         return Placement(JobStatus.FAILED, job.scheduled_at, now_ms, job.attempt)
     if job.status is not JobStatus.PENDING:
         return None
-    target = catch_up(job, now_ms)
+    target = resume_target(job, now_ms)
     skipped = _passed_over_while_paused(job, target)
     if target is None:
         return Placement(JobStatus.SUCCEEDED, job.scheduled_at, None, 0, skipped=skipped)
@@ -345,12 +345,20 @@ def on_resume(job: Job, now_ms: int) -> Placement | None:
     return Placement(JobStatus.PENDING, target, start, job.attempt, skipped=skipped)
 
 
+def resume_target(job: Job, now_ms: int) -> int | None:
+    """Where a resume now puts a paused job's series: every instant that fell due before now is
+    missed, however short the pause (the pause said not to run them on time), and the misfire
+    policy decides what of them runs: run_all each, run_once the latest, skip none."""
+    return catch_up(job, now_ms, grace_ms=0)
+
+
 def _passed_over_while_paused(job: Job, target: int | None) -> tuple[Skip, ...]:
-    """What a resume passes over: the instants from the pause on were paused; any before it (the
-    job was already late when paused) were missed."""
+    """What a resume passes over: the instants due from the pause on (and those less than the grace
+    late when it began) were paused; any missed before it (the job was late already) were missed."""
     if target == job.scheduled_at or job.scheduled_at is None:
         return ()
-    return passed_over(job, job.scheduled_at, target, SkipReason.PAUSED, job.paused_at, SkipReason.MISFIRE)
+    late_before = None if job.paused_at is None else job.paused_at - GRACE_MS
+    return passed_over(job, job.scheduled_at, target, SkipReason.PAUSED, late_before, SkipReason.MISFIRE)
 
 
 def on_trigger(job: Job, now_ms: int) -> Placement | None:

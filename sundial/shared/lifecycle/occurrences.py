@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from sundial.contract.vocabulary import JobStatus, OccurrenceState, RunStatus, SkipReason
-from sundial.shared.lifecycle.decide import catch_up, is_triggered_run, start_of
+from sundial.shared.lifecycle.decide import is_triggered_run, resume_target, start_of
 from sundial.shared.lifecycle.series import owed_from
 from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.models import Job, RunSummary
@@ -163,7 +163,7 @@ def _resumed_at(job: Job, now_ms: int) -> int:
     While an attempt runs or waits to retry, the settle decides, so nothing is passed over yet."""
     if job.status is not JobStatus.PENDING or job.scheduled_at is None:
         return 0
-    target = catch_up(job, now_ms)
+    target = resume_target(job, now_ms)
     return ENDLESS if target is None else target
 
 

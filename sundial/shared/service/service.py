@@ -204,10 +204,15 @@ class JobService:
             refusal = lifecycle.timing_change_refusal(job)
             if refusal is not None:
                 raise Conflict(refusal, field=next(n for n in TIMING_FIELDS if n in patch.model_fields_set))
-            placement = self._replacement(updated) if lifecycle.replaces_occurrence(job) else None
+            # New timing starts a new series from now, read once: its first occurrence counts from the
+            # instant the occurrence ledger says it began (a rate's first is one period after it).
+            now_ms = self._clock.now_ms()
+            changes["schedule_since"] = now_ms
+            updated = job.model_copy(update=changes)
+            placement = self._replacement(updated, now_ms) if lifecycle.replaces_occurrence(job) else None
             if job.deferred_at is not None:
                 # A triggered run is current: it still runs, and the schedule resumes where the change says.
-                changes["deferred_at"] = self._replacement(updated).scheduled_at
+                changes["deferred_at"] = self._replacement(updated, now_ms).scheduled_at
                 updated = job.model_copy(update=changes)
             _refuse_moving_onto_a_run(
                 job, placement.scheduled_at if placement else updated.deferred_at, patch
@@ -425,12 +430,14 @@ class JobService:
         )
         check_job_window(job)
         self._check_route(job, new_route=True)
-        first = self._replacement(job)
+        # From the instant the job was created at, read once: a rate's first run is one period after
+        # it, to the millisecond, which is what the occurrence ledger counts from.
+        first = self._replacement(job, now_ms)
         return _placed(job, first, now_ms)
 
-    def _replacement(self, job: Job) -> Placement:
+    def _replacement(self, job: Job, now_ms: int | None = None) -> Placement:
         """Where a job with new timing goes: its first occurrence from now."""
-        now_ms = self._clock.now_ms()
+        now_ms = self._clock.now_ms() if now_ms is None else now_ms
         if job.schedule is None:
             instant = job.run_at or now_ms
             due = max(lifecycle.start_of(job, instant), now_ms)

@@ -37,8 +37,6 @@ from sundial.shared.store.transitions import (
 from sundial.shared.store.writes import Item, is_condition_failure
 
 SECOND_MS = 1000
-# A PATCH of any of these starts the job on a new series (its timing changed).
-NEW_SERIES_FIELDS = frozenset({"schedule", "timezone", "run_at", "start_at", "end_at", "calendar"})
 # An idempotency record blocks a second create until it expires (TTL deletion can lag by days).
 IDEMPOTENCY_FREE = "attribute_not_exists(#pk) OR #expires < :now"
 
@@ -346,10 +344,6 @@ class JobStore(Transitions):
         """Writes changed fields, a new placement when timing moved an occurrence not yet run, and
         the index row's shard when the priority changed."""
         fields = items.plain_fields(changes)
-        if changes.keys() & NEW_SERIES_FIELDS:
-            # A new series, or the current occurrence moved to the first from now: the instants before
-            # now were never the new series' to run (the ledger lists those that ran from history).
-            fields["schedule_since"] = self._now()
         if placement is None and "priority" in changes and job.due_at is not None:
             fields[c.DUE_SHARD_ATTRIBUTE] = items.due_shard(changes["priority"], job.id, self._written)
         if fields.get("payload_stored_apart"):
