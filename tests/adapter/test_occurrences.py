@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sundial.contract.jobs import JobCreate
+from sundial.contract.jobs import JobCreate, JobUpdate
 from sundial.contract.occurrences import OccurrenceView
-from sundial.shared.clock import format_rfc3339
+from sundial.shared.clock import FixedClock, format_rfc3339
 from sundial.shared.service.occurrences import OccurrenceReader
+from sundial.shared.service.service import JobService
 from tests.adapter.conftest import Engine, python_target
 from tests.adapter.test_exactly_once import run_due
 
@@ -170,3 +171,30 @@ def test_instants_held_back_by_a_pause_during_a_run_are_paused_not_missed(engine
     assert reasons.count("paused") == 3 and "overlap" in reasons, reasons
     assert [row.scheduled_at for row in rows if row.state.value == "ran"] == seen(engine, job_id)
     assert engine.store.get(job_id).missed == reasons.count("overlap")
+
+
+class TickingClock(FixedClock):
+    """A clock that moves a millisecond each time it is read, as a real one may between two reads."""
+
+    def now_ms(self) -> int:
+        self.advance(0.001)
+        return super().now_ms()
+
+
+def test_a_new_or_changed_series_first_runs_one_period_after_it_began_to_the_millisecond(
+    engine: Engine,
+) -> None:
+    service = JobService(
+        engine.store, engine.dispatcher, TickingClock(engine.clock.now_ms()), allow_private_targets=True
+    )
+    view, _ = service.create(
+        JobCreate.model_validate({"target": python_target(), "schedule": "rate(1 hour)"})
+    )
+    job = engine.store.get(view.id)
+    assert job.scheduled_at == job.created_at + 3600 * SECOND
+    service.update(view.id, JobUpdate.model_validate({"schedule": "rate(2 hours)"}))
+    changed = engine.store.get(view.id)
+    assert changed.schedule_since is not None
+    assert changed.scheduled_at == changed.schedule_since + 7200 * SECOND
+    rows = ledger(engine, view.id, job.created_at + 1, changed.schedule_since + 3 * 3600 * SECOND)
+    assert [row.reason for row in rows if row.state.value == "waiting"] == [None]
