@@ -52,7 +52,7 @@ def fence(engine: Engine, message: JobMessage) -> Job:
 def settle(engine: Engine, job: Job, ok: bool = True) -> Outcome:
     end = AttemptEnd(None if ok else "target said no")
     assert job.token is not None and job.started_at is not None
-    return engine.worker.finish(job, job.token, job.started_at, end)
+    return engine.worker.finish(job, job.token, job.started_at, end).outcome
 
 
 def held_again(engine: Engine, job_id: str) -> JobMessage:

@@ -83,6 +83,15 @@ class AttemptResult:
 
 
 @dataclass(frozen=True)
+class Settled:
+    """How a settled attempt ended, and the instants of its schedule the settle passed over for a
+    reason nobody chose (a misfire, an overlap)."""
+
+    outcome: Outcome
+    missed: int = 0
+
+
+@dataclass(frozen=True)
 class AttemptEnd:
     """How the target's call ended: `error` None is a success; `still_running` means the call
     outlived the attempt's limit and may go on until the invocation ends."""
@@ -193,10 +202,11 @@ class Worker:
         # A call that may still run ends with the invocation, at its deadline: its retry waits for that.
         not_before = deadline_ms if end.still_running and deadline_ms is not None else 0
         try:
-            outcome, missed = self._settle_ended(job, token, started, end, not_before, deadline_ms)
+            settled = self.finish(job, token, started, end, not_before, deadline_ms)
         except StaleDelivery:
             return lost
         # The settle counted this death on the count the fence read (no other settle holds the token).
+        outcome = settled.outcome
         streak = job.consecutive_failures + 1 if outcome is Outcome.DEAD and job.is_recurring else None
         return AttemptResult(
             outcome,
@@ -208,7 +218,7 @@ class Worker:
             trace_id,
             job.limit_wait_ms,
             job.limit_key,
-            missed,
+            settled.missed,
         )
 
     def _limit_seconds(self, job: Job, deadline_ms: int | None) -> float:
@@ -284,19 +294,7 @@ class Worker:
         end: AttemptEnd,
         not_before: int = 0,
         deadline_ms: int | None = None,
-    ) -> Outcome:
-        """Settles a fenced attempt that ended as `end` (see _settle_ended). Raises StaleDelivery."""
-        return self._settle_ended(job, token, started, end, not_before, deadline_ms)[0]
-
-    def _settle_ended(
-        self,
-        job: Job,
-        token: str,
-        started: int,
-        end: AttemptEnd,
-        not_before: int = 0,
-        deadline_ms: int | None = None,
-    ) -> tuple[Outcome, int]:
+    ) -> Settled:
         """Settles a fenced attempt that ended as `end`: the job first, then the history item (the
         history never shows an attempt whose result the job did not keep); a dead occurrence's alert
         is owed from the settle on, and sent after it. Both writes ride out throttles and AWS faults
@@ -324,8 +322,8 @@ class Worker:
             self._alert(job, run)
             if settled.on_dead is not None:
                 self.send_owed_route(job.id, routes.route_sk(run.scheduled_at, run.attempt))
-            return Outcome.DEAD, missed
-        return (Outcome.SUCCEEDED if end.error is None else Outcome.FAILED), missed
+            return Settled(Outcome.DEAD, missed)
+        return Settled(Outcome.SUCCEEDED if end.error is None else Outcome.FAILED, missed)
 
     def _patience(self, now_ms: int, deadline_ms: int | None) -> Patience:
         until_ms = now_ms + SETTLE_PATIENCE_SECONDS * SECOND_MS
@@ -380,4 +378,4 @@ def _text(exc: BaseException) -> str:
     return str(exc)[: c.ERROR_TEXT_LIMIT]
 
 
-__all__ = ["AttemptEnd", "AttemptResult", "DeferralFailed", "Outcome", "Worker"]
+__all__ = ["AttemptEnd", "AttemptResult", "DeferralFailed", "Outcome", "Settled", "Worker"]

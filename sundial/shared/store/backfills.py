@@ -39,29 +39,15 @@ class BackfillLedger(StoreWrites):
     def backfill_records(self, job_id: str, from_ms: int, until_ms: int) -> tuple[set[int], set[int]]:
         """The instants in [from, until) that a backfill of `job_id` recorded, and those of them it
         passed over without a run (a consistent read)."""
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
-            "ExpressionAttributeNames": {"#pk": c.PARTITION_KEY, "#sk": c.SORT_KEY},
-            "ExpressionAttributeValues": {
-                ":pk": {"S": items.job_pk(job_id)},
-                ":low": {"S": backfill_sk(from_ms)},
-                ":high": {"S": backfill_sk(max(from_ms, until_ms - 1))},
-            },
-            "ConsistentRead": True,
-        }
+        low, high = backfill_sk(from_ms), backfill_sk(max(from_ms, until_ms - 1))
         found: set[int] = set()
         passed: set[int] = set()
-        while True:
-            page = self._client.query(**request)
-            for item in page.get("Items", []):
-                instant = int(item["scheduled_at"]["N"])
-                found.add(instant)
-                if item.get("passed_over", {}).get("BOOL"):
-                    passed.add(instant)
-            if "LastEvaluatedKey" not in page:
-                return found, passed
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for item in self._between(job_id, low, high):
+            instant = int(item["scheduled_at"]["N"])
+            found.add(instant)
+            if item.get("passed_over", {}).get("BOOL"):
+                passed.add(instant)
+        return found, passed
 
     def _write_recording(self, job_id: str, change: x.Change, condition: str, new: list[Item]) -> Job:
         """The job's UpdateItem and a Put of each ledger item that must not exist yet, all or none.

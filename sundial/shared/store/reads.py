@@ -224,21 +224,32 @@ class StoreReads:
 
     def runs_between(self, job_id: str, from_ms: int, until_ms: int) -> list[Run]:
         """Every history item of the instants in [from, until), oldest first (a consistent read)."""
+        low, high = items.run_sk(max(0, from_ms), 0), items.run_sk(max(0, until_ms - 1), 999)
+        return [items.item_to_run(item) for item in self._between(job_id, low, high)]
+
+    def _between(self, job_id: str, low: str, high: str, **more: Any) -> list[dict[str, Any]]:
+        """Every item of the job's partition whose sort key lies in [low, high], in their order, read
+        strongly consistent and page after page. `more`: the query's other arguments (a filter)."""
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
             "ExpressionAttributeNames": {"#pk": c.PARTITION_KEY, "#sk": c.SORT_KEY},
             "ExpressionAttributeValues": {
                 ":pk": {"S": items.job_pk(job_id)},
-                ":low": {"S": items.run_sk(max(0, from_ms), 0)},
-                ":high": {"S": items.run_sk(max(0, until_ms - 1), 999)},
+                ":low": {"S": low},
+                ":high": {"S": high},
             },
             "ConsistentRead": True,
         }
-        found: list[Run] = []
+        for name, value in more.items():
+            if isinstance(value, dict) and name in request:
+                request[name] = {**request[name], **value}
+            else:
+                request[name] = value
+        found: list[dict[str, Any]] = []
         while True:
             page = self._client.query(**request)
-            found += [items.item_to_run(item) for item in page.get("Items", [])]
+            found += page.get("Items", [])
             if "LastEvaluatedKey" not in page:
                 return found
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

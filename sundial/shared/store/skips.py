@@ -39,28 +39,17 @@ class SkipLedger(StoreWrites):
     def skips(self, job_id: str, from_ms: int, until_ms: int) -> list[Skip]:
         """The stretches recorded for `job_id` that reach into [from, until), oldest first. A stretch
         starting before `from` is found by its end: the query reads from the oldest kept."""
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
-            "FilterExpression": "#until > :from",
-            "ExpressionAttributeNames": {"#pk": c.PARTITION_KEY, "#sk": c.SORT_KEY, "#until": "until_ms"},
-            "ExpressionAttributeValues": {
-                ":pk": {"S": items.job_pk(job_id)},
-                ":low": {"S": skip_sk(0)},
-                ":high": {"S": skip_sk(max(0, until_ms - 1))},
-                ":from": {"N": str(from_ms)},
-            },
-            "ConsistentRead": True,
-        }
-        found: list[Skip] = []
-        while True:
-            page = self._client.query(**request)
-            for item in page.get("Items", []):
-                values = items.deserialize(item)
-                reason = SkipReason(values["reason"])
-                found.append(
-                    Skip(int(values["first_ms"]), int(values["until_ms"]), reason, int(values["count"]))
-                )
-            if "LastEvaluatedKey" not in page:
-                return found
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        found = self._between(
+            job_id,
+            skip_sk(0),
+            skip_sk(max(0, until_ms - 1)),
+            FilterExpression="#until > :from",
+            ExpressionAttributeNames={"#until": "until_ms"},
+            ExpressionAttributeValues={":from": {"N": str(from_ms)}},
+        )
+        return [_skip_of(items.deserialize(item)) for item in found]
+
+
+def _skip_of(values: dict[str, Any]) -> Skip:
+    reason = SkipReason(values["reason"])
+    return Skip(int(values["first_ms"]), int(values["until_ms"]), reason, int(values["count"]))
