@@ -131,6 +131,7 @@ class CostEngine:
         self._clock_lock = threading.Lock()
         self.clock = BatchClock(start_ms)
         store = JobStore(dynamodb, resources.table_name, self.clock)
+        self.store = store  # metered, as every part of the engine
         self.config = config
         dispatcher = Dispatcher(
             sqs,

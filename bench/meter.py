@@ -2,13 +2,15 @@
 
 botocore hooks on the engine's own clients see every request and response. Each write's item is
 sized before and after (read through a second, unmetered client), so write units and index writes
-come from real item sizes and real key changes, not from a table of guesses.
+come from real item sizes and real key changes, not from a table of guesses. A filtered query is
+billed for the items it evaluated, not the ones its filter kept: those are read again, unfiltered.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ INDEXES = (
     *(m.Index(name, (key, c.LIST_SORT_ATTRIBUTE)) for name, key in c.LIST_INDEX_KEYS.items()),
 )
 ITEM_WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+TRANSACT_WRITES = ("Put", "Update", "Delete")
 SQS_SENDS = ("SendMessage", "SendMessageBatch")
 
 
@@ -39,6 +42,8 @@ class Meter:
         self.item_sizes: Counter[str] = Counter()
         # Write requests per function: an item written alone is one, a transaction one per item.
         self.item_writes: Counter[str] = Counter()
+        # Items written per function, by kind (JOB, RUN, SKIP, ...): those a write that succeeded wrote.
+        self.items_written: dict[str, Counter[str]] = {}
         dynamodb.meta.events.register("before-parameter-build.dynamodb", self._before)
         dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
         sqs.meta.events.register("before-parameter-build.sqs", self._before_sqs)
@@ -84,13 +89,18 @@ class Meter:
             units = self._transaction(params, context.get("bench_before", []), failed)
             writes = len(params.get("TransactItems", []))
         if writes:
+            kinds = [] if failed else _kinds_written(model.name, params)
             with self._lock:
                 self.item_writes[self.phase] += writes
+                self.items_written.setdefault(self.phase, Counter()).update(kinds)
         elif model.name == "GetItem":
             size = m.item_size(parsed.get("Item"))
             reads = m.read_units(size, bool(params.get("ConsistentRead")))
         elif model.name == "Query":
-            size = sum(m.item_size(item) for item in parsed.get("Items", []))
+            found = parsed.get("Items", [])
+            if "FilterExpression" in params and not failed:
+                found = self._evaluated(params, int(parsed.get("ScannedCount", 0)))
+            size = sum(m.item_size(item) for item in found)
             reads = m.read_units(size, bool(params.get("ConsistentRead")))
         elif model.name == "BatchGetItem":
             for found in parsed.get("Responses", {}).values():
@@ -135,6 +145,26 @@ class Meter:
                 self.item_sizes[f"TransactWriteItems {_kind(after)}"] = m.item_size(after)
         return total
 
+    def _evaluated(self, params: dict[str, Any], scanned: int) -> list[dict[str, Any]]:
+        """The items a filtered query evaluated (DynamoDB bills them all, whatever its filter kept,
+        and whole, whatever it projected): the same query from the same start, without its filter
+        or projection, limited to the count it scanned."""
+        if scanned == 0:
+            return []
+        request = {
+            name: value
+            for name, value in params.items()
+            if name not in ("FilterExpression", "ProjectionExpression", "Select", "Limit")
+        }
+        used = set(_PLACEHOLDER.findall(str(params["KeyConditionExpression"])))
+        for field in ("ExpressionAttributeNames", "ExpressionAttributeValues"):
+            kept = {name: value for name, value in params.get(field, {}).items() if name in used}
+            request.pop(field, None)
+            if kept:
+                request[field] = kept
+        found: list[dict[str, Any]] = self._raw.query(**request, Limit=scanned).get("Items", [])
+        return found
+
     def _current(self, key: dict[str, Any]) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self._raw.get_item(
             TableName=self._table, Key=key, ConsistentRead=True
@@ -160,6 +190,21 @@ def _key(item: dict[str, Any]) -> dict[str, Any]:
 def _transact_key(op: dict[str, Any]) -> dict[str, Any]:
     (_, body), *_ = op.items()
     return dict(body["Key"]) if "Key" in body else _key(body["Item"])
+
+
+_PLACEHOLDER = re.compile(r"[#:][A-Za-z0-9_]+")
+
+
+def _kinds_written(operation: str, params: dict[str, Any]) -> list[str]:
+    """The kind of each item a write request wrote (a transaction's condition checks write none)."""
+    if operation == "TransactWriteItems":
+        return [
+            _kind(body["Key"] if "Key" in body else _key(body["Item"]))
+            for op in params.get("TransactItems", [])
+            for name, body in op.items()
+            if name in TRANSACT_WRITES
+        ]
+    return [_kind(params["Key"] if "Key" in params else _key(params["Item"]))]
 
 
 def _kind(item: dict[str, Any] | None) -> str:

@@ -22,6 +22,7 @@ from bench import (
     cost,
     dead_listing,
     lateness,
+    ledger,
     local_state,
     priority,
     processes,
@@ -105,6 +106,14 @@ def _worker_writes_per_execution(context: Context) -> float:
     return sum(count for operation, count in calls.items() if operation in writes)
 
 
+def _ledger(context: Context) -> list[Row]:
+    aws = Aws.start("bench-")
+    try:
+        return ledger.measure(aws)
+    finally:
+        aws.stop()
+
+
 def _secret_reads(context: Context) -> list[Row]:
     aws = Aws.start("bench-")
     try:
@@ -179,6 +188,11 @@ def _scaling(context: Context) -> list[Row]:
 
 PARTS = (
     Part("in-process", "tick throughput and cost on an in-process engine", _in_process),
+    Part(
+        "ledger",
+        "the occurrence ledger's writes (never paused; a pause) and reads (a page), counted (a few minutes)",
+        _ledger,
+    ),
     Part(
         "local-stack",
         "start lateness, bursts and priority isolation on `sundial local` (about 15 min when loaded)",
