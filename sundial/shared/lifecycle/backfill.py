@@ -16,7 +16,7 @@ from sundial.contract.vocabulary import JobStatus, OverlapPolicy, SkipReason
 from sundial.shared.errors import Conflict, InvalidInput
 from sundial.shared.lifecycle.decide import Placement, is_backfill_run, unstarted_extra, waiting_triggers
 from sundial.shared.lifecycle.job_schedule import job_excludes
-from sundial.shared.lifecycle.occurrences import series_position
+from sundial.shared.lifecycle.occurrences import own_stretches, series_position
 from sundial.shared.lifecycle.series import iter_instants, owed_from, series_point
 from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.models import Job
@@ -93,7 +93,7 @@ def skipped_to_run(job: Job, skips: list[Skip], from_ms: int, to_ms: int, now_ms
     chosen: set[int] = set()
     # More than a request may run is enough to know: the count check then refuses the window.
     enough = MAX_BACKFILL_OCCURRENCES + 1
-    for skip in sorted(skips, key=lambda skip: skip.first_ms):
+    for skip in own_stretches(job, skips):
         if skip.reason in RUN_WHEN_SKIPPED:
             stretch = iter_instants(job, max(low, skip.first_ms), min(high, skip.until_ms))
             chosen.update(itertools.islice(stretch, enough - len(chosen)))

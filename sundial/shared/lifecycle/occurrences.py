@@ -60,7 +60,7 @@ def occurrences(
     for each triggered run in the range, and one for each other instant that ran (of a schedule the
     job had before a change), oldest first; a triggered run after the instant it shares."""
     own, triggered = _attempts_by_instant(job, records.runs)
-    skips = sorted(records.skips, key=lambda skip: skip.first_ms)
+    skips = own_stretches(job, records.skips)
     # While paused, where a resume now would put the series: the instants before it are passed over.
     resumes_at = _resumed_at(job, now_ms) if job.paused else 0
     rows = [_row(job, instant, own.get(instant, []), skips, records, resumes_at) for instant in instants]
@@ -72,6 +72,13 @@ def occurrences(
     rows += [_extra_row(job, instant, triggered.get(instant, [])) for instant in sorted(extras)]
     in_range = [row for row in rows if from_ms <= row.scheduled_at < until_ms]
     return sorted(in_range, key=lambda row: (row.scheduled_at, row.extra))
+
+
+def own_stretches(job: Job, skips: Iterable[Skip]) -> list[Skip]:
+    """The stretches recorded of the job's current series, oldest first: one recorded before a change
+    of timing passed over instants of the series before it, and says nothing of the new one's."""
+    since = owed_from(job)
+    return sorted((skip for skip in skips if skip.first_ms >= since), key=lambda skip: skip.first_ms)
 
 
 def series_position(job: Job) -> int:

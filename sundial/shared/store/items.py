@@ -203,9 +203,7 @@ def job_to_item(job: Job, write_id: str, shards: int = c.DUE_SHARDS) -> dict[str
         c.PARTITION_KEY: job_pk(job.id),
         c.SORT_KEY: JOB_SK,
         **listing_attributes(job),
-        **job.model_dump(
-            exclude={"target", "retry", "last_run", "payload", "on_dead", "calendar"}, exclude_none=True
-        ),
+        **job.model_dump(exclude=set(_STORED_APART) | _at_default(job), exclude_none=True),
         "target": job.target.model_dump_json(),
         "retry": job.retry.model_dump_json(),
     }
@@ -221,6 +219,18 @@ def job_to_item(job: Job, write_id: str, shards: int = c.DUE_SHARDS) -> dict[str
         due_at = job.lease_until or job.due_at
         values.update(due_attributes(job.priority, job.id, job.status, due_at, shards))
     return serialize(values)
+
+
+# Stored as JSON of their own: the target, the retry policy, the last run, the payload, the route,
+# the calendar.
+_STORED_APART = frozenset({"target", "retry", "last_run", "payload", "on_dead", "calendar"})
+# Fields most jobs keep at their default, stored only once they differ: a job item stays within one
+# write unit (1 KB) for longer, and an item without them reads as the default.
+_UNSTORED_DEFAULTS = {"missed": 0, "alert_on_missed": False, "backfill_run": False}
+
+
+def _at_default(job: Job) -> set[str]:
+    return {name for name, default in _UNSTORED_DEFAULTS.items() if getattr(job, name) == default}
 
 
 def due_attributes(

@@ -227,9 +227,9 @@ class StoreReads:
         low, high = items.run_sk(max(0, from_ms), 0), items.run_sk(max(0, until_ms - 1), 999)
         return [items.item_to_run(item) for item in self._between(job_id, low, high)]
 
-    def _between(self, job_id: str, low: str, high: str, **more: Any) -> list[dict[str, Any]]:
+    def _between(self, job_id: str, low: str, high: str) -> list[dict[str, Any]]:
         """Every item of the job's partition whose sort key lies in [low, high], in their order, read
-        strongly consistent and page after page. `more`: the query's other arguments (a filter)."""
+        strongly consistent and page after page."""
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
@@ -241,11 +241,6 @@ class StoreReads:
             },
             "ConsistentRead": True,
         }
-        for name, value in more.items():
-            if isinstance(value, dict) and name in request:
-                request[name] = {**request[name], **value}
-            else:
-                request[name] = value
         found: list[dict[str, Any]] = []
         while True:
             page = self._client.query(**request)

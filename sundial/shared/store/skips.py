@@ -37,17 +37,27 @@ def skip_item(job_id: str, skip: Skip, retention_seconds: int) -> Item:
 
 class SkipLedger(StoreWrites):
     def skips(self, job_id: str, from_ms: int, until_ms: int) -> list[Skip]:
-        """The stretches recorded for `job_id` that reach into [from, until), oldest first. A stretch
-        starting before `from` is found by its end: the query reads from the oldest kept."""
-        found = self._between(
-            job_id,
-            skip_sk(0),
-            skip_sk(max(0, until_ms - 1)),
-            FilterExpression="#until > :from",
-            ExpressionAttributeNames={"#until": "until_ms"},
-            ExpressionAttributeValues={":from": {"N": str(from_ms)}},
-        )
-        return [_skip_of(items.deserialize(item)) for item in found]
+        """The stretches recorded for `job_id` that reach into [from, until), oldest first: those that
+        start in it, and the one before it when it reaches in. Stretches of a job never overlap (each
+        write passes over instants after the last one passed over), so only the latest stretch that
+        starts before `from` can reach into it: what a read costs follows the range, not the ledger."""
+        inside = self._between(job_id, skip_sk(max(0, from_ms)), skip_sk(max(0, until_ms - 1)))
+        found = [_skip_of(items.deserialize(item)) for item in inside]
+        before = self._client.query(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :low AND :high",
+            ExpressionAttributeNames={"#pk": c.PARTITION_KEY, "#sk": c.SORT_KEY},
+            ExpressionAttributeValues={
+                ":pk": {"S": items.job_pk(job_id)},
+                ":low": {"S": skip_sk(0)},
+                ":high": {"S": skip_sk(max(0, from_ms - 1))},
+            },
+            ScanIndexForward=False,
+            Limit=1,
+            ConsistentRead=True,
+        ).get("Items", [])
+        reaching = [skip for skip in map(_skip_of, map(items.deserialize, before)) if skip.until_ms > from_ms]
+        return reaching + found
 
 
 def _skip_of(values: dict[str, Any]) -> Skip:
