@@ -29,7 +29,10 @@ WINDOWS = [0, 45, 300, 3600]
 # How far before the job's creation a window starts: a few of a rate's instants, a handful, and
 # (for rate(10 seconds)) more than one request may take.
 SPANS_S = [25, 130, 620]
-WHERE = ["ends at creation", "ends later", "ends before"]
+# Where a window ends: at the job's creation, after now (it reaches past the creation), before the
+# creation; or it is the last `span` seconds before now (with include_skipped, the instants since the
+# creation that a pause or a misfire passed over run too).
+WHERE = ["ends at creation", "ends later", "ends before", "the last"]
 labels = st.sampled_from(LABELS)
 faults = st.one_of(
     st.none(), st.sampled_from(["throttled", "conflict", "answer lost", "2nd write's answer lost"])
@@ -51,6 +54,7 @@ class BackfillSteps:
 
     # Provided by EngineMachine.
     clock: Any
+    env: Any
     step: int
     labels: dict[str, str]
     intents: dict[str, Intent]
@@ -92,6 +96,7 @@ class BackfillSteps:
         dry_run=st.sampled_from([False, False, True]),
         fault=faults,
         race=races,
+        include_skipped=st.sampled_from([True, False]),
     )
     def backfill(
         self,
@@ -101,19 +106,28 @@ class BackfillSteps:
         dry_run: bool = False,
         fault: str | None = None,
         race: str | None = None,
+        include_skipped: bool = False,
     ) -> None:
-        """POST /jobs/{id}/backfill over a window before (or reaching past) the job's creation."""
+        """POST /jobs/{id}/backfill over a window before (or reaching past) the job's creation, or over
+        the last minutes; with `include_skipped`, the window's instants that the job skipped while it
+        existed (paused, missed) run too, each once however often asked."""
         # A recurring job that is not cancelled when there is one: the others are only refused.
         job_id = self._labelled(job, self._backfillable) or self._labelled(job)
         current = self._job(job_id) if job_id is not None else None
         if job_id is None or current is None:
             return
-        created = current.created_at
-        end = {"ends at creation": created, "ends later": self.clock.now_ms() + 60 * SECOND}.get(
+        created, now = current.created_at, self.clock.now_ms()
+        start = now - span * SECOND if where == "the last" else created - span * SECOND
+        end = {"ends at creation": created, "ends later": now + 60 * SECOND, "the last": now}.get(
             where, created - span * SECOND // 2
         )
         request = BackfillRequest.model_validate(
-            {"from": format_rfc3339(created - span * SECOND), "to": format_rfc3339(end), "dry_run": dry_run}
+            {
+                "from": format_rfc3339(start),
+                "to": format_rfc3339(end),
+                "dry_run": dry_run,
+                "include_skipped": include_skipped,
+            }
         )
         answers: list[BackfillView] = []
 
@@ -122,9 +136,10 @@ class BackfillSteps:
             return answers[-1].job or self.service.get(job_id)
 
         before = self._job(job_id)
-        answer = self._call(
-            f"backfill {span}s, {where}{' (dry run)' if dry_run else ''}", job_id, call, fault, race
-        )
+        how = f"{span}s, {where}{', skipped too' if include_skipped else ''}{' (dry run)' if dry_run else ''}"
+        answer = self._call(f"backfill {how}", job_id, call, fault, race)
+        if include_skipped:
+            self.env.seen[f"backfill including skipped: {where}, {answer}"] += 1
         if answer != "ack":
             return
         done = answers[-1]
@@ -134,6 +149,8 @@ class BackfillSteps:
             if race is None and before is not None and after is not None and after.version != before.version:
                 self._violation(f"{short(job_id)}: a dry-run backfill changed the job")
             return
+        if include_skipped and any(_ms(text) >= created for text in [*done.instants, *done.skipped]):
+            self.env.seen["backfill took instants the job skipped"] += 1
         self._take(job_id, [*done.instants, *done.skipped], [*done.instants])
 
     def _backfillable(self, job_id: str) -> bool:

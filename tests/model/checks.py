@@ -9,13 +9,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sundial.contract.vocabulary import JobStatus, MisfirePolicy, RunStatus
+from sundial.contract.vocabulary import JobStatus, MisfirePolicy, RunStatus, SkipReason
 from sundial.shared import constants as c
 from sundial.shared import lifecycle
 from sundial.shared.clock import format_rfc3339
+from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.models import IN_FLIGHT, WAITING, Job, Run
 from sundial.shared.store import DueRow, items
+from sundial.shared.store.backfills import BACKFILL_PREFIX
 from sundial.shared.store.limit_shards import SHARD_SK, slot_name
+from sundial.shared.store.skips import SKIP_PREFIX
 from tests.model.spread import spread_misfire_target
 
 SECOND = 1000
@@ -52,7 +55,8 @@ def _slot_shard(item: dict[str, Any]) -> SlotShard:
 
 @dataclass
 class Snapshot:
-    """The whole table, read at once: jobs, history, owed alerts and the due index's rows."""
+    """The whole table, read at once: jobs, history, owed alerts, the due index's rows, and the
+    ledgers of the instants a write passed over and of those a backfill took."""
 
     jobs: dict[str, Job] = field(default_factory=dict)
     runs: dict[str, list[Run]] = field(default_factory=lambda: defaultdict(list))
@@ -60,6 +64,9 @@ class Snapshot:
     index: dict[str, list[DueRow]] = field(default_factory=lambda: defaultdict(list))
     marks: dict[int, int] = field(default_factory=dict)  # how far the tick has sent, per shard
     slots: dict[str, SlotShard] = field(default_factory=dict)  # a limit key's shard, by "<n>#<key>"
+    skips: dict[str, list[Skip]] = field(default_factory=lambda: defaultdict(list))
+    # instant → whether the backfill passed it over (overlap policy skip), per job
+    backfills: dict[str, dict[int, bool]] = field(default_factory=lambda: defaultdict(dict))
 
     def sent_until(self, job_id: str) -> int:
         """How far the tick has sent the ahead rows of the job's shard."""
@@ -86,9 +93,23 @@ def read_table(client: Any, table: str) -> Snapshot:
             elif sort_key.startswith(items.ALERT_PREFIX):
                 run = items.item_to_alert(item)
                 snap.owed[job_id].add((run.scheduled_at, run.attempt))
+            else:
+                _ledger_item(snap, job_id, sort_key, item)
             if c.DUE_SHARD_ATTRIBUTE in item and c.DUE_KEY_ATTRIBUTE in item:
                 snap.index[job_id].append(DueRow(job_id, item[c.DUE_KEY_ATTRIBUTE]["S"], sort_key))
     return snap
+
+
+def _ledger_item(snap: Snapshot, job_id: str, sort_key: str, item: dict[str, Any]) -> None:
+    """A stretch a write passed over, or an instant a backfill took."""
+    if sort_key.startswith(SKIP_PREFIX):
+        values = items.deserialize(item)
+        reason = SkipReason(values["reason"])
+        skip = Skip(int(values["first_ms"]), int(values["until_ms"]), reason, int(values["count"]))
+        snap.skips[job_id].append(skip)
+    elif sort_key.startswith(BACKFILL_PREFIX):
+        passed = item.get("passed_over", {}).get("BOOL", False)
+        snap.backfills[job_id][int(item["scheduled_at"]["N"])] = passed
 
 
 def short(job_id: str) -> str:

@@ -99,6 +99,8 @@ def _enclosing_brackets(text: str, offset: int) -> tuple[int, int]:
 TABLE = "sundial/shared/lifecycle/table.py"
 DECIDE = "sundial/shared/lifecycle/decide.py"
 LIMITS_GATE = "sundial/shared/limits/gate.py"
+BACKFILL = "sundial/shared/lifecycle/backfill.py"
+LEDGER = "sundial/shared/lifecycle/occurrences.py"
 
 
 def drop_guard(event: str, guard: str) -> Edit:
@@ -112,6 +114,11 @@ def drop_guard(event: str, guard: str) -> Edit:
         return "(" + "".join(f"{name}, " for name in kept).rstrip(" ") + ")"
 
     return Edit(TABLE, rf"\bEvent\.{event},", r"\((?:\s*G\.\w+\s*,?)+\s*\)", without)
+
+
+def returns_nothing(path: str, function: str) -> Edit:
+    """`function` returns an empty tuple as soon as its docstring ends: what it lists, it lists none of."""
+    return Edit(path, rf"^\s*def {function}\(", r'^(\s+)"""(?:.|\n)*?"""\n', r"\g<0>\1return ()\n")
 
 
 def first_if_false(path: str, function: str) -> Edit:
@@ -250,5 +257,36 @@ MUTATIONS: tuple[Mutation, ...] = (
         "limit-one-over",
         "one more attempt starts than the key's free slots and tokens allow",
         (Edit(LIMITS_GATE, r"^def admit\(", r"if capacity > ahead:", "if capacity + 1 > ahead:"),),
+    ),
+    # --- every instant accounted for ---------------------------------------------------------------
+    Mutation(
+        "resume-records-nothing",
+        "a resume passes the paused instants over without recording them: the ledger shows them ran",
+        (returns_nothing(DECIDE, "_passed_over_while_paused"),),
+    ),
+    Mutation(
+        "settle-records-no-overlap",
+        "a settle passes over the instants that fell due while its attempt ran (or before it started) "
+        "without recording them: the ledger shows them ran, and missed does not count them",
+        (returns_nothing(DECIDE, "_passed_over_after"),),
+    ),
+    Mutation(
+        "catch-up-records-no-misfire",
+        "the tick's catch-up of a missed occurrence passes instants over without recording them",
+        (Edit(DECIDE, r"^def caught_up\(", r"skipped = passed_over\(.*\)$", "skipped = ()"),),
+    ),
+    Mutation(
+        "include-skipped-past-the-series",
+        "a backfill including skipped instants takes them up to now, not only behind where the job's "
+        "series stands",
+        (Edit(BACKFILL, r"^def skipped_to_run\(", r", series_position\(job\)\)", ")"),),
+        model_blind="every write that records a stretch moves the series past it, so the stretches a "
+        "backfill includes all lie behind where the series stands; the bound matters only for the "
+        "instants a calendar excludes ahead of a late series, and the model's jobs have no calendar",
+    ),
+    Mutation(
+        "ledger-skips-shown-ran",
+        "the ledger ignores the records of what a write passed over: skipped stretches show as ran",
+        (Edit(LEDGER, r"^def _skipped\(", r"for skip in skips:", "for skip in ():"),),
     ),
 )
