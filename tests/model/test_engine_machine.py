@@ -112,8 +112,6 @@ KNOWN_BUGS: dict[str, str] = {
     TRIGGERED_ONLY: "test_ledger_machine.py::test_a_one_off_s_instant_is_its_own_after_a_triggered_run",
     CANCELLED_BEHIND_TRIGGER: "test_ledger_machine.py::"
     "test_a_cancel_behind_an_unstarted_triggered_run_keeps_where_the_series_stood",
-    DUE_AT_THE_CLAIM: "test_ledger_machine.py::"
-    "test_run_once_after_a_downtime_runs_the_instant_due_at_the_claim",
 }
 STRICT = os.environ.get("SUNDIAL_MODEL_STRICT") == "1"
 # Faults a step may meet on its actor's AWS calls, from its first call on: throttles (the SDK retries

@@ -157,9 +157,6 @@ def test_a_one_off_s_instant_is_its_own_after_a_triggered_run(model_env: Env, st
         machine.teardown()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: run_once's catch-up leaves out an instant due at that very millisecond"
-)
 def test_run_once_after_a_downtime_runs_the_instant_due_at_the_claim(model_env: Env, strict: None) -> None:  # noqa: F811
     """A rate(2 minutes) job under run_once; nothing runs for 20 minutes, and the tick that comes then
     claims its missed first occurrence at the very millisecond its tenth instant falls due. run_once

@@ -239,7 +239,8 @@ def catch_up(job: Job, now_ms: int, grace_ms: int = GRACE_MS) -> int | None:
         return scheduled
     if policy is MisfirePolicy.SKIP:
         return _following(job, now_ms, MisfirePolicy.SKIP, grace_ms)
-    latest = _following(job, now_ms, MisfirePolicy.RUN_ONCE, 0)
+    # "Due by now" includes an instant due at this very millisecond: the search stops before its cutoff.
+    latest = _following(job, now_ms + 1, MisfirePolicy.RUN_ONCE, 0)
     return latest if latest is not None and start_of(job, latest) <= now_ms else scheduled
 
 
