@@ -112,10 +112,14 @@ def unaccounted(
 
 
 def _cancelled_behind_trigger(job: Job, ran: Ran, triggered_at: Iterable[int]) -> bool:
+    """The job was cancelled at an occurrence that never started, with a trigger asked before it: its
+    triggered run (placed at the trigger, or when what it waited behind ended) is where it stopped."""
     current = job.scheduled_at
-    if job.status is not JobStatus.CANCELLED or current is None or (current, True) in ran.attempts:
+    if job.status is not JobStatus.CANCELLED or current is None:
         return False
-    return any(0 <= current - asked <= 2 for asked in triggered_at)  # a trigger's instant, or 1 ms on
+    if (current, True) in ran.attempts or (current, False) in ran.attempts:
+        return False
+    return any(asked <= current for asked in triggered_at)
 
 
 def _shown_as_run(

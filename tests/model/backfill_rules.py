@@ -121,10 +121,23 @@ class BackfillSteps:
         end = {"ends at creation": created, "ends later": now + 60 * SECOND, "the last": now}.get(
             where, created - span * SECOND // 2
         )
+        self._backfill(job_id, (start, end), f"{span}s, {where}", dry_run, fault, race, include_skipped)
+
+    def _backfill(
+        self,
+        job_id: str,
+        window: tuple[int, int],
+        what: str,
+        dry_run: bool = False,
+        fault: str | None = None,
+        race: str | None = None,
+        include_skipped: bool = False,
+    ) -> None:
+        """POST /jobs/{id}/backfill over [from, to), and what its answer says it took."""
         request = BackfillRequest.model_validate(
             {
-                "from": format_rfc3339(start),
-                "to": format_rfc3339(end),
+                "from": format_rfc3339(window[0]),
+                "to": format_rfc3339(window[1]),
                 "dry_run": dry_run,
                 "include_skipped": include_skipped,
             }
@@ -136,10 +149,10 @@ class BackfillSteps:
             return answers[-1].job or self.service.get(job_id)
 
         before = self._job(job_id)
-        how = f"{span}s, {where}{', skipped too' if include_skipped else ''}{' (dry run)' if dry_run else ''}"
+        how = f"{what}{', skipped too' if include_skipped else ''}{' (dry run)' if dry_run else ''}"
         answer = self._call(f"backfill {how}", job_id, call, fault, race)
         if include_skipped:
-            self.env.seen[f"backfill including skipped: {where}, {answer}"] += 1
+            self.env.seen[f"backfill including skipped ({what.rsplit(', ', maxsplit=1)[-1]}): {answer}"] += 1
         if answer != "ack":
             return
         done = answers[-1]
@@ -149,6 +162,7 @@ class BackfillSteps:
             if race is None and before is not None and after is not None and after.version != before.version:
                 self._violation(f"{short(job_id)}: a dry-run backfill changed the job")
             return
+        created = before.created_at if before is not None else 0
         if include_skipped and any(_ms(text) >= created for text in [*done.instants, *done.skipped]):
             self.env.seen["backfill took instants the job skipped"] += 1
         self._take(job_id, [*done.instants, *done.skipped], [*done.instants])

@@ -12,8 +12,9 @@ the occurrence ledger to what the workers ran (docs/design.md, "Every instant ac
 - `missed` counts the instants since the creation that a misfire or an overlap passed over.
 
 The steps: a downtime (nothing runs for 20 minutes or an hour, then a tick catches up what fell due),
-a pause that lasts a while before its resume, and a target call that outlasts the job's period, its
-heartbeat beating meanwhile (an overlap). Backfills with `include_skipped` are backfill_rules.py's.
+a pause that lasts a while before its resume, a target call that outlasts the job's period, its
+heartbeat beating meanwhile (an overlap), and a backfill with `include_skipped` over the latest
+instants of a stretch a pause or a misfire passed over (backfill_rules.py's backfills draw it too).
 
 At the end of each example the API's reader (OccurrenceReader: the store's own queries, page by page)
 must answer what the ledger computed from the table says.
@@ -29,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule
 
-from sundial.contract.vocabulary import OccurrenceState, SkipReason
+from sundial.contract.vocabulary import JobStatus, OccurrenceState, SkipReason
 from sundial.shared import constants as c
 from sundial.shared import lifecycle
 from sundial.shared.clock import format_rfc3339
+from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.service.occurrences import OccurrenceReader
 from tests.model.accounted import (
     Ledger,
@@ -56,7 +58,8 @@ DOWNTIMES = {"20 min": 20 * 60, "1 h": 3600}
 # How long a pause lasts: a few minutes, within the misfire grace (nothing passed over), a while.
 PAUSES = {"5 min": 300, "45 s": 45, "20 min": 20 * 60}
 CALLS_S = [95, 25, 250]  # past a minute's instant; past ten seconds' two; past two minutes'
-READER_PAGE = 50
+READER_PAGE = 200
+RERUN_AT_ONCE = 20
 
 
 @dataclass
@@ -87,6 +90,7 @@ class LedgerSteps:
     _labelled: Any
     _user_action: Any
     _target_call: Any
+    _backfill: Any
     _settle: Any
     _tick_has_work: Any
     tick: Any
@@ -120,6 +124,36 @@ class LedgerSteps:
         self._user_action(job_id, "pause", None)
         self.clock.advance(PAUSES[lasting])
         self._user_action(job_id, "resume", None)
+
+    def _rerunnable(self) -> list[tuple[str, Skip]]:
+        """Stretches a pause or a misfire passed over, of recurring jobs neither cancelled nor paused,
+        whose first instant no backfill took yet: what include_skipped may run."""
+        snap = self._snapshot()
+        found = []
+        for job_id, skips in snap.skips.items():
+            job = snap.jobs.get(job_id)
+            if job is None or not job.is_recurring or job.paused or job.status is JobStatus.CANCELLED:
+                continue
+            taken = snap.backfills[job_id]
+            found += [
+                (job_id, skip)
+                for skip in skips
+                if skip.reason in (SkipReason.PAUSED, SkipReason.MISFIRE) and skip.first_ms not in taken
+            ]
+        return found
+
+    @precondition(lambda self: bool(self._rerunnable()))
+    @rule(data=st.data(), dry_run=st.sampled_from([False, True]))
+    def rerun_skipped(self, data: st.DataObject, dry_run: bool = False) -> None:
+        """POST /jobs/{id}/backfill with include_skipped over the latest instants of a stretch that a
+        pause or a misfire passed over: each runs once, however often asked."""
+        found = self._rerunnable()
+        job_id, skip = found[data.draw(st.integers(0, len(found) - 1), "stretch")]
+        # At most RERUN_AT_ONCE of its instants, its latest (a request runs at most 50).
+        span = (skip.until_ms - skip.first_ms) * RERUN_AT_ONCE // max(skip.count, 1)
+        start = max(skip.first_ms, skip.until_ms - span)
+        what = f"{start}-{skip.until_ms}, the latest of a {skip.reason.value} stretch"
+        self._backfill(job_id, (start, skip.until_ms), what, dry_run, None, None, include_skipped=True)
 
     def _calls_to_make(self) -> bool:
         return any(a.state == "running" and a.effect is None for a in self.attempts)
@@ -221,6 +255,7 @@ class LedgerSteps:
         checked after a failure: that one is the example's."""
         if sys.exc_info()[0] is not None:
             return
+        began = time.perf_counter()
         snap = self._snapshot()
         now = self.clock.now_ms()
         reader = OccurrenceReader(self.checker, self.clock)
@@ -245,6 +280,7 @@ class LedgerSteps:
                     f"{short(job.id)}: the reader answers {len(got)} rows, the ledger of the table "
                     f"{len(want)}; row {where}: {got[where : where + 1]} against {want[where : where + 1]}"
                 )
+        self.env.ledger_seconds += time.perf_counter() - began
         self._violation(*found)
 
 
