@@ -25,6 +25,20 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 _prefixes = itertools.count()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _telemetry_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test module that leaves Powertools' settings changed (the local stack's own turn metrics
+    off) makes every later test of metrics in this process fail far from the cause: name the cause.
+    Module-wide, taken before the module's other fixtures, so that theirs are held to it too."""
+    before = _telemetry_settings()
+    yield
+    assert _telemetry_settings() == before, f"{request.module.__name__} left Powertools' settings changed"
+
+
+def _telemetry_settings() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name.startswith("POWERTOOLS_")}
+
+
 @pytest.fixture(scope="session")
 def emulator() -> Iterator[Emulator]:
     server = Emulator().start()

@@ -66,6 +66,7 @@ def test_an_alert_route_gets_a_dead_occurrence_s_summary_once_signed(
     summary = Webhook(signing["SecretString"]).verify(alert.body, alert.headers)
     [last, _] = stack.api.runs(job["id"])
     assert summary == {
+        "kind": "dead",
         "job_id": job["id"],
         "name": "routed",
         "scheduled_at": last["scheduled_at"],

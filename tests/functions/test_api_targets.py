@@ -258,6 +258,20 @@ def test_secret_header_values_are_answered_masked_and_stored_sealed(
     assert opened == HEADERS
 
 
+def test_an_empty_header_value_is_stored_and_sent_as_it_is(api: Api, store: JobStore) -> None:
+    # KMS refuses to encrypt nothing, and an empty value hides nothing: it is kept plain.
+    target = {**HTTP, "headers": {"X-Api-Key": "", "Authorization": "Bearer real-secret"}}
+
+    created = api("POST", "/jobs", {"target": target, **DAILY})
+
+    assert created.status == 201, created.body
+    assert created.body["target"]["headers"] == {"X-Api-Key": "***", "Authorization": "***"}
+    stored = store.get(created.body["id"]).target
+    assert isinstance(stored, HttpTarget)
+    assert stored.headers["X-Api-Key"] == ""
+    assert isinstance(stored.headers["Authorization"], Sealed)
+
+
 def test_the_mask_sent_back_as_a_secret_value_is_refused(api: Api, stored: Any) -> None:
     first = api("POST", "/jobs", {"target": HTTP, **DAILY}, headers={"Idempotency-Key": "secret-2"})
     before = stored()

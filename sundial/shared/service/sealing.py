@@ -20,12 +20,15 @@ class HeaderSealer:
         self._key_id = key_id
 
     def sealed(self, target: AnyTarget, job_id: str) -> AnyTarget:
-        """`target` with every inline header value that answers mask sealed for `job_id`, and its
+        """`target` with every non-empty inline header value that answers mask sealed for `job_id`, and its
         url's query sealed apart, the url keeping the query as answers show it (`?api_key=***`)."""
         if not isinstance(target, HttpTarget):
             return target
+        # KMS refuses an empty plaintext, and an empty value has nothing to hide: it stays plain.
         headers = {
-            name: self._seal(value, job_id) if isinstance(value, str) and not is_shown_header(name) else value
+            name: self._seal(value, job_id)
+            if isinstance(value, str) and value != "" and not is_shown_header(name)
+            else value
             for name, value in target.headers.items()
         }
         update: dict[str, Any] = {"headers": headers}
