@@ -162,6 +162,25 @@ def _print_cost_assumptions(figures: list[dict[str, Any]]) -> None:
     print("cost assumptions:")
     for key, value in cost_figures[0]["detail"]["assumptions"].items():
         print(f"  {key}: {value}")
+    print("bills: $ per million by service (Lambda by function); DynamoDB write units an execution by cause:")
+    for figure in cost_figures:
+        detail = figure["detail"]
+        if "write_units_by_cause" not in detail:
+            continue
+        services = dict(detail["dollars_per_million"])
+        services.pop("lambda_requests", None)
+        services.pop("lambda_gb_seconds", None)
+        lambdas = {f"lambda {name}": value for name, value in detail["lambda_dollars_per_million"].items()}
+        print(f"  {figure['name']}: ${figure['value']}")
+        print(
+            "    "
+            + ", ".join(f"{name} {value:g}" for name, value in {**services, **lambdas}.items() if value)
+        )
+        for function, causes in detail["write_units_by_cause"].items():
+            if causes:
+                print(
+                    f"    {function}: " + ", ".join(f"{cause} {units:g}" for cause, units in causes.items())
+                )
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -375,13 +375,19 @@ class FixedTick:
     bill: m.Bill
     calls: int
     operations: Counter[str]
+    causes: Counter[str]
 
 
 def empty_tick(aws: Aws, start_ms: int) -> FixedTick:
     engine = CostEngine(aws, start_ms)
     engine.tick()
     meter = engine.meter
-    return FixedTick(meter.bill("scheduler"), meter.call_count("scheduler"), meter.calls["scheduler"])
+    return FixedTick(
+        meter.bill("scheduler"),
+        meter.call_count("scheduler"),
+        meter.calls["scheduler"],
+        meter.units_by_cause.get("scheduler", Counter()),
+    )
 
 
 def per_execution(engine: CostEngine, scenario: Scenario, fixed: FixedTick) -> tuple[m.Bill, dict[str, Any]]:
@@ -428,9 +434,29 @@ def per_execution(engine: CostEngine, scenario: Scenario, fixed: FixedTick) -> t
         "write_requests_per_execution": {
             function: round(meter.item_writes[function] / runs, 3) for function in functions
         },
+        "write_units_by_cause": _units_by_cause(engine, functions, fixed, runs),
         "item_sizes_bytes": dict(meter.item_sizes),
     }
     return each, detail
+
+
+def _units_by_cause(
+    engine: CostEngine, functions: list[str], fixed: FixedTick, runs: int
+) -> dict[str, dict[str, float]]:
+    """Write units per execution by function and cause; the tick's fixed part at the brief's scale."""
+    breakdown = {}
+    for function in functions:
+        causes = Counter(engine.meter.units_by_cause.get(function, Counter()))
+        each = {cause: units / runs for cause, units in causes.items()}
+        if function == "scheduler":
+            for cause, units in fixed.causes.items():
+                each[cause] = each.get(cause, 0.0) + units * (
+                    1 / EXECUTIONS_PER_MINUTE - engine.invocations[function] / runs
+                )
+        breakdown[function] = {
+            cause: round(units, 4) for cause, units in sorted(each.items()) if round(units, 4)
+        }
+    return breakdown
 
 
 def _calls_per_execution(engine: CostEngine, function: str, fixed: FixedTick, runs: int) -> dict[str, float]:
@@ -466,6 +492,17 @@ def run_scenario(aws: Aws, scenario: Scenario, fixed: FixedTick, start_ms: int, 
     each, detail = per_execution(engine, scenario, fixed)
     detail.update(
         dollars_per_million={name: round(value * 1e6, 3) for name, value in each.dollars().items()},
+        lambda_dollars_per_million={
+            function: round(
+                (
+                    each.lambda_requests[function] * m.PRICE_PER_LAMBDA_REQUEST
+                    + each.gb_seconds.get(function, 0.0) * m.PRICE_PER_GB_SECOND
+                )
+                * 1e6,
+                3,
+            )
+            for function in each.lambda_requests
+        },
         units_per_execution={
             "write_units": round(each.write_units, 3),
             "read_units": round(each.read_units, 4),

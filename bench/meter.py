@@ -11,13 +11,16 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from bench import cost_model as m
 from sundial.shared import constants as c
+from sundial.shared import store
 
 TABLE_KEYS = (c.PARTITION_KEY, c.SORT_KEY)
 INDEXES = (
@@ -27,6 +30,7 @@ INDEXES = (
 ITEM_WRITES = ("PutItem", "UpdateItem", "DeleteItem")
 TRANSACT_WRITES = ("Put", "Update", "Delete")
 SQS_SENDS = ("SendMessage", "SendMessageBatch")
+STORE_PACKAGE = str(Path(store.__file__).parent)
 
 
 class Meter:
@@ -44,6 +48,9 @@ class Meter:
         self.item_writes: Counter[str] = Counter()
         # Items written per function, by kind (JOB, RUN, SKIP, ...): those a write that succeeded wrote.
         self.items_written: dict[str, Counter[str]] = {}
+        # Write units per function by cause: "<store call> <item kind>" for the item's own units,
+        # "<store call> index <name>" for an index's, so a new write shows where it comes from.
+        self.units_by_cause: dict[str, Counter[str]] = {}
         dynamodb.meta.events.register("before-parameter-build.dynamodb", self._before)
         dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
         sqs.meta.events.register("before-parameter-build.sqs", self._before_sqs)
@@ -121,17 +128,20 @@ class Meter:
     # --- units ------------------------------------------------------------------------------------
 
     def _item_write(self, params: dict[str, Any], before: Any, failed: bool, operation: str) -> float:
+        key = params.get("Key") or _key(params["Item"])
         if failed:
             # A failed condition still consumes the units of the item it was checked against.
-            return float(m.write_units(m.item_size(before)))
-        after = (
-            None if operation == "DeleteItem" else self._current(params.get("Key") or _key(params["Item"]))
-        )
+            units = m.write_units(m.item_size(before))
+            self._charge({f"{_kind(key)} (refused)": units})
+            return float(units)
+        after = None if operation == "DeleteItem" else self._current(key)
         units = m.write_units(max(m.item_size(before), m.item_size(after)))
         self.item_sizes[f"{operation} {_kind(after or before)}"] = max(
             self.item_sizes[f"{operation} {_kind(after or before)}"], m.item_size(after)
         )
-        return float(units + sum(m.index_writes(before, after, index) for index in INDEXES))
+        charges = {_kind(key): units, **_index_charges(before, after)}
+        self._charge(charges)
+        return float(sum(charges.values()))
 
     def _transaction(self, params: dict[str, Any], befores: list[Any], failed: bool) -> float:
         """Twice the units of each item, and (an upper bound: AWS does not say) twice its index writes."""
@@ -139,11 +149,23 @@ class Meter:
         for op, before in zip(params["TransactItems"], befores, strict=True):
             key = _transact_key(op)
             after = None if failed else self._current(key)
-            total += 2 * m.write_units(max(m.item_size(before), m.item_size(after)))
+            charges = {
+                f"{_kind(key)} (transaction)": 2 * m.write_units(max(m.item_size(before), m.item_size(after)))
+            }
             if not failed:
-                total += 2 * sum(m.index_writes(before, after, index) for index in INDEXES)
+                charges |= {name: 2 * n for name, n in _index_charges(before, after).items()}
                 self.item_sizes[f"TransactWriteItems {_kind(after)}"] = m.item_size(after)
+            self._charge(charges)
+            total += sum(charges.values())
         return total
+
+    def _charge(self, charges: dict[str, int]) -> None:
+        entry = _store_entry()
+        with self._lock:
+            causes = self.units_by_cause.setdefault(self.phase, Counter())
+            for what, units in charges.items():
+                if units:
+                    causes[f"{entry} {what}"] += units
 
     def _evaluated(self, params: dict[str, Any], scanned: int) -> list[dict[str, Any]]:
         """The items a filtered query evaluated (DynamoDB bills them all, whatever its filter kept,
@@ -190,6 +212,24 @@ def _key(item: dict[str, Any]) -> dict[str, Any]:
 def _transact_key(op: dict[str, Any]) -> dict[str, Any]:
     (_, body), *_ = op.items()
     return dict(body["Key"]) if "Key" in body else _key(body["Item"])
+
+
+def _index_charges(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, int]:
+    return {f"index {index.name}": m.index_writes(before, after, index) for index in INDEXES}
+
+
+def _store_entry() -> str:
+    """The store call this write was made for (JobStore.fence, .complete...): the outermost frame of
+    the store package on this thread's stack, which the botocore hook runs on."""
+    frame = sys._getframe(1)
+    entry = "?"
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(STORE_PACKAGE):
+            entry = frame.f_code.co_name
+        elif entry != "?":
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    return entry
 
 
 _PLACEHOLDER = re.compile(r"[#:][A-Za-z0-9_]+")

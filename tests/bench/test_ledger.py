@@ -6,7 +6,7 @@ bills a filtered query for every item it evaluated."""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -16,7 +16,6 @@ from bench import ledger
 from bench.harness import Aws, Row
 from bench.meter import Meter
 from sundial.contract.vocabulary import SkipReason
-from sundial.local_stack.emulator import Emulator
 from sundial.shared.clock import FixedClock
 from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.store import JobStore
@@ -42,16 +41,8 @@ SMALL = ledger.Size(
 
 
 @pytest.fixture(scope="module")
-def rows(emulator: Emulator) -> dict[str, Row]:
-    # Aws points this process at the emulator as the local stack does, metrics off included: the
-    # tests after these publish and read metrics.
-    environment = dict(os.environ)
-    try:
-        aws = Aws(emulator, "ledger-")  # type: ignore[arg-type]  # the tests' emulator, in this process
-        return {row.name: row for row in ledger.measure(aws, SMALL)}
-    finally:
-        os.environ.clear()
-        os.environ.update(environment)
+def rows(bench_aws: Callable[[str], Aws]) -> dict[str, Row]:
+    return {row.name: row for row in ledger.measure(bench_aws("ledger-"), SMALL)}
 
 
 def _row(rows: dict[str, Row], start: str) -> Row:
