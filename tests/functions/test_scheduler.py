@@ -51,10 +51,19 @@ def test_a_tick_claims_and_dispatches_what_is_due(
     assert json.loads(message["Body"])["job_id"] == job_id
     metrics = emf_metrics(capfd.readouterr().out)
     assert metrics[c.Metric.CLAIMED] == 1
-    assert metrics[c.Metric.RECLAIMED] == 0
     assert metrics[c.Metric.DISPATCHED] == 1
-    assert metrics[c.Metric.DEAD] == 0
     assert metrics[c.Metric.OLDEST_DUE_LATENESS_MS] >= 30 * SECOND
+    # Only what happened is published: nothing was reclaimed and nothing died.
+    assert c.Metric.RECLAIMED not in metrics
+    assert c.Metric.DEAD not in metrics
+
+
+def test_an_idle_tick_publishes_no_custom_metric(env: Resources, capfd: pytest.CaptureFixture[str]) -> None:
+    # Each custom metric with a value in an hour is billed for it: an idle stage's ticks keep none.
+    result = handler(load_event("eventbridge_scheduled.json"), new_context("scheduler", "us-east-1"))
+
+    assert result == {"claimed": 0, "reclaimed": 0, "dispatched": 0}
+    assert emf_metrics(capfd.readouterr().out) == {}
 
 
 def test_a_tick_without_time_left_claims_nothing(env: Resources) -> None:
