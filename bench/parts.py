@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from bench import (
     console_page,
     cost,
     dead_listing,
+    idle,
     lateness,
     ledger,
     local_state,
@@ -106,6 +108,15 @@ def _worker_writes_per_execution(context: Context) -> float:
     return sum(count for operation, count in calls.items() if operation in writes)
 
 
+def _idle(context: Context) -> list[Row]:
+    aws = Aws.start("bench-idle-")
+    try:
+        start_ms = (time.time_ns() // 1_000_000 // cost.MINUTE_MS) * cost.MINUTE_MS + 17_000
+        return idle.measure(aws, start_ms)
+    finally:
+        aws.stop()
+
+
 def _ledger(context: Context) -> list[Row]:
     aws = Aws.start("bench-")
     try:
@@ -188,6 +199,7 @@ def _scaling(context: Context) -> list[Row]:
 
 PARTS = (
     Part("in-process", "tick throughput and cost on an in-process engine", _in_process),
+    Part("idle", "a deployed stage's monthly bill with no jobs: its template and an idle tick", _idle),
     Part(
         "ledger",
         "the occurrence ledger's writes (never paused; a pause) and reads (a page), counted (a few minutes)",

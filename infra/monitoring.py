@@ -62,14 +62,18 @@ class Monitoring(Construct):
                 OLDEST_MESSAGE_AGE_SECONDS,
             )
         self._let_alarms_publish()
-        self.dashboard = build_dashboard(
-            self,
-            "Dashboard",
-            functions=functions,
-            queues=queues,
-            api=api,
-            alarms=self.alarms,
-            limit_wait_alarm_ms=settings.limit_wait_alarm_seconds * 1000,
+        self.dashboard = (
+            build_dashboard(
+                self,
+                "Dashboard",
+                functions=functions,
+                queues=queues,
+                api=api,
+                alarms=self.alarms,
+                limit_wait_alarm_ms=settings.limit_wait_alarm_seconds * 1000,
+            )
+            if settings.dashboard
+            else None
         )
 
     def _topic(self, email: str | None) -> sns.Topic:

@@ -51,6 +51,7 @@ DEAD_IN_A_ROW_KEY = PREFIX + "deadOccurrencesInARow"
 LIMIT_WAIT_ALARM_KEY = PREFIX + "limitWaitAlarmSeconds"
 RETENTION_DAYS_KEY = PREFIX + "retentionDays"
 MISSED_ALARM_KEY = PREFIX + "missedOccurrencesAlarm"
+DASHBOARD_KEY = PREFIX + "dashboard"
 
 BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
@@ -143,6 +144,9 @@ class Settings:
     retention_days: int = DEFAULT_RETENTION_DAYS
     # Modules of one's own python handlers, bundled with the functions (infra/handlers.py).
     handlers: tuple[str, ...] = ()
+    # The stage's CloudWatch dashboard, $3.00 a month beyond an account's first three: most of an
+    # idle stage's bill, which a stage for trials or tests may leave out.
+    dashboard: bool = True
 
     @property
     def ready_indexes(self) -> tuple[str, ...]:
@@ -187,6 +191,7 @@ class Settings:
             retention_days=_retention_days(node),
             missed_occurrences_alarm=_integer(node, MISSED_ALARM_KEY, 1, minimum=1),
             handlers=checked_modules(_string_list(node, HANDLERS_KEY)),
+            dashboard=_boolean(node, DASHBOARD_KEY, default=True),
         )
 
 

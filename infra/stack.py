@@ -39,4 +39,5 @@ class SundialStack(Stack):
         # The smoke check (`make smoke`) reads the dead-letter queue and the alarms from these.
         CfnOutput(self, "DeadLetterQueueUrl", value=queues.dead_letter.queue_url)
         CfnOutput(self, "AlarmTopicArn", value=monitoring.topic.topic_arn)
-        CfnOutput(self, "DashboardName", value=monitoring.dashboard.dashboard_name)
+        if monitoring.dashboard is not None:
+            CfnOutput(self, "DashboardName", value=monitoring.dashboard.dashboard_name)

@@ -9,7 +9,7 @@ import pytest
 
 from sundial.contract.bounds import WORKER_FUNCTION_TIMEOUT_SECONDS
 from sundial.shared import constants as c
-from tests.infra.conftest import Synthesised
+from tests.infra.conftest import Synthesised, _synthesise
 
 pytestmark = pytest.mark.infra
 
@@ -156,6 +156,23 @@ def test_email_subscription_only_when_configured(synthesised: Synthesised, confi
     configured.template.has_resource_properties(
         "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"}
     )
+
+
+def test_a_stage_without_a_dashboard_keeps_every_alarm(
+    synthesised: Synthesised, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # The dashboard is most of an idle stage's bill (docs/operations.md, "What a stage costs idle").
+    bare = _synthesise(tmp_path_factory.mktemp("cdk.out.bare"), {"sundial:dashboard": "false"})
+
+    bare.template.resource_count_is("AWS::CloudWatch::Dashboard", 0)
+    assert "DashboardName" not in bare.template.to_json().get("Outputs", {})
+    alarms = {props["AlarmDescription"] for props in _alarm_properties(bare)}
+    assert alarms == {props["AlarmDescription"] for props in _alarm_properties(synthesised)}
+    assert "DashboardName" in synthesised.template.to_json()["Outputs"]
+
+
+def _alarm_properties(stage: Synthesised) -> list[dict[str, Any]]:
+    return [resource["Properties"] for resource in stage.of_type("AWS::CloudWatch::Alarm").values()]
 
 
 def test_dashboard_shows_throughput_lateness_queues_dead_jobs_and_errors(synthesised: Synthesised) -> None:

@@ -39,6 +39,8 @@ def test_an_upgrade_reads_only_the_indexes_declared_once_the_backfill_is_done() 
     assert _settings({"sundial:listIndexes": 0, "sundial:listingBackfilled": "false"}).ready_indexes == ()
     assert _settings({"sundial:listIndexes": "2"}).ready_indexes == (c.LIST_INDEX_NAME, *c.FILTER_INDEXES[:2])
     assert _settings({}).dead_occurrences_in_a_row == 3
+    assert _settings({}).dashboard is True
+    assert _settings({"sundial:dashboard": "false"}).dashboard is False
 
 
 def test_provisioned_capacity_defaults_and_overrides() -> None:
@@ -126,6 +128,7 @@ def test_target_arns_from_cdk_json_or_the_command_line(raw: Any, expected: tuple
         ({"sundial:billingMode": "provisioned", "sundial:provisionedCapacity": {"wcu": 5}}, "keys among"),
         ({"sundial:listIndexes": "5"}, "sundial:listIndexes=5: must be 0-4"),
         ({"sundial:listingBackfilled": "later"}, "true or false"),
+        ({"sundial:dashboard": "sometimes"}, "sundial:dashboard.*true or false"),
         ({"sundial:deadOccurrencesInARow": 0}, "sundial:deadOccurrencesInARow=0: must be at least 1"),
     ],
 )
