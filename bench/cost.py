@@ -44,6 +44,8 @@ from sundial.shared.dispatch import SHARED_SEND_WINDOW_SECONDS, Dispatcher, JobM
 from sundial.shared.engine.scheduler import Scheduler
 from sundial.shared.engine.worker import AttemptResult, Outcome, Worker
 from sundial.shared.models import Job
+from sundial.shared.service.batch import WRITERS as BATCH_WRITERS
+from sundial.shared.service.batch import create_batch
 from sundial.shared.service.service import JobService
 from sundial.shared.store import JobStore
 from sundial.shared.targets import Delivery
@@ -178,12 +180,25 @@ class CostEngine:
         self.lateness_ms: list[int] = []
         self.executions = 0
         self.outcomes: Counter[str] = Counter()
+        self.api_threads = 1  # the API's calls that overlap: one create, or a batch's writers
 
     def create(self, body: dict[str, Any]) -> str:
         with self.meter.acting_as("api"):
             view, _ = self.service.create(JobCreate.model_validate(body))
         self.invocations["api"] += 1
         return view.id
+
+    def create_batch(self, bodies: list[dict[str, Any]]) -> list[str]:
+        """One POST /jobs/batch: its items are written side by side, so the invocation bills its
+        calls over the batch's writers."""
+        with self.meter.acting_as("api"):
+            answer = create_batch(self.service, bodies)
+        self.invocations["api"] += 1
+        self.api_threads = BATCH_WRITERS
+        refused = [result.error for result in answer.results if result.job is None]
+        if refused:
+            raise RuntimeError(f"the batch refused {len(refused)} items: {refused[0]}")
+        return [result.job.id for result in answer.results if result.job is not None]
 
     def tick(self) -> None:
         with self.meter.acting_as("scheduler"):
@@ -291,6 +306,8 @@ class Scenario:
     run: Callable[[CostEngine, list[str]], None]
     # The limit of the key the jobs name, set before they are created: (max_concurrent, per_second).
     limit: tuple[int | None, float | None] | None = None
+    # Jobs a POST /jobs/batch creates at once; 0: each its own POST /jobs.
+    batch: int = 0
 
 
 def _body(**fields: Any) -> dict[str, Any]:
@@ -320,6 +337,8 @@ def _days(count: int) -> Callable[[CostEngine, list[str]], None]:
 
 
 LIMITED_KIND = "recurring rate(1 minute) on a limit key, never held back"
+BATCH_KIND = "one-off, created by POST /jobs/batch (100 a request), dispatched by its create"
+BATCH_SIZE = 100
 LIMIT_KEY = "bench-limit"
 # Write requests a limited execution may add to an unlimited one (docs/design.md, "Limits per key").
 GOAL_LIMIT_EXTRA_WRITES = 2.0
@@ -331,6 +350,14 @@ SCENARIOS = (
         20,
         lambda n, now: _body(run_at=format_rfc3339(now + 30_000 + n * 537)),
         _minutes(2),
+    ),
+    Scenario(
+        BATCH_KIND,
+        False,
+        100,
+        lambda n, now: _body(run_at=format_rfc3339(now + 30_000 + n * 537)),
+        _minutes(2),
+        batch=BATCH_SIZE,
     ),
     Scenario(
         "one-off, sent by a tick",
@@ -410,6 +437,7 @@ def per_execution(engine: CostEngine, scenario: Scenario, fixed: FixedTick) -> t
             busy_seconds = engine.worker_seconds
         if function == "api":
             bill.api_requests += invocations
+            busy_seconds /= engine.api_threads
         bill.add_lambda(function, invocations, MEMORY_GB[function] * busy_seconds)
         total = total.plus(bill)
     share = 1 / EXECUTIONS_PER_MINUTE
@@ -487,7 +515,15 @@ def run_scenario(aws: Aws, scenario: Scenario, fixed: FixedTick, start_ms: int, 
         concurrent, rate = scenario.limit
         burst = max(1, int(rate)) if rate is not None else 1
         engine.reader.put_limit(LIMIT_KEY, concurrent, rate, burst, start_ms)  # unmetered: set once
-    job_ids = [engine.create(scenario.body(n, start_ms)) for n in range(scenario.jobs)]
+    bodies = [scenario.body(n, start_ms) for n in range(scenario.jobs)]
+    if scenario.batch:
+        job_ids = [
+            job_id
+            for first in range(0, len(bodies), scenario.batch)
+            for job_id in engine.create_batch(bodies[first : first + scenario.batch])
+        ]
+    else:
+        job_ids = [engine.create(body) for body in bodies]
     scenario.run(engine, job_ids)
     each, detail = per_execution(engine, scenario, fixed)
     detail.update(
@@ -668,6 +704,7 @@ def precision_rows(second: Priced, sqs: Priced) -> list[Row]:
 FAILURES = Config(history=c.History.FAILURES)
 PLAN: dict[str, tuple[Config, ...]] = {
     "one-off, dispatched by its create": (BEFORE, DEFAULT, CHEAPEST),
+    BATCH_KIND: (FAILURES, CHEAPEST),
     "one-off, sent by a tick": (DEFAULT, CHEAPEST),
     "recurring rate(1 minute), dispatched by its completion": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
     "recurring daily, sent by a tick": (BEFORE, DEFAULT, FAILURES, CHEAPEST),

@@ -307,3 +307,22 @@ def test_one_off_enters_the_status_index_when_its_occurrence_ends(engine: Engine
     job_id = dead_job(engine)
 
     assert _item(engine, dynamodb, job_id)[c.STATUS_PARTITION_ATTRIBUTE]["S"].startswith("dead#")
+
+
+def test_a_one_off_that_succeeds_stays_out_of_the_status_index_and_is_listed_by_status(
+    engine: Engine, dynamodb: Any
+) -> None:
+    # Most one-offs end succeeded: the entry cost each a write unit, and a listing of them finds
+    # mostly matches through the index of every job.
+    job_id = create(engine)
+    (message,) = (m for m in engine.receive() if m.job_id == job_id)
+    engine.clock.set(max(engine.clock.now_ms(), message.due_at))
+    assert engine.worker.process(message).outcome is Outcome.SUCCEEDED
+    dead = dead_job(engine)
+
+    assert c.STATUS_PARTITION_ATTRIBUTE not in _item(engine, dynamodb, job_id)
+    succeeded = engine.store.list_jobs(ListFilter(status=JobStatus.SUCCEEDED), 50, None)
+    assert [job.id for job in succeeded.jobs] == [job_id]
+    assert [job.id for job in engine.store.list_jobs(ListFilter(status=JobStatus.DEAD), 50, None).jobs] == [
+        dead
+    ]

@@ -150,6 +150,6 @@ def test_the_file_is_written_whole_and_read_back(tmp_path: Path) -> None:
 def test_a_part_is_chosen_by_name_and_an_unknown_one_is_refused_naming_the_parts() -> None:
     assert parts.selected(None) == parts.PARTS
     assert [part.name for part in parts.selected("local-state-startup")] == ["local-state-startup"]
-    refusal = "no bench part 'startup'; the parts: in-process, ledger, local-stack"
+    refusal = "no bench part 'startup'; the parts: in-process, idle, ledger, local-stack"
     with pytest.raises(ValueError, match=refusal):
         parts.selected("startup")
