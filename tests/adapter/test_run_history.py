@@ -4,11 +4,13 @@ recorded is on the first page, before the worker's own history write lands (or i
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from sundial.contract.jobs import JobCreate
 from sundial.shared import constants as c
+from sundial.shared.clock import format_rfc3339
 from sundial.shared.engine.worker import Outcome, Worker
 from sundial.shared.models import Run
 from sundial.shared.service.service import JobService
@@ -120,3 +122,36 @@ def test_under_failures_only_history_a_recurring_success_stays_in_last_run_alone
     assert service.runs(view.id, 10, None).runs == []
     # A service whose workers keep every attempt shows it: its own worker's write would be due.
     assert [run.status for run in engine.service.runs(view.id, 10, None).runs] == ["succeeded"]
+
+
+def test_under_failures_only_history_a_one_off_s_success_writes_no_item_and_is_still_its_run(
+    engine: Engine, dynamodb: Any
+) -> None:
+    # The job's last_run holds what the item would: the write unit is saved, the answers are not.
+    keeps_failures = c.History.FAILURES
+    worker = Worker(
+        engine.store,
+        engine.dispatcher,
+        engine.clock,
+        engine.targets,
+        "w",
+        sleep=lambda _: None,
+        history=keeps_failures,
+    )
+    service = JobService(
+        engine.store, engine.dispatcher, engine.clock, allow_private_targets=True, history=keeps_failures
+    )
+    run_at = format_rfc3339(engine.clock.now_ms() + 5_000)
+    view, _ = service.create(JobCreate.model_validate({"target": python_target(), "run_at": run_at}))
+    engine.clock.set(engine.store.get(view.id).due_at or 0)
+    [message] = engine.receive()
+    assert worker.process(message).outcome is Outcome.SUCCEEDED
+
+    stored = dynamodb.query(
+        TableName=engine.resources.table_name,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :run)",
+        ExpressionAttributeValues={":pk": {"S": f"JOB#{view.id}"}, ":run": {"S": "RUN#"}},
+    )["Items"]
+    assert stored == []
+    [run] = service.runs(view.id, 10, None).runs
+    assert (run.status, run.attempt) == ("succeeded", 1)

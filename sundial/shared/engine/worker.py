@@ -315,7 +315,7 @@ class Worker:
         settled, placement, run = settle(
             write, job, token, decide, record, self._store, self._dispatcher, self._clock, patience
         )
-        if lifecycle.kept_in_history(self._history, job, run):
+        if lifecycle.kept_in_history(self._history, run):
             patience.call(partial(self._store.put_run, Run.of(job.id, run)), f"history of job {job.id}")
         missed = lifecycle.missed_count(placement.skipped)
         if placement.alert:

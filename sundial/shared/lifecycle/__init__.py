@@ -23,7 +23,7 @@ from sundial.shared.lifecycle.decide import (
     unstarted_extra,
     waiting_triggers,
 )
-from sundial.shared.lifecycle.health import health_after, kept_in_history, route_owed
+from sundial.shared.lifecycle.health import health_after, kept_in_history, route_owed, shown_in_runs
 from sundial.shared.lifecycle.leases import (
     ahead_lease,
     lease_seconds,
@@ -70,6 +70,7 @@ __all__ = [
     "route_owed",
     "running_lease",
     "shortest_running_lease",
+    "shown_in_runs",
     "start_of",
     "timing_change_refusal",
     "unstarted_extra",

@@ -35,8 +35,15 @@ def route_owed(job: Job, placement: Placement) -> int | None:
     return in_a_row
 
 
-def kept_in_history(history: History, job: Job, run: RunSummary) -> bool:
-    """Whether an attempt leaves a history item: every one but a recurring job's success under
-    History.FAILURES, which only its last_run keeps (at one a minute, its history would be most of
-    the table)."""
-    return history is History.ALL or run.status is not RunStatus.SUCCEEDED or not job.is_recurring
+def kept_in_history(history: History, run: RunSummary) -> bool:
+    """Whether an attempt leaves a history item: every one but a success under History.FAILURES,
+    which only the job's last_run keeps (at one a minute, a recurring job's history would be most of
+    the table; a one-off's success would cost it a write unit that its last_run already answers)."""
+    return history is History.ALL or run.status is not RunStatus.SUCCEEDED
+
+
+def shown_in_runs(history: History, job: Job, run: RunSummary) -> bool:
+    """Whether the job's last run is among its runs: whenever it is kept in history, and a one-off's
+    always, since its last_run holds what a history item of it would (under History.FAILURES a
+    recurring job's successes are in no answer of runs, as documented)."""
+    return kept_in_history(history, run) or not job.is_recurring

@@ -174,7 +174,7 @@ class JobService:
             raise InvalidInput("limit must be 1-100", field="limit")
         job = self._job(job_id)
         settled = job.last_run
-        if settled is not None and not lifecycle.kept_in_history(self._history, job, settled):
+        if settled is not None and not lifecycle.shown_in_runs(self._history, job, settled):
             settled = None
         runs, token = self._store.runs(
             job_id, limit, next_token, None if settled is None else Run.of(job_id, settled)
