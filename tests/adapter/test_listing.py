@@ -137,7 +137,7 @@ def test_a_full_page_reads_at_most_a_share_of_the_page_more_per_shard(engine: En
 
 
 def test_creates_spread_over_every_shard_of_each_index(engine: Engine, dynamodb: Any) -> None:
-    later_jobs(engine, 80, name="report-daily")
+    later_jobs(engine, 80, name="report-daily", priority="high")  # medium jobs are in no priority row
     scanned = dynamodb.scan(TableName=engine.resources.table_name)["Items"]
     jobs = [item for item in scanned if item["sk"]["S"] == "JOB"]
 
@@ -326,3 +326,17 @@ def test_a_one_off_that_succeeds_stays_out_of_the_status_index_and_is_listed_by_
     assert [job.id for job in engine.store.list_jobs(ListFilter(status=JobStatus.DEAD), 50, None).jobs] == [
         dead
     ]
+
+
+def test_a_medium_job_stays_out_of_the_priority_index_and_is_listed_by_priority(
+    engine: Engine, dynamodb: Any
+) -> None:
+    # Medium is the default: a row cost most creates a write unit, and a listing of medium jobs
+    # finds mostly matches among every job.
+    medium, high = create(engine), create(engine, priority="high")
+
+    assert c.PRIORITY_PARTITION_ATTRIBUTE not in _item(engine, dynamodb, medium)
+    assert _item(engine, dynamodb, high)[c.PRIORITY_PARTITION_ATTRIBUTE]["S"].startswith("high#")
+    for priority, expected in (("medium", medium), ("high", high)):
+        listed = engine.store.list_jobs(ListFilter(priority=priority), 50, None)
+        assert [job.id for job in listed.jobs] == [expected]

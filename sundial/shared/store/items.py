@@ -9,7 +9,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import TypeAdapter
@@ -119,6 +119,10 @@ def ahead_token(value: str) -> str | None:
 # itself). Succeeded is where most one-offs end: its entry cost each one a write unit, and a listing
 # of them reads mostly matches through the index of every job anyway.
 INDEXED_STATUSES: frozenset[str] = frozenset({JobStatus.FAILED, JobStatus.DEAD, JobStatus.CANCELLED})
+# The priority index leaves out the default priority, for the same reason: most jobs are medium, a
+# row cost each create a write unit, and a listing of medium jobs finds mostly matches among every
+# job; high and low, which few jobs are, keep it.
+UNINDEXED_PRIORITY: Final = Priority.MEDIUM.value
 
 
 def list_shard(job_id: str) -> int:
@@ -179,6 +183,8 @@ def _index_value(name: str, value: Any, shard: int) -> str | None:
     if value is None or (name == "health" and value == Health.OK.value):
         return None
     if name == "status" and value not in INDEXED_STATUSES:
+        return None
+    if name == "priority" and value == UNINDEXED_PRIORITY:
         return None
     if name == "name":
         value = name_key(str(value))

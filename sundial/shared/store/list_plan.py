@@ -59,13 +59,17 @@ def plan(wanted: ListFilter, ready: frozenset[str]) -> Plan:
         if wanted.status in (JobStatus.DEAD, JobStatus.FAILED):
             health = [dead] if wanted.status == JobStatus.DEAD else [failing, dead]
             choices.append((c.HEALTH_INDEX_NAME, health))
-    if wanted.priority is not None:
+    if wanted.priority is not None and wanted.priority != items.UNINDEXED_PRIORITY:
         choices.append((c.PRIORITY_INDEX_NAME, [wanted.priority]))
-    # The name index keys on a prefix of the name; each other index decides its own filter.
-    # A live status (pending, queued, running) is in no index: it is checked on the items.
-    live_status = wanted.status is not None and wanted.status not in items.INDEXED_STATUSES
+    # The name index keys on a prefix of the name; each other index decides its own filter. A status
+    # or a priority no index holds (live statuses, succeeded, medium) is checked on the items.
+    unindexed_status = wanted.status is not None and wanted.status not in items.INDEXED_STATUSES
     refined = (
-        wanted.name is not None or wanted.name_prefix is not None or wanted.health == Health.OK or live_status
+        wanted.name is not None
+        or wanted.name_prefix is not None
+        or wanted.health == Health.OK
+        or unindexed_status
+        or wanted.priority == items.UNINDEXED_PRIORITY
     )
     for index, values in choices:
         if index in ready:
