@@ -165,7 +165,7 @@ def _print_cost_assumptions(figures: list[dict[str, Any]]) -> None:
     print("bills: $ per million by service (Lambda by function); DynamoDB write units an execution by cause:")
     for figure in cost_figures:
         detail = figure["detail"]
-        if "write_units_by_cause" not in detail:
+        if "dollars_per_million" not in detail or "write_units_by_cause" not in detail:
             continue
         services = dict(detail["dollars_per_million"])
         services.pop("lambda_requests", None)

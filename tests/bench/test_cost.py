@@ -44,15 +44,19 @@ def test_a_recurring_execution_with_failure_history_writes_its_fence_and_its_com
     assert worker == {"fence JOB": 1.0, "complete JOB": 1.0, "complete index due": 2.0}
 
 
-def test_a_one_off_s_create_pays_for_each_index_it_enters(priced: dict[str, cost.Priced]) -> None:
+def test_a_one_off_pays_for_each_index_it_enters_and_no_history_under_failures(
+    priced: dict[str, cost.Priced],
+) -> None:
     api = priced[ONE_OFF.name].detail["write_units_by_cause"]["api"]
     assert api["create JOB"] == 1.0
+    # A medium job is in no priority row, and a one-off that succeeds in no status row.
     assert {cause for cause in api if cause.startswith("create index ")} == {
         "create index due",
         "create index by_created",
-        "create index by_priority",
         "create index by_name",
     }
+    worker = priced[ONE_OFF.name].detail["write_units_by_cause"]["worker"]
+    assert worker == {"fence JOB": 1.0, "complete JOB": 1.0, "complete index due": 1.0}
     lambdas = priced[ONE_OFF.name].detail["lambda_dollars_per_million"]
     assert set(lambdas) == {"api", "scheduler", "worker"}
     services = priced[ONE_OFF.name].detail["dollars_per_million"]
