@@ -162,7 +162,7 @@ def _print_cost_assumptions(figures: list[dict[str, Any]]) -> None:
     print("cost assumptions:")
     for key, value in cost_figures[0]["detail"]["assumptions"].items():
         print(f"  {key}: {value}")
-    print("bills: $ per million by service (Lambda by function); DynamoDB write units an execution by cause:")
+    print("bills: $ per million by service (Lambda by function); DynamoDB units an execution by cause:")
     for figure in cost_figures:
         detail = figure["detail"]
         if "dollars_per_million" not in detail or "write_units_by_cause" not in detail:
@@ -181,6 +181,10 @@ def _print_cost_assumptions(figures: list[dict[str, Any]]) -> None:
                 print(
                     f"    {function}: " + ", ".join(f"{cause} {units:g}" for cause, units in causes.items())
                 )
+        for function, causes in detail.get("read_units_by_cause", {}).items():
+            if causes:
+                reads = ", ".join(f"{cause} {units:g}" for cause, units in causes.items())
+                print(f"    {function} reads: {reads}")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -408,6 +408,7 @@ class FixedTick:
     calls: int
     operations: Counter[str]
     causes: Counter[str]
+    read_causes: Counter[str]
 
 
 def empty_tick(aws: Aws, start_ms: int) -> FixedTick:
@@ -419,6 +420,7 @@ def empty_tick(aws: Aws, start_ms: int) -> FixedTick:
         meter.call_count("scheduler"),
         meter.calls["scheduler"],
         meter.units_by_cause.get("scheduler", Counter()),
+        meter.read_units_by_cause.get("scheduler", Counter()),
     )
 
 
@@ -468,21 +470,25 @@ def per_execution(engine: CostEngine, scenario: Scenario, fixed: FixedTick) -> t
             function: round(meter.item_writes[function] / runs, 3) for function in functions
         },
         "write_units_by_cause": _units_by_cause(engine, functions, fixed, runs),
+        "read_units_by_cause": _units_by_cause(engine, functions, fixed, runs, reads=True),
         "item_sizes_bytes": dict(meter.item_sizes),
     }
     return each, detail
 
 
 def _units_by_cause(
-    engine: CostEngine, functions: list[str], fixed: FixedTick, runs: int
+    engine: CostEngine, functions: list[str], fixed: FixedTick, runs: int, reads: bool = False
 ) -> dict[str, dict[str, float]]:
-    """Write units per execution by function and cause; the tick's fixed part at the brief's scale."""
+    """Write (or read) units per execution by function and cause; the tick's fixed part at the
+    brief's scale."""
+    counted = engine.meter.read_units_by_cause if reads else engine.meter.units_by_cause
+    fixed_causes = fixed.read_causes if reads else fixed.causes
     breakdown = {}
     for function in functions:
-        causes = Counter(engine.meter.units_by_cause.get(function, Counter()))
+        causes = Counter(counted.get(function, Counter()))
         each = {cause: units / runs for cause, units in causes.items()}
         if function == "scheduler":
-            for cause, units in fixed.causes.items():
+            for cause, units in fixed_causes.items():
                 each[cause] = each.get(cause, 0.0) + units * (
                     1 / EXECUTIONS_PER_MINUTE - engine.invocations[function] / runs
                 )

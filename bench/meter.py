@@ -51,6 +51,7 @@ class Meter:
         # Write units per function by cause: "<store call> <item kind>" for the item's own units,
         # "<store call> index <name>" for an index's, so a new write shows where it comes from.
         self.units_by_cause: dict[str, Counter[str]] = {}
+        self.read_units_by_cause: dict[str, Counter[str]] = {}
         dynamodb.meta.events.register("before-parameter-build.dynamodb", self._before)
         dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
         sqs.meta.events.register("before-parameter-build.sqs", self._before_sqs)
@@ -112,7 +113,15 @@ class Meter:
         elif model.name == "BatchGetItem":
             for found in parsed.get("Responses", {}).values():
                 reads += sum(m.read_units(m.item_size(item), False) for item in found)
+        if reads:
+            # Read units by cause, as writes: the store call and what it read, the table or an index.
+            self._charge_reads(f"{model.name} {params.get('IndexName', 'table')}", reads)
         self._record(model.name, lambda bill: _add_units(bill, units, reads))
+
+    def _charge_reads(self, what: str, units: float) -> None:
+        entry = _store_entry()
+        with self._lock:
+            self.read_units_by_cause.setdefault(self.phase, Counter())[f"{entry} {what}"] += units
 
     def _before_sqs(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         entries = params.get("Entries") or [params]

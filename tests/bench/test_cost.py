@@ -27,13 +27,14 @@ def priced(bench_aws: Callable[[str], Aws]) -> dict[str, cost.Priced]:
     }
 
 
-def test_every_write_unit_of_an_execution_has_a_cause(priced: dict[str, cost.Priced]) -> None:
+def test_every_unit_of_an_execution_has_a_cause(priced: dict[str, cost.Priced]) -> None:
     # The causes are summed per execution apart from the bill (the tick's fixed share included), so
     # the two agree only if each is scaled as the other.
     for each in priced.values():
-        causes = each.detail["write_units_by_cause"]
-        counted = sum(units for by_cause in causes.values() for units in by_cause.values())
-        assert counted == pytest.approx(each.each.write_units, abs=0.01)
+        for kind, billed in (("write", each.each.write_units), ("read", each.each.read_units)):
+            causes = each.detail[f"{kind}_units_by_cause"]
+            counted = sum(units for by_cause in causes.values() for units in by_cause.values())
+            assert counted == pytest.approx(billed, abs=0.01), kind
 
 
 def test_a_recurring_execution_with_failure_history_writes_its_fence_and_its_completion(

@@ -46,7 +46,7 @@ def test_a_stage_is_counted_from_its_template() -> None:
 
 def test_the_monthly_bill_prices_each_item() -> None:
     stage = idle.Stage.of(TEMPLATE)
-    tick = cost.FixedTick(m.Bill(write_units=8, read_units=13), 33, Counter(), Counter())
+    tick = cost.FixedTick(m.Bill(write_units=8, read_units=13), 33, Counter(), Counter(), Counter())
 
     bill = idle.monthly(stage, tick, ["JobsClaimed"])
 
