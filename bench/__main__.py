@@ -26,12 +26,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import parts, processes, results
+from bench import parts, processes, readme, results
 from bench.cost_model import EVENTBRIDGE_SCHEDULER_PER_MILLION
 from bench.harness import machine, versions
 
 RESULTS = Path(__file__).with_name("results.json")
 ERROR_CHARACTERS = 3000
+# The parts whose figures the README's cost table shows (bench/readme.py).
+PRICED_PARTS = frozenset({"in-process", "idle"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,6 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     _print(document, measured, changes, time.monotonic() - started)
     print(f"(details in {path})")
+    if path == RESULTS and measured & PRICED_PARTS:
+        written = readme.update(document["figures"])
+        print("README.md: cost table written from these figures" if written else "README.md: cost table kept")
     return 1 if any(document["parts"][name]["status"] == results.FAILED for name in measured) else 0
 
 
