@@ -21,7 +21,7 @@ from sundial.contract.vocabulary import JobStatus, OccurrenceState, SkipReason
 from sundial.shared import lifecycle
 from sundial.shared.lifecycle.job_schedule import job_excludes
 from sundial.shared.lifecycle.occurrences import Occurrence, Records, occurrences
-from sundial.shared.lifecycle.series import iter_instants
+from sundial.shared.lifecycle.series import iter_instants, one_off_instant
 from sundial.shared.models import Job
 from tests.model.checks import Snapshot, short
 
@@ -67,7 +67,7 @@ def ledger_of(job: Job, snap: Snapshot, now: int) -> Ledger:
     if job.is_recurring:
         instants = tuple(iter_instants(job, low, high))
     else:
-        one = job.scheduled_at if job.scheduled_at is not None else job.run_at
+        one = one_off_instant(job)
         instants = (one,) if one is not None and low <= one < high else ()
     backfills = snap.backfills[job.id]
     records = Records(

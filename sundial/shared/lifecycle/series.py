@@ -42,6 +42,12 @@ def owed_from(job: Job) -> int:
     return LATEST_MS + 1 if first is None else first
 
 
+def one_off_instant(job: Job) -> int | None:
+    """A one-off's own instant: the time it was asked to run at. Not `scheduled_at`, which a
+    triggered run's end leaves at that run's instant."""
+    return job.run_at if job.run_at is not None else job.scheduled_at
+
+
 def iter_instants(job: Job, from_ms: int, until_ms: int, occurrences_only: bool = False) -> Iterator[int]:
     """The series' instants in [from, until) and inside the job's active window, oldest first;
     `occurrences_only`: less those the job's calendar excludes."""

@@ -13,7 +13,7 @@ from sundial.shared.clock import Clock, format_rfc3339
 from sundial.shared.errors import InvalidInput
 from sundial.shared.lifecycle.job_schedule import job_excludes
 from sundial.shared.lifecycle.occurrences import Occurrence, Records, occurrences
-from sundial.shared.lifecycle.series import iter_instants
+from sundial.shared.lifecycle.series import iter_instants, one_off_instant
 from sundial.shared.models import Job
 from sundial.shared.schedules import parse_instant
 from sundial.shared.store import JobStore
@@ -77,7 +77,7 @@ class OccurrenceReader:
     @staticmethod
     def _instants(job: Job, from_ms: int, to_ms: int, count: int) -> list[int]:
         if not job.is_recurring:
-            one = job.scheduled_at if job.scheduled_at is not None else job.run_at
+            one = one_off_instant(job)
             return [one] if one is not None and from_ms <= one < to_ms else []
         return list(itertools.islice(iter_instants(job, from_ms, to_ms), count))
 
