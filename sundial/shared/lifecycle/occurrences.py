@@ -64,8 +64,12 @@ def occurrences(
     # While paused, where a resume now would put the series: the instants before it are passed over.
     resumes_at = _resumed_at(job, now_ms) if job.paused else 0
     rows = [_row(job, instant, own.get(instant, []), skips, records, resumes_at) for instant in instants]
-    listed = set(instants) | records.backfilled
-    rows += [_ran(instant, instant, own[instant], False) for instant in sorted(set(own) - listed)]
+    # Instants that ran off the job's schedule now: under one it had before a change of timing, or
+    # backfilled from it.
+    rows += [
+        replace(_ran(instant, instant, own[instant], False), backfilled=instant in records.backfilled)
+        for instant in sorted(set(own) - set(instants))
+    ]
     extras = set(triggered)
     if is_triggered_run(job) and job.scheduled_at is not None:
         extras.add(job.scheduled_at)
