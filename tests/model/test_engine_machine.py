@@ -57,7 +57,6 @@ from sundial.shared.service.limits import LimitService
 from sundial.shared.service.service import JobService
 from sundial.shared.store import DueRow, JobStore
 from tests.model import checks
-from tests.model.accounted import CANCELLED_BEHIND_TRIGGER, OFF_SCHEDULE, TRIGGERED_ONLY
 from tests.model.backfill_rules import BackfillSteps
 from tests.model.boundary import (
     CLIENT_CONFIG,
@@ -106,13 +105,7 @@ REFUSALS = (Conflict, InvalidInput, JobNotFound)
 DUE_AT_THE_CLAIM = "the latest instant falls due at the claim's very millisecond"
 # Open engine bugs the machine found: a text of the violation → the strict xfail test that pins it.
 # The machine notes them and explores on (SUNDIAL_MODEL_STRICT=1 fails on them too).
-KNOWN_BUGS: dict[str, str] = {
-    OFF_SCHEDULE: "test_ledger_machine.py::"
-    "test_a_backfilled_instant_that_ran_keeps_its_row_after_a_change_of_timing",
-    TRIGGERED_ONLY: "test_ledger_machine.py::test_a_one_off_s_instant_is_its_own_after_a_triggered_run",
-    CANCELLED_BEHIND_TRIGGER: "test_ledger_machine.py::"
-    "test_a_cancel_behind_an_unstarted_triggered_run_keeps_where_the_series_stood",
-}
+KNOWN_BUGS: dict[str, str] = {}
 STRICT = os.environ.get("SUNDIAL_MODEL_STRICT") == "1"
 # Faults a step may meet on its actor's AWS calls, from its first call on: throttles (the SDK retries
 # two), transaction conflicts (the store repeats four), writes applied with their answer lost (the

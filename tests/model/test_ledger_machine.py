@@ -117,17 +117,14 @@ def strict(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine_machine, "STRICT", True)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: a backfilled instant that ran has no row once the job is a one-off"
-)
 def test_a_backfilled_instant_that_ran_keeps_its_row_after_a_change_of_timing(
     model_env: Env,  # noqa: F811
     strict: None,
 ) -> None:
     """A recurring job backfills an instant before its creation, which runs; a PATCH then makes the job
     a one-off. The ledger must still list the backfilled instant that ran, as it lists the instants
-    that ran under the schedule the job had before (docs/api.md, "Occurrences"): it lists none, since a
-    backfilled instant is left to the schedule's rows, and a one-off's has only its own instant."""
+    that ran under the schedule the job had before (docs/api.md, "Occurrences"). It listed none: a
+    backfilled instant was left to the schedule's rows, and a one-off's has only its own instant."""
     machine = EngineMachine(model_env)
     try:
         machine.create("A", "rate(1 minute)", "ok", 0, (5,), "high", "run_once", "buffer")
@@ -140,14 +137,11 @@ def test_a_backfilled_instant_that_ran_keeps_its_row_after_a_change_of_timing(
         machine.teardown()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: a one-off after a triggered run lists that run's instant as its own"
-)
 def test_a_one_off_s_instant_is_its_own_after_a_triggered_run(model_env: Env, strict: None) -> None:  # noqa: F811
     """A one-off runs; a trigger then runs it once more. The ledger lists the one-off's instant (ran)
     and the triggered run (`extra`); the triggered run's instant must not be listed a second time as
-    the one-off's own, ran with no attempt behind it: it is, since the ledger takes a one-off's
-    instant from `scheduled_at`, which the triggered run's end leaves at the triggered run's instant."""
+    the one-off's own, ran with no attempt behind it (the ledger took a one-off's instant from
+    `scheduled_at`, which the triggered run's end leaves at the triggered run's instant)."""
     machine = EngineMachine(model_env)
     try:
         machine.create("A", "one-off now", "ok", 0, (5,), "high", "run_once", "skip")
@@ -176,9 +170,6 @@ def test_run_once_after_a_downtime_runs_the_instant_due_at_the_claim(model_env: 
         machine.teardown()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: a cancel behind an unstarted triggered run loses where the series stood"
-)
 def test_a_cancel_behind_an_unstarted_triggered_run_keeps_where_the_series_stood(
     model_env: Env,  # noqa: F811
     strict: None,
@@ -186,10 +177,10 @@ def test_a_cancel_behind_an_unstarted_triggered_run_keeps_where_the_series_stood
     """A rate(1 minute) job's first three instants fall due and none runs (no tick, no worker); a
     trigger places its extra run now, the schedule to resume at the first instant; a cancel comes
     before the extra run starts. The three instants never ran: the ledger must show them skipped. The
-    cancel writes the job CANCELLED at the triggered run's instant and clears where the schedule was
-    to resume (and the extra-run flag): the ledger then takes the triggered run's instant for where
-    the series stands, lays the rate's grid through it (one second off the job's own), and shows two
-    instants before it ran."""
+    cancel wrote the job CANCELLED at the triggered run's instant and cleared where the schedule was
+    to resume (and the extra-run flag): the ledger then took the triggered run's instant for where
+    the series stood, laid the rate's grid through it (one second off the job's own), and showed two
+    instants before it ran. It now stops the series at the occurrence the triggered run deferred."""
     machine = EngineMachine(model_env)
     try:
         machine.create("A", "rate(1 minute)", "ok", 0, (5,), "high", "run_once", "skip")
