@@ -97,7 +97,8 @@ def test_a_full_first_page_gives_way_to_the_recorded_attempt_and_the_next_page_g
     assert (second, last) == ([(1, "failed")], None)
 
 
-def test_under_failures_only_history_a_recurring_success_stays_in_last_run_alone(engine: Engine) -> None:
+def _succeeds_under_failures_history(engine: Engine, timing: dict[str, str]) -> tuple[JobService, str]:
+    """A job created and run once, successfully, by a service and a worker that keep failures only."""
     keeps_failures = c.History.FAILURES
     worker = Worker(
         engine.store,
@@ -111,12 +112,16 @@ def test_under_failures_only_history_a_recurring_success_stays_in_last_run_alone
     service = JobService(
         engine.store, engine.dispatcher, engine.clock, allow_private_targets=True, history=keeps_failures
     )
-    view, _ = service.create(
-        JobCreate.model_validate({"target": python_target(), "schedule": "rate(1 minute)"})
-    )
+    view, _ = service.create(JobCreate.model_validate({"target": python_target(), **timing}))
     engine.clock.set(engine.store.get(view.id).due_at or 0)
     [message] = engine.receive()
     assert worker.process(message).outcome is Outcome.SUCCEEDED
+    return service, view.id
+
+
+def test_under_failures_only_history_a_recurring_success_stays_in_last_run_alone(engine: Engine) -> None:
+    service, job_id = _succeeds_under_failures_history(engine, {"schedule": "rate(1 minute)"})
+    view = engine.store.get(job_id)
 
     assert engine.store.get(view.id).last_run is not None
     assert service.runs(view.id, 10, None).runs == []
@@ -128,24 +133,9 @@ def test_under_failures_only_history_a_one_off_s_success_writes_no_item_and_is_s
     engine: Engine, dynamodb: Any
 ) -> None:
     # The job's last_run holds what the item would: the write unit is saved, the answers are not.
-    keeps_failures = c.History.FAILURES
-    worker = Worker(
-        engine.store,
-        engine.dispatcher,
-        engine.clock,
-        engine.targets,
-        "w",
-        sleep=lambda _: None,
-        history=keeps_failures,
-    )
-    service = JobService(
-        engine.store, engine.dispatcher, engine.clock, allow_private_targets=True, history=keeps_failures
-    )
     run_at = format_rfc3339(engine.clock.now_ms() + 5_000)
-    view, _ = service.create(JobCreate.model_validate({"target": python_target(), "run_at": run_at}))
-    engine.clock.set(engine.store.get(view.id).due_at or 0)
-    [message] = engine.receive()
-    assert worker.process(message).outcome is Outcome.SUCCEEDED
+    service, job_id = _succeeds_under_failures_history(engine, {"run_at": run_at})
+    view = engine.store.get(job_id)
 
     stored = dynamodb.query(
         TableName=engine.resources.table_name,
