@@ -282,7 +282,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (Edit(BACKFILL, r"^def skipped_to_run\(", r", series_position\(job\)\)", ")"),),
         model_blind="every write that records a stretch moves the series past it, so the stretches a "
         "backfill includes all lie behind where the series stands; the bound matters only for the "
-        "instants a calendar excludes ahead of a late series, and the model's jobs have no calendar",
+        "instants a calendar excludes ahead of a late series, and the model's jobs have no calendar "
+        "(tests/unit/test_occurrence_ledger.py kills it)",
     ),
     Mutation(
         "ledger-skips-shown-ran",
