@@ -98,6 +98,7 @@ def _enclosing_brackets(text: str, offset: int) -> tuple[int, int]:
 
 TABLE = "sundial/shared/lifecycle/table.py"
 DECIDE = "sundial/shared/lifecycle/decide.py"
+ACTIONS = "sundial/shared/lifecycle/actions.py"
 LIMITS_GATE = "sundial/shared/limits/gate.py"
 BACKFILL = "sundial/shared/lifecycle/backfill.py"
 LEDGER = "sundial/shared/lifecycle/occurrences.py"
@@ -153,13 +154,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a PATCH of run_at puts a succeeded one-off back in the schedule",
         (
             Edit(
-                DECIDE,
+                ACTIONS,
                 r"^def timing_change_refusal\(",
                 r"(if job\.status is JobStatus\.SUCCEEDED:\n\s+return) .*$",
                 r"\1 None  # the one-off may take new timing",
             ),
             Edit(
-                DECIDE,
+                ACTIONS,
                 r"^def replaces_occurrence\(",
                 r"return job\.status in \(JobStatus\.PENDING, JobStatus\.QUEUED\)",
                 "return job.status is JobStatus.SUCCEEDED or job.status in (JobStatus.PENDING, "
@@ -182,7 +183,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "patch-drops-trigger",
         "a PATCH of timing replaces a triggered run not yet started with the new first occurrence",
-        (Edit(DECIDE, r"^def replaces_occurrence\(", r" and not job\.extra_run", ""),),
+        (Edit(ACTIONS, r"^def replaces_occurrence\(", r" and not job\.extra_run", ""),),
     ),
     # --- one per guard of the transition table ---------------------------------------------------
     Mutation(
@@ -262,7 +263,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "resume-records-nothing",
         "a resume passes the paused instants over without recording them: the ledger shows them ran",
-        (returns_nothing(DECIDE, "_passed_over_while_paused"),),
+        (returns_nothing(ACTIONS, "_passed_over_while_paused"),),
     ),
     Mutation(
         "settle-records-no-overlap",

@@ -1,6 +1,17 @@
 """The job's state machine: the transition table, the decisions that pick a row's end state, and the
 lease arithmetic. Pure: no I/O, `now` passed in."""
 
+from sundial.shared.lifecycle.actions import (
+    on_cancel,
+    on_pause,
+    on_resume,
+    on_retry,
+    on_trigger,
+    replaces_occurrence,
+    timing_change_refusal,
+    unstarted_extra,
+    waiting_triggers,
+)
 from sundial.shared.lifecycle.decide import (
     Placement,
     after_failure,
@@ -12,16 +23,7 @@ from sundial.shared.lifecycle.decide import (
     is_dead,
     is_triggered_run,
     next_occurrence,
-    on_cancel,
-    on_pause,
-    on_resume,
-    on_retry,
-    on_trigger,
-    replaces_occurrence,
     start_of,
-    timing_change_refusal,
-    unstarted_extra,
-    waiting_triggers,
 )
 from sundial.shared.lifecycle.health import health_after, kept_in_history, route_owed, shown_in_runs
 from sundial.shared.lifecycle.leases import (

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from sundial.contract.vocabulary import JobStatus, OverlapPolicy, SkipReason
 from sundial.shared.errors import Conflict, InvalidInput
-from sundial.shared.lifecycle.decide import Placement, is_backfill_run, unstarted_extra, waiting_triggers
+from sundial.shared.lifecycle.actions import unstarted_extra, waiting_triggers
+from sundial.shared.lifecycle.decide import Placement, is_backfill_run
 from sundial.shared.lifecycle.job_schedule import job_excludes
 from sundial.shared.lifecycle.occurrences import own_stretches, series_position
 from sundial.shared.lifecycle.series import iter_instants, owed_from, series_point

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from sundial.contract.vocabulary import JobStatus, OccurrenceState, RunStatus, SkipReason
-from sundial.shared.lifecycle.decide import is_triggered_run, resume_target, start_of
+from sundial.shared.lifecycle.actions import resume_target
+from sundial.shared.lifecycle.decide import is_triggered_run, start_of
 from sundial.shared.lifecycle.series import owed_from
 from sundial.shared.lifecycle.skips import Skip
 from sundial.shared.models import Job, RunSummary
