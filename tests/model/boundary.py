@@ -62,6 +62,8 @@ class DynamoFaults:
     `pass` lets one write through, for a fault meant for a later one; `held` keeps a write back, as a
     caller frozen mid-call would, and kills the caller (its client has given up on it): the write
     lands when `land_held` says. A `crash` hook kills the process before a matching call leaves.
+    `dies before` kills the caller as the write would leave; `dies after` lets it apply, then kills
+    the caller before it reads the answer.
     """
 
     http: urllib3.PoolManager
@@ -112,11 +114,20 @@ class DynamoFaults:
             return error_response(request, "ThrottlingException")
         if kind == "conflict":
             return error_response(request, "TransactionConflictException")
+        if kind == "held" or kind.startswith("dies"):
+            self._die(kind, operation, request)
+        self.http.request(request.method, request.url, body=request.body, headers=dict(request.headers))
+        return error_response(request, "InternalServerError", status=500)
+
+    def _die(self, kind: str, operation: str, request: Any) -> None:
+        """The caller dies at this write: `held` keeps it for later, `dies after` lets it apply."""
         if kind == "held":
             self.held.append((request.method, request.url, request.body, dict(request.headers)))
             raise Crash(f"{operation} held")
-        self.http.request(request.method, request.url, body=request.body, headers=dict(request.headers))
-        return error_response(request, "InternalServerError", status=500)
+        self.counts["crash"] += 1
+        if kind == "dies after":
+            self.http.request(request.method, request.url, body=request.body, headers=dict(request.headers))
+        raise Crash(f"{kind.removeprefix('dies ')} {operation}")
 
 
 def written_job(operation: str, body: dict[str, Any]) -> str | None:
@@ -145,7 +156,9 @@ class Sent:
 class SqsBag:
     """Every SQS send of one client lands here instead of in a queue (see module docstring).
 
-    `refused` fails the next send without delivering it; `lost` delivers it and fails the answer.
+    `refused` fails the next send without delivering it; `lost` delivers it and fails the answer;
+    `pass` lets it through, for a fault meant for a later one. `dies before` kills the sender as the
+    send would leave; `dies after` delivers it, then kills the sender before it reads the answer.
     """
 
     now: Callable[[], int]
@@ -172,11 +185,15 @@ class SqsBag:
             self.counts["crash"] += 1
             raise Crash(operation)
         fault = self.pending.pop(0) if self.pending else None
-        if fault is not None:
+        if fault is not None and fault != "pass":
             self.counts[f"{fault} {operation}"] += 1
         if fault == "refused":
             return _sqs_error(request)
+        if fault == "dies before":
+            raise Crash(f"before {operation}")
         answer = self._accept(operation, params)
+        if fault == "dies after":
+            raise Crash(f"after {operation}")
         return _sqs_error(request) if fault == "lost" else answer
 
     def _accept(self, operation: str, params: dict[str, Any]) -> AWSResponse:

@@ -71,6 +71,7 @@ from tests.model.boundary import (
 from tests.model.intents import Intent, one_off_revived, pause_let_through, triggers_lost
 from tests.model.ledger_rules import LedgerSteps
 from tests.model.limit_rules import AT_ITS_LIMIT, AT_ITS_RATE, HOLDER_GONE, LimitSteps
+from tests.model.short_ticks import ShortTickSteps
 from tests.model.windows import FROZEN_CREATE, TICK_MEETS, ZOMBIE_ENDS, WindowSteps
 
 SECOND = 1000
@@ -256,7 +257,9 @@ class Env:
         self.ledger_seconds = 0.0  # spent on the occurrence ledger's invariant (ledger_rules.py)
 
 
-class EngineMachine(BackfillSteps, WindowSteps, LimitSteps, LedgerSteps, RuleBasedStateMachine):
+class EngineMachine(
+    BackfillSteps, WindowSteps, LimitSteps, LedgerSteps, ShortTickSteps, RuleBasedStateMachine
+):
     def __init__(self, env: Env) -> None:
         super().__init__()
         env.examples += 1
@@ -272,6 +275,7 @@ class EngineMachine(BackfillSteps, WindowSteps, LimitSteps, LedgerSteps, RuleBas
         self.stores = {actor: JobStore(env.ddb[actor], table, self.clock) for actor in ACTORS}
         dispatchers = {actor: Dispatcher(env.sqs[actor], queues, dlq, self.clock) for actor in ACTORS}
         self.worker_dispatcher = dispatchers["worker"]
+        self.tick_dispatcher = dispatchers["tick"]
         self.checker = JobStore(env.plain_ddb, table, self.clock)
         self.service = JobService(
             self.stores["api"], dispatchers["api"], self.clock, allow_private_targets=True
@@ -281,6 +285,7 @@ class EngineMachine(BackfillSteps, WindowSteps, LimitSteps, LedgerSteps, RuleBas
         self.labels: dict[str, str] = {}  # label → job id
         self.attempts: list[Attempt] = []
         self.bag: list[Sent] = []
+        self.sent_log: list[JobMessage] = []  # every job message sent, delivered or not since
         self.dead_letters: list[dict[str, Any]] = []
         self.sent_seq = itertools.count()
         self.attempt_seq = itertools.count(1)
@@ -317,6 +322,7 @@ class EngineMachine(BackfillSteps, WindowSteps, LimitSteps, LedgerSteps, RuleBas
 
     def _sent(self, message: JobMessage, visible_at: int) -> None:
         self.bag.append(Sent(next(self.sent_seq), message, visible_at))
+        self.sent_log.append(message)
 
     def _dead_letter(self, body: dict[str, Any]) -> None:
         self.dead_letters.append(body)
@@ -715,11 +721,19 @@ class EngineMachine(BackfillSteps, WindowSteps, LimitSteps, LedgerSteps, RuleBas
         if report is not None and not raced:
             self._check_misfires(before, now)
 
-    def _run_tick(self) -> Any:
+    def _run_tick(self, scheduler: Scheduler | None = None, deadline_ms: int | None = None) -> Any:
+        """A tick, by the model's scheduler (or `scheduler`, by its deadline), held to its sent marks
+        and to what ticks cut short before it left (ShortTickSteps)."""
+        view = self._tick_view()
         try:
-            report = self.scheduler.tick()
+            report = (scheduler or self.scheduler).tick(deadline_ms)
+        except Crash as exc:
+            self._note(f"  → tick killed {exc}", "tick killed")
+            self._tick_ended(view, f"killed {exc}")
+            return None
         except RETRY_ERRORS as exc:
             self._note(f"  → tick failed: {_code(exc)}")
+            self._tick_ended(view, f"failed ({_code(exc)})")
             return None
         except AssertionError as exc:
             if STRICT or not _known(str(exc)):
@@ -731,11 +745,13 @@ class EngineMachine(BackfillSteps, WindowSteps, LimitSteps, LedgerSteps, RuleBas
         for name in ("claimed", "sent_ahead", "resent", "reclaimed", "caught_up", "alerts_sent", "errors"):
             if getattr(report, name):
                 self.env.seen[f"tick {name}"] += 1
+        stopped = f" out of time, unsent={report.unsent}" if report.out_of_time else ""
         self._note(
             f"  → claimed={report.claimed} sent_ahead={report.sent_ahead} resent={report.resent} "
             f"reclaimed={report.reclaimed} "
-            f"caught_up={report.caught_up} alerts={report.alerts_sent} errors={report.errors}"
+            f"caught_up={report.caught_up} alerts={report.alerts_sent} errors={report.errors}{stopped}"
         )
+        self._tick_ended(view, "stopped at its deadline" if report.out_of_time else None)
         return report
 
     def _check_misfires(self, before: checks.Snapshot, now: int) -> None:
@@ -1143,7 +1159,10 @@ class EngineMachine(BackfillSteps, WindowSteps, LimitSteps, LedgerSteps, RuleBas
 
     @initialize(
         how=st.sampled_from(STARTS),  # drawn first: see STARTS
-        kind=st.sampled_from(["rate(1 minute)", "one-off now", "rate(10 seconds)", "rate(2 minutes)"]),
+        # Every five minutes: each occurrence waits ahead, its message sent by a tick from its row.
+        kind=st.sampled_from(
+            ["rate(1 minute)", "one-off now", "rate(10 seconds)", "rate(2 minutes)", "rate(5 minutes)"]
+        ),
         behaviour=st.sampled_from(["flaky", "ok", "fails"]),
         max_retries=st.sampled_from([1, 2, 0]),
         overlap=st.sampled_from(["skip", "buffer"]),
