@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: local test unit lint typecheck chaos bench scale synth deploy diff smoke install browser clean mutants pins
+.PHONY: local test unit lint typecheck chaos bench scale scale-calibrate synth deploy diff smoke install browser clean mutants pins
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -101,6 +101,11 @@ bench: $(STAMP)
 # scenarios, each figure printed beside its goal. A benchmark, not a test; niced.
 scale: $(STAMP)
 	nice -n 10 $(BIN)/python -m bench.scale.goals $(SCALE_ARGS)
+
+# Measures what each kind of the engine's stretches of code costs on this machine, into the table
+# `make scale` charges from (bench/scale/cpu_table.json), so that a seed repeats exactly anywhere.
+scale-calibrate: $(STAMP)
+	nice -n 10 $(BIN)/python -m bench.scale.cpu
 
 synth: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python infra/app.py

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.scale.cpu import repeat_exactly
 from bench.scale.scenario import Scenario, run
 from bench.scale.world import Settings
 
@@ -68,6 +69,8 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        repeat_exactly()
     scenario, out = parse(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
     result = run(scenario)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.scale import creates, listing
+from bench.scale.cpu import repeat_exactly
 from bench.scale.scenario import Scenario, run
 from bench.scale.world import Settings
 
@@ -181,6 +182,7 @@ def scaled(s: Scenario, scale: float) -> Scenario:
 
 
 def main() -> None:
+    repeat_exactly()
     parser = argparse.ArgumentParser(prog="make scale")
     parser.add_argument("--only", action="append")
     parser.add_argument("--scale", type=float, default=1.0)
@@ -233,6 +235,12 @@ def _print(goal: Goal, report: dict[str, Any], scale: float) -> None:
         + f"; busiest second {report['busiest_second_calls']} first calls"
         + f" over {report['first_calls_span_s']} s"
         + (f"; limit {json.dumps(report['limit'])}" if "limit" in report else "")
+    )
+    charged = report["cpu"]
+    print(
+        f"             CPU charged {charged['charged_s']} s from {charged['source']}; this host measured "
+        f"{charged['measured_over_charged']}x of it; {charged['uncalibrated_segments']} of "
+        f"{charged['segments']} segments of a kind the table lacks"
     )
     print(f"   holds:    {'yes' if goal.holds(report) else 'NO'}", flush=True)
 

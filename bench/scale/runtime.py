@@ -1,10 +1,17 @@
 """Green threads on a virtual clock: the engine's threads run as greenlets, one at a time, and time
-moves only by the model's latencies, sleeps and the CPU the engine's own code measurably spends.
+moves only by the model's latencies, sleeps and the CPU the engine's own code spends.
 
-A task's CPU time (time.thread_time between the moments it resumes and yields) is charged onto the
-virtual clock at its Lambda environment's speed (configured memory / 1,769 MB, at most one vCPU: one
-Python process holds the GIL), and the tasks of one environment share that CPU in turn. Time spent
-answering as AWS (bench/scale/aws.py) is not charged: it ends a segment with `charge=False`.
+A task's CPU is counted in segments, from the moment it resumes to the moment it yields, and charged
+onto the virtual clock at its Lambda environment's speed (configured memory / 1,769 MB, at most one
+vCPU: one Python process holds the GIL); the tasks of one environment share that CPU in turn. Time
+spent answering as AWS (bench/scale/world.py's `Aws`) is not charged: it ends a segment with
+`charge=False`.
+
+What a segment is charged comes from a committed table (bench/scale/cpu.py) when the simulation has
+one: the mean CPU this kind of segment took when the table was measured, a kind being the task's
+function and the requests (or waits) that open and close the segment. A seed then repeats exactly,
+on any machine and however loaded. Without a table each segment is charged the CPU it measurably
+took (time.thread_time), which is how the table is measured.
 
 The engine's modules create threads, events, conditions, semaphores and thread pools; `green()`
 swaps those names for the green kinds below while a simulation runs, as gevent's monkey patching
@@ -16,17 +23,22 @@ from __future__ import annotations
 import gc
 import heapq
 import itertools
+import os
+import random
+import secrets
 import time
 import types
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from greenlet import getcurrent, greenlet
+from ulid import ULID
 
 from bench.scale import limits
+from bench.scale.cpu import CpuTable
 
 
 class Environment:
@@ -45,8 +57,11 @@ class Environment:
 class Task:
     glet: greenlet
     env: Environment | None
+    kind: str = ""  # the function the task runs: the first part of its segments' kinds
     at: float = 0.0  # the task's own virtual time while it runs
     segment_start: float = 0.0
+    opened_by: str = "start"  # what began the current segment: the request or wait that ended the last
+    closing: str | None = None  # the request the running segment is about to end with
     token: object | None = None
     done: bool = False
     result: Any = None
@@ -54,11 +69,54 @@ class Task:
     joiners: list[Callable[[], None]] = field(default_factory=list)
 
 
+class CpuCharges:
+    """What one simulation charged for CPU, and what the host measured for the same segments: how
+    far the table is from this host now."""
+
+    def __init__(self, table: CpuTable | None) -> None:
+        self.table = table
+        self.measured: dict[str, list[float]] = {}  # kind: [segments, seconds]
+        self.charged_seconds = 0.0
+        self.measured_seconds = 0.0
+        self.uncalibrated: Counter[str] = Counter()
+
+    def charge(self, kind: str, spent: float) -> float:
+        tally = self.measured.setdefault(kind, [0, 0.0])
+        tally[0] += 1
+        tally[1] += spent
+        self.measured_seconds += spent
+        if self.table is None:
+            cost = spent
+        else:
+            known = self.table.seconds.get(kind)
+            if known is None:
+                self.uncalibrated[kind] += 1
+                known = self.table.fallback_seconds
+            cost = known
+        self.charged_seconds += cost
+        return cost
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "source": "measured" if self.table is None else "table",
+            "charged_s": round(self.charged_seconds, 3),
+            "measured_s": round(self.measured_seconds, 3),
+            "measured_over_charged": round(self.measured_seconds / self.charged_seconds, 3)
+            if self.charged_seconds
+            else None,
+            "segments": sum(int(n) for n, _ in self.measured.values()),
+            "uncalibrated_segments": sum(self.uncalibrated.values()),
+            "uncalibrated_kinds": len(self.uncalibrated),
+        }
+
+
 class Sim:
     """The discrete-event loop: tasks wait in a heap by virtual time; the earliest runs next."""
 
-    def __init__(self, start_s: float) -> None:
+    def __init__(self, start_s: float, cpu: CpuTable | None = None, seed: int = 0) -> None:
         self.now = start_s
+        self.cpu = CpuCharges(cpu)
+        self.seed = seed
         self._heap: list[tuple[float, int, Task, object, bool]] = []
         self._seq = itertools.count()
         self._hub = getcurrent()
@@ -73,7 +131,9 @@ class Sim:
         task = self._current
         if task is None:
             return self.now
-        if task.env is None:
+        if task.env is None or self.cpu.table is not None:
+            # With a table, what a segment costs is known only at its end: its clock reads stand at
+            # its start, so they repeat too.
             return task.at
         return task.at + (time.thread_time() - task.segment_start) / task.env.speed
 
@@ -82,13 +142,17 @@ class Sim:
 
     def sleep(self, seconds: float, charge: bool = True) -> None:
         task = self._running()
-        self._end_segment(task, charge)
+        self._end_segment(task, charge, "sleep")
         self._wait(task, task.at + max(0.0, seconds))
+
+    def request(self, name: str) -> None:
+        """Names the request the running task's segment ends with (`service.Operation`)."""
+        self._running().closing = name
 
     def charge_cpu(self) -> None:
         """Ends the running task's CPU segment here: what follows is the model's, not Lambda's."""
         task = self._running()
-        self._end_segment(task, True)
+        self._end_segment(task, True, "model")
         task.segment_start = time.thread_time()
 
     def discard_cpu(self) -> None:
@@ -109,7 +173,7 @@ class Sim:
         parent = self._current
         if env is None and parent is not None and not detached:
             env = parent.env
-        task = Task(greenlet(self._body(fn, args), parent=self._hub), env)
+        task = Task(greenlet(self._body(fn, args), parent=self._hub), env, _kind(fn))
         if env is not None:
             env.tasks.append(task)
         start = at if at is not None else (self.time() if parent is not None else self.now)
@@ -187,7 +251,7 @@ class Sim:
                 task.result = fn(*args)
             except BaseException as exc:  # a task's failure is its joiner's to see
                 task.error = exc
-            self._end_segment(task, True)
+            self._end_segment(task, True, "end")
             task.done = True
             for joiner in task.joiners:
                 joiner()
@@ -200,20 +264,27 @@ class Sim:
             raise RuntimeError("no simulated task is running")
         return task
 
-    def _end_segment(self, task: Task, charge: bool) -> None:
+    def _end_segment(self, task: Task, charge: bool, reason: str) -> None:
         env = task.env
+        closing = task.closing or reason
+        task.closing = None
+        opened_by = task.opened_by
+        if charge:  # an uncharged stretch is the model's own: the next segment follows the last one
+            task.opened_by = closing
         if env is None:
             return
         spent = time.thread_time() - task.segment_start
-        if charge and spent > 0:
-            start = max(task.at, env.cpu_free_at)
-            task.at = start + spent / env.speed
-            env.cpu_free_at = task.at
-            env.cpu_seconds += spent
+        if charge:
+            spent = self.cpu.charge(f"{task.kind}|{opened_by}|{closing}", max(0.0, spent))
+            if spent > 0:
+                start = max(task.at, env.cpu_free_at)
+                task.at = start + spent / env.speed
+                env.cpu_free_at = task.at
+                env.cpu_seconds += spent
         task.segment_start = time.thread_time()
 
     def _arm(self, task: Task) -> object:
-        self._end_segment(task, True)
+        self._end_segment(task, True, "wait")
         token = object()
         task.token = token
         return token
@@ -239,6 +310,11 @@ class Sim:
 
     def _timeout(self, task: Task, token: object, at: float) -> None:
         heapq.heappush(self._heap, (at, next(self._seq), task, token, False))
+
+
+def _kind(fn: Callable[..., Any]) -> str:
+    target = getattr(fn, "sundial_target", fn)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', type(target).__name__)}"
 
 
 _sim: Sim | None = None
@@ -366,6 +442,7 @@ class GreenThread:
         daemon: bool | None = None,
     ) -> None:
         self._call = lambda: target(*args, **(kwargs or {})) if target else None
+        self._call.sundial_target = target  # type: ignore[attr-defined]
         self._task: Task | None = None
         self.name = name or "green"
 
@@ -485,6 +562,28 @@ class _GreenWaiting:
     done: GreenEvent = field(default_factory=GreenEvent)
 
 
+class _SeededIds:
+    """Job and operation ids, attempt tokens and message ids from the simulation's seed and clock:
+    a seed repeats only if what it names does."""
+
+    def __init__(self, simulation: Sim) -> None:
+        self._sim = simulation
+        self._rng = random.Random(simulation.seed)
+
+    def ulid(self) -> ULID:
+        ms = int(self._sim.time() * 1000) if self._sim.current() is not None else int(self._sim.now * 1000)
+        return ULID.from_bytes(ms.to_bytes(6, "big") + self._rng.randbytes(10))
+
+    def token_hex(self, nbytes: int | None = None) -> str:
+        return self._rng.randbytes(nbytes or 32).hex()
+
+    def token_bytes(self, nbytes: int | None = None) -> bytes:
+        return self._rng.randbytes(nbytes or 32)
+
+    def urandom(self, size: int) -> bytes:
+        return self._rng.randbytes(size)
+
+
 def _green_sleep(seconds: float) -> None:
     if _sim is not None and _sim.current() is not None:
         _sim.sleep(seconds)
@@ -501,7 +600,9 @@ def green(simulation: Sim) -> Iterator[Sim]:
     global _sim  # noqa: PLW0603 - the one simulation the green kinds run on
     from sundial.shared import dispatch
     from sundial.shared.engine import heartbeat, scheduler, tick_sends, worker
+    from sundial.shared.service import operations, service
 
+    ids = _SeededIds(simulation)
     swaps: list[tuple[Any, str, Any]] = [
         (scheduler, "ThreadPoolExecutor", GreenExecutor),
         (scheduler, "threading", GREEN_THREADING),
@@ -511,9 +612,16 @@ def green(simulation: Sim) -> Iterator[Sim]:
         (dispatch, "threading", GREEN_THREADING),
         (dispatch, "_Waiting", _GreenWaiting),
         (time, "sleep", _green_sleep),
+        (service, "ULID", ids.ulid),
+        (operations, "ULID", ids.ulid),
+        (secrets, "token_hex", ids.token_hex),
+        (secrets, "token_bytes", ids.token_bytes),
+        (os, "urandom", ids.urandom),
     ]
     kept = [(module, name, getattr(module, name)) for module, name, _ in swaps]
     _sim = simulation
+    random_state = random.getstate()
+    random.seed(simulation.seed)
     # A collection of the host process's heap (a test session's, say) runs in whichever task
     # allocates and would be charged to it as seconds of an invocation's CPU; frozen, the collector
     # sees only what the simulation itself makes.
@@ -526,5 +634,6 @@ def green(simulation: Sim) -> Iterator[Sim]:
     finally:
         for module, name, value in kept:
             setattr(module, name, value)
+        random.setstate(random_state)
         _sim = None
         gc.unfreeze()

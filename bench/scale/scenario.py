@@ -14,10 +14,10 @@ import math
 import random
 import statistics
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from bench.scale import limits
+from bench.scale import cpu, limits
 from bench.scale.runtime import Sim, green
 from bench.scale.tables import CrossChecked
 from bench.scale.world import CallRecord, Settings, World, occurrences
@@ -165,7 +165,18 @@ def _allowed_calls(spec: JobCreate) -> int:
 
 
 def run(scenario: Scenario, end_s: float | None = None) -> dict[str, Any]:
-    sim = Sim(START_S - LEAD_S - 1)
+    return report(scenario, *_simulate(scenario, end_s))
+
+
+def measure_cpu(scenario: Scenario) -> dict[str, list[float]]:
+    """Each kind of segment's count and CPU seconds, as this host measured them over the run."""
+    _, sim = _simulate(replace(scenario, settings=replace(scenario.settings, cpu="measured")), None)
+    return sim.cpu.measured
+
+
+def _simulate(scenario: Scenario, end_s: float | None) -> tuple[World, Sim]:
+    table = cpu.committed() if scenario.settings.cpu == "table" else None
+    sim = Sim(START_S - LEAD_S - 1, cpu=table, seed=scenario.seed)
     with green(sim):
         world, _ = build(scenario, sim)
         end = end_s if end_s is not None else START_S + scenario.minutes * 60 + 240 + scenario.window_seconds
@@ -174,7 +185,7 @@ def run(scenario: Scenario, end_s: float | None = None) -> dict[str, Any]:
         world.start_ticks(first_tick, end, extra)
         world.start_pollers()
         sim.run(until=end)
-    return report(scenario, world, sim)
+    return world, sim
 
 
 def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
@@ -233,6 +244,7 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         ],
         "calls": dict(world.aws.dynamodb.calls) | {f"sqs.{k}": v for k, v in world.aws.sqs.calls.items()},
         "green_switches": sim.switches,
+        "cpu": sim.cpu.summary(),
         **_cross_check(world),
     }
 

@@ -62,6 +62,9 @@ class Settings:
     tick_capacity: int = WORK_PER_INVOCATION
     # Which table decides the items (bench/scale/tables.py): the native one, moto, or both compared.
     table: str = "native"
+    # What a stretch of the engine's code costs (bench/scale/cpu.py): the committed table's figure,
+    # so a seed repeats, or this host's measurement, as the table is made.
+    cpu: str = "table"
 
     def set(self, key: str, value: str) -> None:
         if key.startswith("max_concurrency."):
@@ -106,6 +109,7 @@ class Aws:
         latency = limits.LATENCY_S.get((service, operation), limits.DEFAULT_LATENCY_S).value
         inside = self.sim.current() is not None
         if inside:
+            self.sim.request(f"{service}.{operation}")
             self.sim.sleep(latency / 2)  # the request on its way; the CPU before it was the caller's
         now_s = self.sim.time()
         if service == "dynamodb":

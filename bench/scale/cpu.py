@@ -1,0 +1,156 @@
+"""The CPU the engine's code costs on the model, as a committed table, so that a seed repeats.
+
+A simulation counts its tasks' CPU in segments (bench/scale/runtime.py): a segment runs from the
+request or wait that resumed a task to the next one. Its kind is the task's function and those two
+ends, e.g. `sundial.functions.worker.handler|dynamodb.UpdateItem|sqs.SendMessageBatch`. The table
+holds the mean CPU of each kind, measured here on calibration scenarios by `make scale-calibrate`
+(`python -m bench.scale.cpu`), with the machine it ran on. A run charges each segment its kind's
+mean, and a kind the table lacks the mean over every segment measured; the report says how many
+such segments there were, and how far this host's measurement of the same run is from what the
+table charged (`cpu` in a scenario's report). tests/bench hold that within 20%, at the speed the
+host runs a fixed reference piece of work now against the speed it ran it when the table was made:
+a loaded machine is slower at both, and only a table the code has moved away from fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+TABLE_PATH = Path(__file__).with_name("cpu_table.json")
+# How far this host may measure a run from what the table charged before the table is stale.
+TOLERANCE = 0.20
+HASH_SEED = "0"
+
+
+@dataclass(frozen=True)
+class CpuTable:
+    seconds: dict[str, float]
+    fallback_seconds: float
+    reference_seconds: float  # the host's speed when measured: see reference_seconds()
+
+
+def reference_seconds() -> float:
+    """CPU seconds of a fixed piece of work like the engine's (an item through JSON and back, its
+    fields walked), the best of five: how fast this host runs Python now. A table measured on a
+    busier or slower host is compared at the speed it was measured at."""
+    item = {
+        "pk": {"S": "JOB#01Q3EB3K4GAYVH2XZ1F6R3HP23"},
+        "status": {"S": "queued"},
+        "due": {"S": "high#03#1893488400000#lease"},
+        "target": {"M": {"url": {"S": "https://jobs.example.com/ok/1"}, "method": {"S": "POST"}}},
+        "schedule": {"M": {"kind": {"S": "rate"}, "every": {"N": "60"}}},
+        "version": {"N": "12"},
+    }
+    best = float("inf")
+    for _ in range(5):
+        started = time.thread_time()
+        for n in range(3000):
+            copy = json.loads(json.dumps({**item, "version": {"N": str(n)}}))
+            sum(len(str(value)) for value in copy.values())
+        best = min(best, time.thread_time() - started)
+    return best
+
+
+def repeat_exactly() -> None:
+    """Runs this process again under a fixed string hash seed, unless it has one: the engine and
+    the model iterate sets of job ids, whose order, and so the run's, follows the seed."""
+    if os.environ.get("PYTHONHASHSEED") != HASH_SEED:
+        os.execve(
+            sys.executable, [sys.executable, *sys.orig_argv[1:]], {**os.environ, "PYTHONHASHSEED": HASH_SEED}
+        )
+
+
+@cache
+def committed() -> CpuTable:
+    data = json.loads(TABLE_PATH.read_text())
+    return CpuTable(
+        seconds=data["seconds"],
+        fallback_seconds=data["fallback_seconds"],
+        reference_seconds=data["reference_seconds"],
+    )
+
+
+def _scenarios() -> list[Any]:
+    """What the table is measured on: the goals' kinds of work at a size that runs in minutes (a
+    burst due at once, with failures and retries, limits, a killed tick, schedules, a spread window)."""
+    from bench.scale.goals import RECOMMENDED, _settings
+    from bench.scale.scenario import Scenario
+
+    recommended = replace(_settings(RECOMMENDED), cpu="measured")
+    defaults = replace(_settings({}), cpu="measured")
+    return [
+        Scenario(due_at_once=2_000, recurring=200, failing=0.05, settings=recommended),
+        Scenario(due_at_once=2_000, per_minute=300, minutes=3, failing=0.05, settings=defaults),
+        Scenario(due_at_once=2_000, kill_tick_after_sends=500, settings=recommended),
+        Scenario(due_at_once=1_000, window_seconds=120, settings=recommended),
+        Scenario(due_at_once=500, limit_per_second=20.0, limit_concurrent=10, settings=defaults),
+        # Created through the API's code, every write a request, with an overlapping tick's copies.
+        Scenario(
+            due_at_once=120,
+            recurring=15,
+            failing=0.2,
+            overlap_tick_at=-59.95,
+            through_api=True,
+            settings=defaults,
+        ),
+    ]
+
+
+def calibrate() -> dict[str, Any]:
+    from bench.scale.scenario import measure_cpu
+
+    totals: dict[str, list[float]] = {}
+    started = time.perf_counter()
+    reference = reference_seconds()
+    for scenario in _scenarios():
+        for kind, (count, seconds) in measure_cpu(scenario).items():
+            tally = totals.setdefault(kind, [0, 0.0])
+            tally[0] += count
+            tally[1] += seconds
+    segments = sum(count for count, _ in totals.values())
+    spent = sum(seconds for _, seconds in totals.values())
+    return {
+        "measured_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "scenarios": len(_scenarios()),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "segments": int(segments),
+        "reference_seconds": round((reference + reference_seconds()) / 2, 6),
+        "fallback_seconds": round(spent / segments, 9) if segments else 0.0,
+        "seconds": {kind: round(seconds / count, 9) for kind, (count, seconds) in sorted(totals.items())},
+        "segments_by_kind": {kind: int(count) for kind, (count, _) in sorted(totals.items())},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    repeat_exactly()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=TABLE_PATH)
+    args = parser.parse_args(argv)
+    table = calibrate()
+    args.out.write_text(json.dumps(table, indent=1) + "\n")
+    print(
+        f"{len(table['seconds'])} kinds of segment, {table['segments']} segments measured in "
+        f"{table['wall_seconds']} s on {table['machine']['processor']}: {args.out}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""A scale run repeats: the same seed gives the same report to the last figure, because the CPU the
+engine's code costs is charged from a committed table (bench/scale/cpu.py) and every id and token
+follows the seed. The table must still be this host's: measured beside the run, the same segments
+may not cost more than 20% away from what the table charged."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from bench.scale import cpu
+from bench.scale.scenario import Scenario, run
+from bench.scale.world import Settings
+
+SMALL = Scenario(due_at_once=120, recurring=15, failing=0.2, overlap_tick_at=-59.95, through_api=True)
+
+
+def _figures(report: dict[str, Any]) -> dict[str, Any]:
+    # What this host measured beside the run is the one thing a run may not repeat.
+    return {key: value for key, value in report.items() if key != "cpu"}
+
+
+@pytest.fixture(scope="module")
+def twice() -> tuple[dict[str, Any], dict[str, Any]]:
+    return run(SMALL), run(SMALL)
+
+
+def test_the_same_seed_gives_the_same_report(twice: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    first, second = twice
+    assert first["cpu"]["source"] == "table"
+    assert json.dumps(_figures(first), sort_keys=True) == json.dumps(_figures(second), sort_keys=True)
+
+
+def test_another_seed_gives_another_run() -> None:
+    # The comparison above could not fail if a report did not depend on what the seed decides.
+    other = run(Scenario(**{**SMALL.__dict__, "seed": SMALL.seed + 1}))
+    first = run(SMALL)
+    assert _figures(other) != _figures(first)
+
+
+def test_the_table_is_within_its_tolerance_of_this_host(twice: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    charged = twice[0]["cpu"]
+    assert charged["segments"] > 1000
+    # Nearly every segment is of a kind the table has, so its figures decide the run.
+    assert charged["uncalibrated_segments"] <= charged["segments"] * 0.01
+    # This host's speed now against the table's, both on the same fixed work, before and after.
+    speed = cpu.committed().reference_seconds / ((cpu.reference_seconds() + cpu.reference_seconds()) / 2)
+    drift = charged["measured_over_charged"] * speed
+    assert 1 / (1 + cpu.TOLERANCE) <= drift <= 1 + cpu.TOLERANCE, (
+        f"at this host's speed ({speed:.2f}x the table's), it measured {drift:.2f}x what the table "
+        "charged: `make scale-calibrate` measures it again"
+    )
+
+
+def test_measured_charges_are_what_the_table_is_made_from() -> None:
+    measured = run(Scenario(**{**SMALL.__dict__, "settings": Settings(cpu="measured")}))["cpu"]
+    assert measured["source"] == "measured"
+    assert measured["charged_s"] == measured["measured_s"] > 0
+
+
+def test_the_committed_table_names_the_machine_it_was_measured_on() -> None:
+    data = json.loads(cpu.TABLE_PATH.read_text())
+    assert data["machine"]["processor"] and data["machine"]["python"]
+    assert len(data["seconds"]) >= 20
+    assert all(seconds > 0 for seconds in data["seconds"].values())
