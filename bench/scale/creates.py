@@ -4,7 +4,9 @@ What runs is the project's own code on the virtual clock: the `sundial jobs impo
 file reading, keys and summary) with the real SundialClient and its retries, whose transport hands
 each request to the model of API Gateway (the account's and the stage's token buckets, answering 429
 when empty, as API Gateway does) and then to an api function invocation: a Lambda environment of
-the api function's memory, cold the first time, running the POST /jobs/batch body's parse,
+the api function's memory (bench/scale/world.py's LambdaFunction: one of the account's concurrent
+executions, new environments at the function scaling rate, a cold one paying its module's import;
+a throttled invocation is answered 500 by API Gateway), running the POST /jobs/batch body's parse,
 shared.api.batch.create_batch with JobService and JobStore (each item's reservation and put, side by
 side) and the answer's JSON, its CPU charged at that memory's share of a vCPU. DynamoDB is the
 model's (bench/scale/dynamo.py): per-partition limits on the table and on every index an item's
@@ -31,8 +33,8 @@ from typing import Any
 
 from bench.scale import limits
 from bench.scale.native import NativeTable
-from bench.scale.runtime import Environment, GreenEvent, GreenExecutor, Sim, green
-from bench.scale.world import Settings, World
+from bench.scale.runtime import GreenEvent, GreenExecutor, Sim, green
+from bench.scale.world import LambdaFunction, Settings, World
 from sundial.client import SundialClient
 from sundial.client.transport import Answer
 from sundial.commands import bulk as bulk_module
@@ -77,6 +79,7 @@ class Counts:
     requests: int = 0
     throttled: int = 0  # 429 from API Gateway
     failed: int = 0  # 5xx: the function raised
+    lambda_throttled: int = 0  # 500: Lambda throttled the api function (the account or its scaling)
     cold_starts: int = 0
     peak_invocations: int = 0
     created: list[tuple[float, int]] = field(default_factory=list)  # (virtual s, jobs answered made)
@@ -85,8 +88,10 @@ class Counts:
 class Api:
     """API Gateway in front of the api function, as a SundialClient transport."""
 
-    def __init__(self, sim: Sim, service: JobService, rate: float, burst: float) -> None:
-        self.sim, self.service = sim, service
+    def __init__(
+        self, sim: Sim, service: JobService, rate: float, burst: float, function: LambdaFunction
+    ) -> None:
+        self.sim, self.service, self.function = sim, service, function
         self.buckets = [
             Bucket(limits.ACCOUNT_API_RATE.value, limits.ACCOUNT_API_BURST.value),
             Bucket(rate, burst),
@@ -94,8 +99,6 @@ class Api:
         for bucket in self.buckets:
             bucket.tokens, bucket.at = bucket.burst, sim.now
         self.counts = Counts()
-        self._warm: list[Environment] = []
-        self._busy = 0
 
     def __call__(self, method: str, url: str, headers: Any, body: bytes | None, timeout: float, /) -> Answer:
         rtt = limits.CLIENT_RTT_S.value
@@ -116,19 +119,19 @@ class Api:
         return Answer(status, {"content-type": "application/json"}, answer)
 
     def _invoke(self, body: bytes) -> tuple[int, bytes]:
-        env = self._warm.pop() if self._warm else None
-        cold = env is None
-        if env is None:
-            env = Environment(int(limits.API_MEMORY_MB.value))
-            self.counts.cold_starts += 1
-        self._busy += 1
-        self.counts.peak_invocations = max(self.counts.peak_invocations, self._busy)
+        started = self.function.start()
+        if started is None:
+            self.counts.lambda_throttled += 1
+            return int(limits.API_THROTTLED_STATUS.value), b'{"message":"Internal server error"}'
+        env, cold = started
+        self.counts.cold_starts += cold
+        self.counts.peak_invocations = max(self.counts.peak_invocations, self.function.running)
         ended, box = GreenEvent(), {}
 
         def run() -> None:
             try:
                 if cold:
-                    self.sim.sleep(limits.COLD_START_S.value, charge=False)
+                    self.sim.sleep(self.function.cold_start_s(), charge=False)
                 jobs = JobBatch.model_validate_json(body).jobs
                 box["answer"] = create_batch(self.service, jobs).model_dump_json().encode()
             except Exception as exc:  # the function failed: API Gateway answers 502
@@ -138,8 +141,7 @@ class Api:
 
         self.sim.spawn(run, env=env)
         finished = ended.wait(limits.API_TIMEOUT_S.value)
-        self._busy -= 1
-        self._warm.append(env)
+        self.function.end(env)
         if not finished or "error" in box:
             self.counts.failed += 1
             return (502 if finished else 504), b'{"message":"Internal server error"}'
@@ -210,7 +212,7 @@ def run(imports: Imports) -> dict[str, Any]:
         service = JobService(
             world.store, Dispatcher(*world.dispatch_args), world.clock, allow_private_targets=False
         )
-        api = Api(sim, service, imports.stage_rate, imports.stage_burst)
+        api = Api(sim, service, imports.stage_rate, imports.stage_burst, world.functions["api"])
         command = import_jobs.callback.__wrapped__  # type: ignore[union-attr]
 
         def one_import(path: Path) -> None:
@@ -249,6 +251,7 @@ def _report(imports: Imports, counts: Counts, exits: list[int], world: World, wa
         "requests": counts.requests,
         "throttled_429": counts.throttled,
         "failed_5xx": counts.failed,
+        "lambda_throttled": counts.lambda_throttled,
         "cold_starts": counts.cold_starts,
         "peak_invocations": counts.peak_invocations,
         "dynamodb_throttles": {

@@ -50,6 +50,43 @@ LAMBDA_SQS = (
 LAMBDA_QUOTAS = (
     "AWS Lambda: Lambda quotas — https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html"
 )
+SQS_STANDARD = (
+    "Amazon SQS: Amazon SQS standard queues (at-least-once delivery, best-effort ordering) — "
+    "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/standard-queues.html"
+)
+SQS_AT_LEAST_ONCE = (
+    "Amazon SQS: Amazon SQS at-least-once delivery — https://docs.aws.amazon.com/AWSSimpleQueueService/"
+    "latest/SQSDeveloperGuide/standard-queues-at-least-once-delivery.html"
+)
+SQS_SEND_BATCH = (
+    "Amazon SQS API Reference: SendMessageBatch and BatchResultErrorEntry (each entry succeeds or fails "
+    "on its own) — https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessageBatch.html"
+)
+LAMBDA_SCALING = (
+    "AWS Lambda: Lambda scaling behavior (concurrency scaling rate) — "
+    "https://docs.aws.amazon.com/lambda/latest/dg/scaling-behavior.html"
+)
+LAMBDA_SQS_PARAMETERS = (
+    "AWS Lambda: Lambda parameters for Amazon SQS event source mappings (ProvisionedPollerConfig) — "
+    "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html"
+)
+LAMBDA_POLLER_CONFIG = (
+    "AWS Lambda API Reference: ProvisionedPollerConfig — "
+    "https://docs.aws.amazon.com/lambda/latest/api/API_ProvisionedPollerConfig.html"
+)
+LAMBDA_ASYNC_ERRORS = (
+    "AWS Lambda: How Lambda handles errors and retries with asynchronous invocation — "
+    "https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html"
+)
+APIGW_LAMBDA_ERRORS = (
+    "AWS re:Post Knowledge Center: How do I resolve 'Internal server error' (500) from an API Gateway REST "
+    "API with a Lambda integration (a throttled backend) — "
+    "https://repost.aws/knowledge-center/api-gateway-internal-server-error"
+)
+EVENTBRIDGE_SCHEDULE = (
+    "Amazon EventBridge: Tutorial: Create an EventBridge scheduled rule for AWS Lambda functions ('a delay "
+    "of several seconds') — https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-run-lambda-schedule.html"
+)
 LAMBDA_MEMORY = (
     "AWS Lambda: Configure Lambda function memory — "
     "https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html"
@@ -72,14 +109,49 @@ ITEM_BYTES = Figure(700, "bytes per stored job", ASSUMPTION + ": measured on the
 # --- SQS ------------------------------------------------------------------------------------------
 IN_FLIGHT_CAP = Figure(120_000, "in-flight messages per standard queue", SQS_QUOTAS)
 BATCH_ENTRIES = Figure(10, "entries per SendMessageBatch and per receive", SQS_QUOTAS)
-MAX_DELAY_S = Figure(900, "seconds of DelaySeconds at most", SQS_DELAY)
+MAX_DELAY_S = Figure(900, "s of DelaySeconds at most: more is refused (InvalidParameterValue)", SQS_DELAY)
+# Standard queues deliver at least once and in about the order sent; AWS publishes no rate for either
+# departure, so each is off unless a scenario turns it on (bench/scale/scenario.py, NAMED).
+DUPLICATE_RATE = Figure(
+    0.0,
+    "share of deleted messages whose copy survives and is delivered again",
+    ASSUMPTION + ": 'on rare occasions' (" + SQS_AT_LEAST_ONCE + "), no rate published",
+)
+OUT_OF_ORDER_RATE = Figure(
+    0.0, "share of visible messages a receive passes over", ASSUMPTION + ": " + SQS_STANDARD + ", no rate"
+)
+FAILED_ENTRY_RATE = Figure(
+    0.0,
+    "share of SendMessageBatch entries answered as failed (InternalError, not the sender's fault)",
+    ASSUMPTION + ": " + SQS_SEND_BATCH + " allows it; no rate published",
+)
 
 # --- Lambda ---------------------------------------------------------------------------------------
 ACCOUNT_CONCURRENCY = Figure(1000, "concurrent executions per account and region", LAMBDA_QUOTAS)
+# Every function's new environments: 1,000 every 10 seconds, refilled continuously, never saved up.
+SCALING_ENVIRONMENTS = Figure(1000, "new execution environments per function per window", LAMBDA_SCALING)
+SCALING_WINDOW_S = Figure(10, "seconds of the function scaling rate's window", LAMBDA_SCALING)
+# A throttled asynchronous event (a tick, a claimer) goes back to Lambda's queue and is retried.
+ASYNC_RETRY_FIRST_S = Figure(1, "s before a throttled asynchronous event's first retry", LAMBDA_ASYNC_ERRORS)
+ASYNC_RETRY_MAX_S = Figure(300, "s between retries at most (the interval doubles)", LAMBDA_ASYNC_ERRORS)
+ASYNC_MAX_AGE_S = Figure(6 * 3600, "s a throttled asynchronous event is retried for", LAMBDA_ASYNC_ERRORS)
+ESM_THROTTLE_BACKOFF_S = Figure(
+    1.0,
+    "s an SQS event source waits after its function is throttled",
+    ASSUMPTION + ": Lambda backs a throttled event source off without publishing how long; the "
+    "asynchronous queue's first retry",
+)
+# API Gateway's REST API answers a throttled Lambda integration with 500 Internal server error.
+API_THROTTLED_STATUS = Figure(500, "HTTP status answering a throttled function", APIGW_LAMBDA_ERRORS)
 ESM_START = Figure(5, "concurrent batches an idle SQS event source starts with", LAMBDA_SQS)
 ESM_RAMP_PER_MIN = Figure(300, "more concurrent invocations a minute (default mode)", LAMBDA_SQS)
 ESM_PROVISIONED_RAMP_PER_MIN = Figure(1000, "more concurrent invocations a minute (provisioned)", LAMBDA_SQS)
 ESM_MAX = Figure(1250, "concurrent invocations one SQS event source reaches at most", LAMBDA_SQS)
+# Provisioned mode excludes MaximumConcurrency: its pollers bound the event source instead, the
+# minimum kept warm, each poller running up to 10 invocations at once.
+INVOKES_PER_POLLER = Figure(10, "concurrent invocations a provisioned poller runs", LAMBDA_SQS_PARAMETERS)
+MIN_POLLERS = Figure(2, "provisioned pollers kept at least (the default minimum)", LAMBDA_POLLER_CONFIG)
+MAX_POLLERS = Figure(200, "provisioned pollers at most (the default maximum)", LAMBDA_POLLER_CONFIG)
 VCPU_MEMORY_MB = Figure(1769, "MB of configured memory per vCPU", LAMBDA_MEMORY)
 TICK_TIMEOUT_S = Figure(60, "seconds the scheduler function may run (the stack's setting)", ASSUMPTION)
 WORKER_TIMEOUT_S = Figure(900, "seconds a worker invocation may run (the stack's setting)", ASSUMPTION)
@@ -106,7 +178,17 @@ DEFAULT_LATENCY_S = Figure(0.010, "s", ASSUMPTION + ": any other call")
 # From a message becoming visible to the worker's code running with it: the poller's receive and
 # the synchronous invoke of a warm function.
 PICKUP_S = Figure(0.060, "s", ASSUMPTION + ": long-poll answer plus a warm invoke")
-COLD_START_S = Figure(0.400, "s", ASSUMPTION + ": Python runtime with boto3, first use of an environment")
+# A cold start is the function's module imported in a new environment: the CPU the import takes,
+# charged at the function's memory's share of a vCPU (bench/scale/world.py, LambdaFunction). Measured
+# as process CPU time around `import <module>` in a fresh interpreter, median of 3, on an AMD EPYC
+# (2 cores) under Python 3.11.7 on 2026-12-05; tests/bench/test_scale_conformance_sqs_lambda.py
+# measures it again and fails when this table is far from it.
+IMPORT_MEASURED = "measured on this project's machine (AMD EPYC, Python 3.11.7, 2026-12-05)"
+IMPORT_CPU_S = {
+    "sundial.functions.worker": Figure(0.50, "CPU s to import the worker's module", IMPORT_MEASURED),
+    "sundial.functions.scheduler": Figure(0.51, "CPU s to import the scheduler's module", IMPORT_MEASURED),
+    "sundial.functions.api": Figure(0.60, "CPU s to import the api's module", IMPORT_MEASURED),
+}
 ASYNC_INVOKE_S = Figure(
     0.050, "s", ASSUMPTION + ": an asynchronous Invoke's event reaching its invocation (cold start apart)"
 )
@@ -116,7 +198,13 @@ WARM_SCHEDULER_ENVIRONMENTS = Figure(
     ASSUMPTION + ": the ticks and "
     "claimers of the minutes before left them (Lambda keeps an idle environment for some minutes)",
 )
-TICK_START_S = Figure(0.050, "s", ASSUMPTION + ": EventBridge's schedule invokes the tick this late")
+TICK_START_S = Figure(0.050, "s at least EventBridge's schedule invokes the tick late", ASSUMPTION)
+TICK_LATE_MAX_S = Figure(
+    5.0,
+    "s at most EventBridge's schedule invokes the tick after its minute",
+    EVENTBRIDGE_SCHEDULE + "; ASSUMPTION: 'several' read as 5, each tick's lateness drawn uniformly "
+    "from TICK_START_S to it with the run's seed",
+)
 TARGET_S = Figure(0.050, "s", ASSUMPTION + ": the job's own endpoint answering")
 
 # --- API Gateway and the API function (creates, bench/scale/creates.py) ------------------------------

@@ -105,6 +105,19 @@ def _specs(scenario: Scenario, rng: random.Random) -> list[tuple[JobCreate, floa
 
 LIMIT_KEY = "scale-key"
 
+# Scenarios by name, beside `make scale`'s goals: SQS as a standard queue may behave (copies
+# delivered again, messages out of order, failed batch entries, each rarer in AWS than here), which
+# the engine's fence, its retry of a batch's failed entries and its release of what still failed must
+# carry to exactly once.
+NAMED: dict[str, Scenario] = {
+    "sqs-at-least-once": Scenario(
+        due_at_once=300,
+        per_minute=60,
+        minutes=2,
+        settings=Settings(sqs_duplicates=0.05, sqs_out_of_order=0.1, sqs_failed_entries=0.25),
+    ),
+}
+
 
 def _limited(scenario: Scenario) -> bool:
     return scenario.limit_per_second is not None or scenario.limit_concurrent is not None
@@ -123,7 +136,7 @@ def _target(name: str) -> dict[str, Any]:
 def build(scenario: Scenario, sim: Sim) -> tuple[World, JobService]:
     rng = random.Random(scenario.seed)
     specs = _specs(scenario, rng)
-    world = World(sim, scenario.settings)
+    world = World(sim, scenario.settings, scenario.seed)
     service = JobService(
         world.store, Dispatcher(*world.dispatch_args), world.clock, allow_private_targets=False
     )
@@ -222,6 +235,13 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
             len(q.waiting) for q in world.aws.sqs.queues.values() if q.name == c.DEAD_LETTER_QUEUE_NAME
         ),
         "overlapping_ticks": _overlapping(world),
+        "lambda": _lambda_figures(world),
+        "sqs": {
+            "duplicates_delivered": sum(q.duplicates for q in world.queues.values()),
+            "passed_over": sum(q.passed_over for q in world.queues.values()),
+            "entries_failed": world.aws.sqs.entries_failed,
+            "delays_refused": world.aws.sqs.delays_refused,
+        },
         **_burst(grouped),
         **_limit_figures(scenario, world, grouped),
         "ticks": [
@@ -235,17 +255,42 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
                 and t.duration_s > limits.TICK_TIMEOUT_S.value - 10,
                 "killed": t.killed,
                 "timed_out": t.timed_out,
+                "throttled": t.throttled,
+                "send_failures": t.send_failures,
                 "claimed": t.claimed,
                 "dispatched": t.dispatched,
                 "sent_while_running": t.sent_while_running,
             }
             for t in world.ticks
-            if t.claimed or t.dispatched or t.killed or t.timed_out or (t.duration_s or 0) > 1
+            if t.claimed
+            or t.dispatched
+            or t.killed
+            or t.timed_out
+            or t.throttled
+            or t.send_failures
+            or (t.duration_s or 0) > 1
         ],
         "calls": dict(world.aws.dynamodb.calls) | {f"sqs.{k}": v for k, v in world.aws.sqs.calls.items()},
         "green_switches": sim.switches,
         "cpu": sim.cpu.summary(),
         **_cross_check(world),
+    }
+
+
+def _lambda_figures(world: World) -> dict[str, Any]:
+    """The account's concurrency as every function used it, and what Lambda throttled."""
+    return {
+        "account_peak": world.account.peak,
+        "account_limit": world.account.limit,
+        "functions": {
+            name: {"peak": f.peak, "cold_starts": f.cold_starts, "throttles": f.throttles}
+            for name, f in world.functions.items()
+        },
+        "event_sources": [
+            {"queue": s.queue.name, "peak": s.peak, "allowed": int(s.allowed), "throttled": s.throttles}
+            for s in world.event_sources
+        ],
+        "ticks_abandoned": world.scheduler_function.abandoned,
     }
 
 

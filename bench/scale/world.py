@@ -1,10 +1,17 @@
 """The simulated AWS account and Sundial's functions in it: real botocore clients whose requests are
 answered by the models at their HTTP layer, the tick on its schedule, and the SQS event sources
-invoking workers, all on one virtual clock."""
+invoking workers, all on one virtual clock.
+
+Every function's invocations (ticks, claimers, the api's and the workers') draw on one pool, the
+account's concurrent executions, and each function makes new execution environments no faster than
+Lambda's function scaling rate; an invocation either finds room or is throttled, as Lambda throttles it
+(bench/scale/ticks.py retries a throttled asynchronous event, an event source backs off, API Gateway
+answers the api's caller)."""
 
 from __future__ import annotations
 
 import math
+import random
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,7 +58,17 @@ class VirtualClock:
 class Settings:
     due_shards: int = c.DUE_SHARDS
     max_concurrency: dict[str, int] = field(default_factory=lambda: {"high": 50, "medium": 20, "low": 5})
-    provisioned_pollers: bool = False  # for the high queue, as the stack offers them
+    # Provisioned mode for the high queue, as the stack offers it (sundial:provisionedPollersHigh):
+    # its pollers, not max_concurrency["high"], bound the queue's concurrency.
+    provisioned_pollers: bool = False
+    min_pollers: int = int(limits.MIN_POLLERS.value)
+    max_pollers: int = int(limits.MAX_POLLERS.value)
+    account_concurrency: int = int(limits.ACCOUNT_CONCURRENCY.value)
+    # Standard queues' departures from exactly once and in order, and SendMessageBatch's failed
+    # entries: shares of messages, off unless a scenario sets them (bench/scale/limits.py).
+    sqs_duplicates: float = limits.DUPLICATE_RATE.value
+    sqs_out_of_order: float = limits.OUT_OF_ORDER_RATE.value
+    sqs_failed_entries: float = limits.FAILED_ENTRY_RATE.value
     warm_wcu: float = limits.TABLE_WARM_WCU.value
     warm_rcu: float = limits.TABLE_WARM_RCU.value
     tick_memory_mb: int = int(limits.TICK_MEMORY_MB.value)
@@ -70,7 +87,12 @@ class Settings:
         if key.startswith("max_concurrency."):
             self.max_concurrency[key.split(".", 1)[1]] = int(value)
         elif key == "provisioned_pollers":
-            self.provisioned_pollers = value.lower() in ("1", "true", "yes")
+            # "true" takes Lambda's default pollers; "MIN,MAX" as the stack's context gives them.
+            if "," in value:
+                low, high = (int(part) for part in value.split(","))
+                self.provisioned_pollers, self.min_pollers, self.max_pollers = True, low, high
+            else:
+                self.provisioned_pollers = value.lower() in ("1", "true", "yes")
         elif hasattr(self, key):
             setattr(self, key, type(getattr(self, key))(value))
         else:
@@ -88,12 +110,17 @@ class CallRecord:
 class Aws:
     """The models behind botocore's `before-send`: requests built and answers parsed by botocore."""
 
-    def __init__(self, sim: Sim, settings: Settings) -> None:
+    def __init__(self, sim: Sim, settings: Settings, seed: int = 7) -> None:
         self.sim = sim
         self.dynamodb = DynamoModel(
             c.TABLE_NAME, settings.warm_wcu, settings.warm_rcu, REGION, settings.table
         )
-        self.sqs = SqsModel()
+        self.sqs = SqsModel(
+            rng=random.Random(f"{seed}-sqs"),
+            duplicates=settings.sqs_duplicates,
+            out_of_order=settings.sqs_out_of_order,
+            failed_entries=settings.sqs_failed_entries,
+        )
         self.on_invoke: Callable[[str, bytes], tuple[int, dict[str, str], bytes]] = _no_function
 
     def client(self, service: str) -> Any:
@@ -155,10 +182,114 @@ def fails(job: Job) -> bool:
     return urlparse(url).path.startswith("/fail")
 
 
+# The one switch a model mutation turns off: False lets every function run as many invocations as it
+# is asked for, whatever the account's concurrency (the function scaling rate still applies).
+ACCOUNT_CONCURRENCY_ENFORCED = True
+
+
+class Account:
+    """The account's concurrent executions in the region: one pool that every function draws on."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.running = 0
+        self.peak = 0
+
+    def has_room(self) -> bool:
+        return not ACCOUNT_CONCURRENCY_ENFORCED or self.running < self.limit
+
+
+class LambdaFunction:
+    """One function's execution environments. An invocation takes a warm environment, or a new one
+    while the function scaling rate allows (1,000 every 10 seconds, refilled continuously and never
+    saved up), and is one of the account's concurrent executions until it ends; `start` answers None
+    where Lambda throttles. A new environment's cold start is its module's import, charged at the
+    function's memory's share of a vCPU."""
+
+    def __init__(
+        self, sim: Sim, account: Account, name: str, module: str, memory_mb: int, warm: int = 0
+    ) -> None:
+        self.sim, self.account = sim, account
+        self.name, self.module, self.memory_mb = name, module, memory_mb
+        self.warm = [Environment(memory_mb) for _ in range(warm)]
+        self.running = 0
+        self.peak = 0
+        self.cold_starts = 0
+        self.throttles = 0
+        self._tokens = limits.SCALING_ENVIRONMENTS.value
+        self._refilled_at = sim.now
+
+    def cold_start_s(self) -> float:
+        return limits.IMPORT_CPU_S[self.module].value / Environment(self.memory_mb).speed
+
+    def start(self) -> tuple[Environment, bool] | None:
+        """An environment for an invocation and whether it is new, or None: throttled."""
+        if not self.account.has_room():
+            self.throttles += 1
+            return None
+        if self.warm:
+            env, cold = self.warm.pop(), False
+        else:
+            self._refill()
+            if self._tokens < 1:
+                self.throttles += 1
+                return None
+            self._tokens -= 1
+            env, cold = Environment(self.memory_mb), True
+            self.cold_starts += 1
+        self.running += 1
+        self.account.running += 1
+        self.peak = max(self.peak, self.running)
+        self.account.peak = max(self.account.peak, self.account.running)
+        return env, cold
+
+    def end(self, env: Environment) -> None:
+        self.running -= 1
+        self.account.running -= 1
+        if not env.killed:  # a timed-out environment is not reused
+            self.warm.append(env)
+
+    def give_back(self, env: Environment, cold: bool) -> None:
+        """An invocation started but never run (its poller received nothing): as if never asked."""
+        self.running -= 1
+        self.account.running -= 1
+        if cold:
+            self._tokens += 1
+            self.cold_starts -= 1
+        else:
+            self.warm.append(env)
+
+    def _refill(self) -> None:
+        now = self.sim.time()
+        per_second = limits.SCALING_ENVIRONMENTS.value / limits.SCALING_WINDOW_S.value
+        self._tokens = min(
+            limits.SCALING_ENVIRONMENTS.value, self._tokens + (now - self._refilled_at) * per_second
+        )
+        self._refilled_at = now
+
+
 class World:
-    def __init__(self, sim: Sim, settings: Settings) -> None:
+    def __init__(self, sim: Sim, settings: Settings, seed: int = 7) -> None:
         self.sim, self.settings = sim, settings
-        self.aws = Aws(sim, settings)
+        self.seed = seed
+        self.aws = Aws(sim, settings, seed)
+        self.account = Account(settings.account_concurrency)
+        self.functions = {
+            "scheduler": LambdaFunction(
+                sim,
+                self.account,
+                "sundial-scheduler",
+                "sundial.functions.scheduler",
+                settings.tick_memory_mb,
+                warm=int(limits.WARM_SCHEDULER_ENVIRONMENTS.value),
+            ),
+            "worker": LambdaFunction(
+                sim, self.account, "sundial-worker", "sundial.functions.worker", settings.worker_memory_mb
+            ),
+            "api": LambdaFunction(
+                sim, self.account, "sundial-api", "sundial.functions.api", int(limits.API_MEMORY_MB.value)
+            ),
+        }
         self.clock = VirtualClock(sim)
         ddb, sqs = self.aws.client("dynamodb"), self.aws.client("sqs")
         ddb.create_table(**table_definition(c.TABLE_NAME))
@@ -171,12 +302,11 @@ class World:
         self.store = JobStore(ddb, c.TABLE_NAME, self.clock, DueShards(settings.due_shards, None))
         self.sqs_client = sqs
         self.target = Target(sim)
-        self.running = 0  # concurrent executions in the account
+        self.event_sources: list[EventSource] = []
         self.scheduler_function = SchedulerFunction(self)
         self.aws.on_invoke = self.scheduler_function.invoked
         self.dropped_at_fence = 0  # copies (a killed tick's, a redelivery's) the fence refused
         self.held_back = 0  # deliveries a limit key held back (each sent again for later)
-        self._warm: list[Environment] = []
         self.jobs: dict[str, tuple[Priority, int | None]] = {}  # priority, and a one-off's instant
         self.allowed_calls: dict[str, int] = {}
 
@@ -193,16 +323,13 @@ class World:
 
     def start_pollers(self) -> None:
         for priority, queue in self.queues.items():
-            self.sim.spawn(EventSource(self, priority, queue).run)
-
-    def environment(self) -> tuple[Environment, bool]:
-        if self._warm:
-            return self._warm.pop(), False
-        return Environment(self.settings.worker_memory_mb), True
+            source = EventSource(self, priority, queue)
+            self.event_sources.append(source)
+            self.sim.spawn(source.run)
 
     def invoke_worker(self, queue: Queue, batch: list[Any], env: Environment, cold: bool) -> None:
         if cold:
-            self.sim.sleep(limits.COLD_START_S.value, charge=False)
+            self.sim.sleep(self.functions["worker"].cold_start_s(), charge=False)
         started = self.sim.time()
         deadline_ms = int((started + limits.WORKER_TIMEOUT_S.value) * 1000)
         store = JobStore(
@@ -247,26 +374,35 @@ class World:
         except Exception:  # the record waits out the queue's visibility timeout, as in AWS
             return
 
-    def release(self, env: Environment) -> None:
-        self._warm.append(env)
-
 
 class EventSource:
-    """An SQS event source mapping: receives batches of ten and invokes a worker with each, as
-    many at once as its scaling allows (5 when idle, growing by the minute while a backlog waits,
-    up to MaximumConcurrency and the account's free concurrency)."""
+    """An SQS event source mapping: receives batches of ten and invokes a worker with each, as many
+    at once as its scaling allows. In the default mode: 5 when idle, growing by 300 a minute while a
+    backlog waits, up to MaximumConcurrency (at most 1,250). In provisioned mode, which excludes
+    MaximumConcurrency: its minimum pollers' invocations from the start (they are kept warm), growing
+    by 1,000 a minute up to its maximum pollers'. Either way an invocation the function cannot start
+    (the account's concurrency, the function scaling rate) is throttled, and the source backs off."""
 
     def __init__(self, world: World, priority: Priority, queue: Queue) -> None:
         self.world, self.queue = world, queue
+        self.function = world.functions["worker"]
         settings = world.settings
-        self.maximum = min(settings.max_concurrency[priority.value], int(limits.ESM_MAX.value))
         # The stack offers provisioned pollers to the high queue alone (sundial:provisionedPollersHigh).
-        provisioned = settings.provisioned_pollers and priority is Priority.HIGH
-        ramp = limits.ESM_PROVISIONED_RAMP_PER_MIN if provisioned else limits.ESM_RAMP_PER_MIN
+        self.provisioned = settings.provisioned_pollers and priority is Priority.HIGH
+        if self.provisioned:
+            per_poller = limits.INVOKES_PER_POLLER.value
+            self.floor = settings.min_pollers * per_poller
+            self.maximum = settings.max_pollers * per_poller
+            ramp = limits.ESM_PROVISIONED_RAMP_PER_MIN
+        else:
+            self.floor = limits.ESM_START.value
+            self.maximum = min(settings.max_concurrency[priority.value], limits.ESM_MAX.value)
+            ramp = limits.ESM_RAMP_PER_MIN
         self.ramp_per_s = ramp.value / 60
-        self.allowed = float(limits.ESM_START.value)
+        self.allowed = float(min(self.floor, self.maximum))
         self.busy = 0
         self.peak = 0
+        self.throttles = 0
         self._last = world.sim.now
 
     def run(self) -> None:
@@ -275,11 +411,17 @@ class EventSource:
             now = sim.time()
             _clock_now[0] = max(_clock_now[0], now)
             self._scale(now)
-            if self.busy < int(self.allowed) and self.world.running < limits.ACCOUNT_CONCURRENCY.value:
+            if self.busy < int(self.allowed) and self.queue.visible(now):
+                started = self.function.start()
+                if started is None:
+                    self.throttles += 1
+                    sim.sleep(limits.ESM_THROTTLE_BACKOFF_S.value)
+                    continue
                 batch = self.queue.receive(now, c.WORKER_BATCH_SIZE, c.QUEUE_VISIBILITY_TIMEOUT_SECONDS)
                 if batch:
-                    self._invoke(batch)
+                    self._invoke(batch, *started)
                     continue
+                self.function.give_back(*started)
             upcoming = self.queue.next_visible()
             wait = 1.0 if upcoming is None else max(0.001, min(1.0, upcoming - now))
             if self.busy >= int(self.allowed):
@@ -291,14 +433,12 @@ class EventSource:
         if backlog:
             self.allowed = min(self.maximum, self.allowed + self.ramp_per_s * (now - self._last))
         elif self.busy == 0 and not self.queue.waiting:
-            self.allowed = max(float(limits.ESM_START.value), min(self.allowed, self.maximum))
+            self.allowed = max(float(self.floor), min(self.allowed, self.maximum))
         self.allowed = min(self.allowed, self.maximum)
         self._last = now
 
-    def _invoke(self, batch: list[Any]) -> None:
-        env, cold = self.world.environment()
+    def _invoke(self, batch: list[Any], env: Environment, cold: bool) -> None:
         self.busy += 1
-        self.world.running += 1
         self.peak = max(self.peak, self.busy)
 
         def invocation() -> None:
@@ -307,8 +447,7 @@ class EventSource:
                 self.world.invoke_worker(self.queue, batch, env, cold)
             finally:
                 self.busy -= 1
-                self.world.running -= 1
-                self.world.release(env)
+                self.function.end(env)
 
         self.world.sim.spawn(invocation, env=env)
 

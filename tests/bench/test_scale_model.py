@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from bench.scale.runtime import Sim
 from bench.scale.scenario import Scenario, run
-from bench.scale.world import Settings
+from bench.scale.world import Settings, World
 
 
 def _counts(report: dict[str, Any], name: str) -> int:
@@ -91,7 +92,9 @@ def test_a_spread_window_spreads_a_fan_out_and_no_start_comes_early() -> None:
     assert _counts(spread, "occurrences") == 200
     assert _counts(spread, "never_called") == _counts(spread, "called_twice") == 0
     assert _counts(spread, "called_early") == 0  # against each one's own start
-    assert max(p["lateness_ms"]["p99"] for p in spread["priorities"].values()) < 1_000
+    # A queue's first starts wait for new worker environments' cold starts; every other is within 1 s.
+    cold_ms = 1000 * World(Sim(0), Settings()).functions["worker"].cold_start_s()
+    assert max(p["lateness_ms"]["p99"] for p in spread["priorities"].values()) < 1_000 + cold_ms
 
 
 @pytest.fixture(scope="module")
