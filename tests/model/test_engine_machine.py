@@ -71,7 +71,7 @@ from tests.model.boundary import (
 from tests.model.intents import Intent, one_off_revived, pause_let_through, triggers_lost
 from tests.model.ledger_rules import LedgerSteps
 from tests.model.limit_rules import AT_ITS_LIMIT, AT_ITS_RATE, HOLDER_GONE, LimitSteps
-from tests.model.short_ticks import ShortTickSteps
+from tests.model.short_ticks import WAITING_AHEAD, ShortTickSteps
 from tests.model.windows import FROZEN_CREATE, TICK_MEETS, ZOMBIE_ENDS, WindowSteps
 
 SECOND = 1000
@@ -181,6 +181,9 @@ STARTS = [
     AT_ITS_LIMIT,
     AT_ITS_RATE,
     HOLDER_GONE,
+    # Two jobs waiting ahead, their messages sent by a tick from their rows (a tick cut short, in
+    # ShortTickSteps, moves the clock to it): where the sent marks matter.
+    *(WAITING_AHEAD,) * 2,
     "nothing",
 ]
 api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
@@ -955,14 +958,24 @@ class EngineMachine(
             return
         self.clock.advance(c.HEARTBEAT_EVERY_SECONDS + 1)  # the thread's period, and a little work
         self._begin(f"heartbeat {attempt} {c.HEARTBEAT_EVERY_SECONDS + 1} s on{self._with(fault)}")
+        before = self._job(attempt.job.id)
         with self._faults("worker", fault):
             ok = attempt.heartbeat.beat()
         job = self._job(attempt.job.id)
         ours = job is not None and job.status is JobStatus.RUNNING and job.token == attempt.token
+        # A slot is a lease: once the attempt's lease ended (its worker stalled past it), its key's
+        # slot was free for another fence to take, and a heartbeat must not take it back.
+        shard = self._snapshot().slots.get(before.limit_slot or "") if before is not None else None
+        slot_ended = (
+            before is not None
+            and (before.lease_until or 0) < self.clock.now_ms()
+            and shard is not None
+            and before.id not in shard.holders
+        )
         if attempt.heartbeat.lost:
             attempt.state = "lost"
             self._note("  → lease lost: the attempt stops, records nothing", "heartbeat lost")
-            if ours:
+            if ours and not slot_ended:
                 self._violation(f"{attempt}: the heartbeat gave up a lease the attempt still holds")
         elif not ok:
             self._note("  → AWS error: beats again sooner")
@@ -1188,6 +1201,10 @@ class EngineMachine(
         between its read and its write."""
         self.env.seen[f"start: {how}"] += 1
         if how == "nothing" or self._start_at_window(how, behaviour, max_retries, overlap, meets):
+            return
+        if how == WAITING_AHEAD:
+            self.create("A", "rate(5 minutes)", behaviour, max_retries, (5,), "high", "run_once", overlap)
+            self.create("B", "one-off in 3 min", behaviour, max_retries, (5,), "low", "run_once", overlap)
             return
         if self._start_at_limit(how, kind, behaviour, max_retries, overlap):
             return

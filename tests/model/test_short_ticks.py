@@ -25,7 +25,7 @@ def test_a_tick_killed_as_it_sends_an_ahead_row_leaves_the_row_to_the_next_tick(
     machine = EngineMachine(model_env)
     try:
         machine.create("A", "one-off in 3 min", "ok", 0, (5,), "high", "run_once", "skip")
-        machine.killed_tick("before send", 1, 1)
+        machine.kill_tick("before send", 1, 1)
         assert sent_for(machine, "A") == []
         assert len(machine._short.owed) == 1
 
@@ -49,7 +49,7 @@ def test_a_tick_stopped_between_its_claim_and_its_send_releases_the_job_to_the_n
         machine.create("A", "rate(2 minutes)", "ok", 0, (5,), "high", "run_once", "skip")
         machine.create("B", "one-off in 3 min", "ok", 0, (5,), "low", "run_once", "skip")
         machine.advance("next due")
-        machine.stopped_tick(UNTIL_THE_FIRST_ROW, 1)
+        machine.stop_tick(UNTIL_THE_FIRST_ROW, 1)
         claimed = machine.checker.get(machine.labels["A"])
         assert claimed.status is JobStatus.QUEUED
         assert sent_for(machine, "A") == sent_for(machine, "B") == []
