@@ -35,6 +35,34 @@ DDB_UNITS = (
     "Amazon DynamoDB: Read and write capacity units — "
     "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/provisioned-capacity-mode.html"
 )
+DDB_QUOTAS = (
+    "Amazon DynamoDB: Quotas in Amazon DynamoDB (Read/write throughput, Throughput default quotas: per "
+    "table, on-demand, 40,000 read request units and 40,000 write request units) — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html"
+)
+DDB_PARTITIONS = (
+    "Amazon DynamoDB: Best practices for designing and using partition keys effectively in DynamoDB "
+    "(every partition delivers at most 3,000 read units and 1,000 write units a second) — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html"
+)
+DDB_WARM_SCENARIOS = (
+    "Amazon DynamoDB: Understanding DynamoDB warm throughput in different scenarios — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html"
+)
+DDB_GSI_THROTTLING = (
+    "Amazon DynamoDB: Understanding global secondary index (GSI) write throttling and back pressure in "
+    "DynamoDB — https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/gsi-throttling.html"
+)
+DDB_READ_WRITE = (
+    "Amazon DynamoDB: DynamoDB read and write operations (capacity unit consumption for reads: GetItem, "
+    "BatchGetItem per item, Query on the total size; eventually consistent half, transactional double) — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html"
+)
+DDB_TRANSACTIONS = (
+    "Amazon DynamoDB: Amazon DynamoDB Transactions: How it works (Capacity management for transactions: "
+    "two underlying reads or writes of every item, prepare and commit) — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html"
+)
 SQS_QUOTAS = (
     "Amazon SQS: Amazon SQS message quotas — "
     "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html"
@@ -93,10 +121,46 @@ LAMBDA_MEMORY = (
 )
 
 # --- DynamoDB capacity ------------------------------------------------------------------------------
-PARTITION_WCU = Figure(1000, "write units/s per partition (and per partition key value)", DDB_LIMITS)
-PARTITION_RCU = Figure(3000, "read units/s per partition (and per partition key value)", DDB_LIMITS)
+PARTITION_WCU = Figure(1000, "write units/s per partition (and per partition key value)", DDB_PARTITIONS)
+PARTITION_RCU = Figure(3000, "read units/s per partition (and per partition key value)", DDB_PARTITIONS)
+# Reads and writes share a partition: reads / 3,000 + writes / 1,000 <= 1 (bench/scale/dynamo.py,
+# partition_has_room).
+PARTITION_SHARED = Figure(
+    1,
+    "share of a partition's second that its reads / 3,000 and writes / 1,000 fill together at most",
+    ASSUMPTION + ": no AWS page found states it; AWS's partition count of a provisioned table, "
+    "RCU / 3,000 + WCU / 1,000 (its talks on partitions), implies it, while the throttling guide "
+    "(Key range throughput exceeded, throttling-key-range-limit-exceeded-mitigation.html) says a "
+    "partition throttles reads and writes independently: the stricter reading is kept",
+)
 TABLE_WARM_WCU = Figure(4000, "write units/s a new on-demand table serves", DDB_WARM)
 TABLE_WARM_RCU = Figure(12000, "read units/s a new on-demand table serves", DDB_WARM)
+# Each global secondary index has its own warm throughput (DDB_WARM: "available by default for all
+# tables and global secondary indexes"), and a write its index cannot take is throttled on the
+# table (DDB_GSI_THROTTLING).
+INDEX_WARM_WCU = Figure(
+    4000,
+    "write units/s a new on-demand global secondary index serves",
+    ASSUMPTION + ": AWS documents a warm throughput per index (" + DDB_WARM + ") but no figure for a new "
+    "index; taken as a new on-demand table's",
+)
+INDEX_WARM_RCU = Figure(
+    12000,
+    "read units/s a new on-demand global secondary index serves",
+    ASSUMPTION + ": as INDEX_WARM_WCU, a new on-demand table's figure",
+)
+TABLE_QUOTA_WCU = Figure(40_000, "write units/s an on-demand table (or index) takes at most", DDB_QUOTAS)
+TABLE_QUOTA_RCU = Figure(40_000, "read units/s an on-demand table (or index) takes at most", DDB_QUOTAS)
+TRANSACTION_MULTIPLE = Figure(2, "times a write's (or read's) units a transaction consumes", DDB_TRANSACTIONS)
+EVENTUALLY_CONSISTENT_SHARE = Figure(0.5, "of a strongly consistent read's units", DDB_READ_WRITE)
+QUERY_PAGE_BYTES = Figure(
+    1024**2,
+    "bytes one Query page reads at most",
+    "Amazon DynamoDB: Query (API reference: a single Query reads at most 1 MB) — "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Query.html",
+)
+# A keys-only index entry: the table's keys and the index's, about 100 bytes in Sundial's items.
+INDEX_ENTRY_BYTES = Figure(100, "bytes per keys-only index entry", ASSUMPTION + ": Sundial's key lengths")
 PEAK_MULTIPLE = Figure(2, "times the previous peak on-demand serves at once", DDB_ON_DEMAND)
 PEAK_WINDOW_S = Figure(1800, "seconds over which a doubled peak is reached", DDB_ON_DEMAND)
 WRITE_UNIT_BYTES = Figure(1024, "bytes per write unit", DDB_UNITS)
