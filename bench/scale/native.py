@@ -181,6 +181,26 @@ QUERY_FIELDS = frozenset(
 )
 
 
+def written(operation: str, body: dict[str, Any], old: Item | None) -> Item | None:
+    """The item as a PutItem, UpdateItem or DeleteItem (or a transaction's Put, Update, Delete or
+    ConditionCheck) would leave it over `old`: `old` itself when its condition fails. The capacity
+    model charges a write's index entries from it before the write is answered."""
+    if not _holds(body, old):
+        return old
+    if operation in ("PutItem", "Put"):
+        return dict(body["Item"])
+    if operation in ("DeleteItem", "Delete"):
+        return None
+    if operation in ("UpdateItem", "Update"):
+        return ex.apply_update(body["UpdateExpression"], old or dict(body["Key"]), *_placeholders(body))
+    return old
+
+
+def condition_holds(body: dict[str, Any], old: Item | None) -> bool:
+    """Whether a write's (or a transaction part's) condition holds on `old`."""
+    return _holds(body, old)
+
+
 def _holds(body: dict[str, Any], old: Item | None) -> bool:
     text = body.get("ConditionExpression")
     if not text:

@@ -24,7 +24,7 @@ from botocore.config import Config
 from moto.core.botocore_stubber import MockRawResponse
 
 from bench.scale import limits
-from bench.scale.dynamo import DynamoModel
+from bench.scale.dynamo import DynamoModel, Throughput
 from bench.scale.runtime import Environment, GreenThread, Sim
 from bench.scale.sqs import Queue, SqsModel, _clock_now
 from bench.scale.ticks import SchedulerFunction, TickRecord
@@ -71,6 +71,10 @@ class Settings:
     sqs_failed_entries: float = limits.FAILED_ENTRY_RATE.value
     warm_wcu: float = limits.TABLE_WARM_WCU.value
     warm_rcu: float = limits.TABLE_WARM_RCU.value
+    index_warm_wcu: float = limits.INDEX_WARM_WCU.value  # each index's own warm throughput
+    index_warm_rcu: float = limits.INDEX_WARM_RCU.value
+    quota_wcu: float = limits.TABLE_QUOTA_WCU.value  # the per-table quota; more is a quota increase
+    quota_rcu: float = limits.TABLE_QUOTA_RCU.value
     tick_memory_mb: int = int(limits.TICK_MEMORY_MB.value)
     worker_memory_mb: int = int(limits.WORKER_MEMORY_MB.value)
     scheduler_parallelism: int = 8
@@ -113,7 +117,13 @@ class Aws:
     def __init__(self, sim: Sim, settings: Settings, seed: int = 7) -> None:
         self.sim = sim
         self.dynamodb = DynamoModel(
-            c.TABLE_NAME, settings.warm_wcu, settings.warm_rcu, REGION, settings.table
+            c.TABLE_NAME,
+            settings.warm_wcu,
+            settings.warm_rcu,
+            REGION,
+            settings.table,
+            index_warm=Throughput(settings.index_warm_wcu, settings.index_warm_rcu),
+            quota=Throughput(settings.quota_wcu, settings.quota_rcu),
         )
         self.sqs = SqsModel(
             rng=random.Random(f"{seed}-sqs"),

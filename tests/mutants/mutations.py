@@ -102,6 +102,8 @@ ACTIONS = "sundial/shared/lifecycle/actions.py"
 LIMITS_GATE = "sundial/shared/limits/gate.py"
 BACKFILL = "sundial/shared/lifecycle/backfill.py"
 LEDGER = "sundial/shared/lifecycle/occurrences.py"
+SCHEDULER = "sundial/shared/engine/scheduler.py"
+TICK_SENDS = "sundial/shared/engine/tick_sends.py"
 
 
 def drop_guard(event: str, guard: str) -> Edit:
@@ -285,6 +287,27 @@ MUTATIONS: tuple[Mutation, ...] = (
         "backfill includes all lie behind where the series stands; the bound matters only for the "
         "instants a calendar excludes ahead of a late series, and the model's jobs have no calendar "
         "(tests/unit/test_occurrence_ledger.py kills it)",
+    ),
+    # --- the tick's sent marks ---------------------------------------------------------------------
+    Mutation(
+        "mark-before-send",
+        "the tick records a chunk's ahead rows as sent when it takes them, and writes its marks before "
+        "it sends them: a tick killed, stopped or refused before the send leaves rows no tick sends",
+        (
+            Edit(SCHEDULER, r"^\s*def take\(", r"if taken is None or taken\.claimed:", "if True:"),
+            Edit(
+                SCHEDULER,
+                r"^\s*def _take_all\(",
+                r"^(\s+)senders\.send\(outgoing\)$",
+                r"\1self._mark_sent(pool, marks, report)\n\1senders.send(outgoing)",
+            ),
+        ),
+    ),
+    Mutation(
+        "mark-past-unsent",
+        "a shard's sent mark moves to the tick's horizon past ahead rows whose messages were not sent "
+        "(left at the deadline, or refused)",
+        (Edit(TICK_SENDS, r"^\s*def _mark\(", r"if first == len\(progress\.positions\):", "if True:"),),
     ),
     Mutation(
         "ledger-skips-shown-ran",
