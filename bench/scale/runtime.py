@@ -569,6 +569,9 @@ class _SeededIds:
     def __init__(self, simulation: Sim) -> None:
         self._sim = simulation
         self._rng = random.Random(simulation.seed)
+        # botocore draws a uuid for each request it sends: a stream of its own, so that how many
+        # requests took its full path (bench/scale/direct.py) moves no id or token.
+        self._bytes = random.Random(simulation.seed + 1)
 
     def ulid(self) -> ULID:
         ms = int(self._sim.time() * 1000) if self._sim.current() is not None else int(self._sim.now * 1000)
@@ -581,7 +584,7 @@ class _SeededIds:
         return self._rng.randbytes(nbytes or 32)
 
     def urandom(self, size: int) -> bytes:
-        return self._rng.randbytes(size)
+        return self._bytes.randbytes(size)
 
 
 def _green_sleep(seconds: float) -> None:

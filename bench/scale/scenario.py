@@ -273,6 +273,10 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
         "calls": dict(world.aws.dynamodb.calls) | {f"sqs.{k}": v for k, v in world.aws.sqs.calls.items()},
         "green_switches": sim.switches,
         "cpu": sim.cpu.summary(),
+        "botocore_calls": {
+            "direct": sum(client.direct_calls for client in world.aws.direct_clients),
+            "full_path": sum(client.full_path_calls for client in world.aws.direct_clients),
+        },
         **_cross_check(world),
     }
 

@@ -24,6 +24,7 @@ from botocore.config import Config
 from moto.core.botocore_stubber import MockRawResponse
 
 from bench.scale import limits
+from bench.scale.direct import DirectClient
 from bench.scale.dynamo import DynamoModel, Throughput
 from bench.scale.runtime import Environment, GreenThread, Sim
 from bench.scale.sqs import Queue, SqsModel, _clock_now
@@ -40,9 +41,9 @@ from sundial.shared.store import DueShards, JobStore
 from sundial.shared.targets import Delivery
 
 REGION = "us-east-1"
-# Requests are still built, signed and parsed by botocore; the model skips only its check of the
-# parameters against the service model, which the functions' own tests run (a quarter of a request's
-# CPU here), and charges what remains.
+# botocore skips its check of the parameters against the service model, which the functions' own
+# tests run; with the CPU charged from the table, most calls also skip its HTTP layer
+# (bench/scale/direct.py), and one in 50 takes it whole.
 RETRIES = Config(retries={"mode": "standard"}, connect_timeout=5, read_timeout=30, parameter_validation=False)
 
 
@@ -132,6 +133,11 @@ class Aws:
             failed_entries=settings.sqs_failed_entries,
         )
         self.on_invoke: Callable[[str, bytes], tuple[int, dict[str, str], bytes]] = _no_function
+        # Calls skip botocore's HTTP layer (bench/scale/direct.py) when what the host spends decides
+        # nothing (the CPU is charged from the table) and the native table answers (moto reads the
+        # HTTP request itself).
+        self.direct = sim.cpu.table is not None and settings.table == "native"
+        self.direct_clients: list[DirectClient] = []
 
     def client(self, service: str) -> Any:
         session = boto3.session.Session(
@@ -139,7 +145,11 @@ class Aws:
         )
         client = session.client(service, config=RETRIES)  # type: ignore[call-overload]
         client.meta.events.register("before-send", self._answer)
-        return client
+        if not self.direct:
+            return client
+        direct = DirectClient(client, self._answer)
+        self.direct_clients.append(direct)
+        return direct
 
     def _answer(self, request: Any, event_name: str, **_: Any) -> AWSResponse:
         _, service, operation = event_name.split(".", 2)
