@@ -178,7 +178,7 @@ MAX_DELAY_S = Figure(900, "s of DelaySeconds at most: more is refused (InvalidPa
 # departure, so each is off unless a scenario turns it on (bench/scale/scenario.py, NAMED).
 DUPLICATE_RATE = Figure(
     0.0,
-    "share of deleted messages whose copy survives and is delivered again",
+    "share of received messages whose copy stays visible for another receive",
     ASSUMPTION + ": 'on rare occasions' (" + SQS_AT_LEAST_ONCE + "), no rate published",
 )
 OUT_OF_ORDER_RATE = Figure(
