@@ -121,12 +121,12 @@ def test_the_table_serves_its_warm_throughput_and_a_doubled_peak_only_once_it_is
 
 
 def test_each_index_has_its_own_warm_throughput_and_a_write_it_cannot_take_is_throttled() -> None:
-    """ "Warm throughput values are available by default for all tables and global secondary indexes
+    """Warm throughput values "are available by default for all tables and global secondary indexes
     (GSI)" (Amazon DynamoDB: Understanding DynamoDB warm throughput —
     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput.html), each
-    index its own; "If the GSI doesn't have sufficient capacity to handle these updates, DynamoDB
-    throttles writes to the base table" (Amazon DynamoDB: Understanding global secondary index (GSI)
-    write throttling and back pressure in DynamoDB —
+    index its own; when an index has too little capacity for the updates a table's writes make to
+    it, DynamoDB throttles the writes to the base table, GSI back-pressure (Amazon DynamoDB:
+    Understanding global secondary index (GSI) write throttling and back pressure in DynamoDB —
     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/gsi-throttling.html); an index
     just added starts low (its warm throughput set to 50 here) while the table and the other
     indexes keep theirs."""
@@ -157,10 +157,10 @@ def test_each_index_has_its_own_warm_throughput_and_a_write_it_cannot_take_is_th
 
 
 def test_an_index_entry_moved_is_charged_twice_on_its_index() -> None:
-    """ "If you update a table item to change the value of an indexed key attribute ... two writes
-    are required: one to delete the previous item from the index and another write to put the new
-    item into the index." (Amazon DynamoDB: Global secondary indexes, provisioned throughput
-    considerations — https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html)"""
+    """ "If an update to the table changes the value of an indexed key attribute (from A to B), two
+    writes are required, one to delete the previous item from the index and another write to put the
+    new item into the index." (Amazon DynamoDB: Using global secondary indexes in DynamoDB, write
+    activity — https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.Writes)"""
     model = _model()
     due = {c.DUE_SHARD_ATTRIBUTE: "high#1", c.DUE_KEY_ATTRIBUTE: "0000000000001#run"}
     assert _put(model, _item("JOB#1", **due), at=NOW - 1) == OK
@@ -201,8 +201,8 @@ def test_the_table_quota_caps_warm_throughput_and_peaks_unless_raised() -> None:
 
 
 def test_a_transaction_is_checked_and_charged_at_twice_its_units() -> None:
-    """ "DynamoDB performs two underlying reads or writes of every item in the transaction: one to
-    prepare the transaction and one to commit the transaction." (Amazon DynamoDB: Amazon DynamoDB
+    """DynamoDB performs two underlying writes of every item in a transaction, one to prepare it and
+    one to commit it: twice the units of the same writes outside one (Amazon DynamoDB: Amazon DynamoDB
     Transactions: How it works, Capacity management for transactions —
     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html)"""
     model = _model()
@@ -236,7 +236,7 @@ def test_a_read_is_charged_per_4_kb_of_its_item_and_half_when_eventually_consist
 
 
 def test_a_batch_get_of_100_keys_is_charged_per_item() -> None:
-    """ "BatchGetItem ... processes each item in the batch as an individual GetItem request, so
+    """BatchGetItem: "DynamoDB processes each item in the batch as an individual GetItem request.
     DynamoDB first rounds up the size of each item to the next 4 KB boundary, and then calculates
     the total size." (Amazon DynamoDB: DynamoDB read and write operations —
     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)"""
@@ -309,7 +309,7 @@ def test_the_due_index_query_returns_the_rows_moto_returns_over_the_same_items(
 ) -> None:
     """The model answers the due index's Query from its own sorted copy of the index; moto, from the
     same items, answers it as DynamoDB's Query of a global secondary index does (Amazon DynamoDB:
-    Querying a global secondary index —
+    Using global secondary indexes in DynamoDB —
     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html): the same rows."""
     aws, client = both
     monkeypatch.setattr(dynamo, "DUE_QUERY_SAMPLE_EVERY", 1)
