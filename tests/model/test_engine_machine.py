@@ -183,7 +183,7 @@ STARTS = [
     HOLDER_GONE,
     # Two jobs waiting ahead, their messages sent by a tick from their rows (a tick cut short, in
     # ShortTickSteps, moves the clock to it): where the sent marks matter.
-    *(WAITING_AHEAD,) * 2,
+    *(WAITING_AHEAD,) * 3,
     "nothing",
 ]
 api_races = st.one_of(st.none(), st.sampled_from(API_RACES))
@@ -1162,6 +1162,8 @@ class EngineMachine(
     tick_again = tick
     side_effect_again = side_effect
     crash_again = crash
+    killed_tick_again = ShortTickSteps.killed_tick
+    stopped_tick_again = ShortTickSteps.stopped_tick
 
     during_again = during
     during_more = during
