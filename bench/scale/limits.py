@@ -242,8 +242,16 @@ DEFAULT_LATENCY_S = Figure(0.010, "s", ASSUMPTION + ": any other call")
 # From a message becoming visible to the worker's code running with it: the poller's receive and
 # the synchronous invoke of a warm function.
 PICKUP_S = Figure(0.060, "s", ASSUMPTION + ": long-poll answer plus a warm invoke")
+LAMBDA_INIT = (
+    "Serverless Land (AWS): Effectively running Java on Serverless, Utilize initialization phase — "
+    "https://serverlessland.com/content/service/lambda/guides/effectively-running-java-on-serverless/"
+    "init-heavy-lifting"
+)
+# An on-demand environment's initialization runs on a full vCPU, whatever the memory, for at most
+# 10 s (provisioned concurrency gets no such burst: it initialises before it is used).
+INIT_VCPUS = Figure(1.0, "vCPUs an on-demand environment's initialization runs on", LAMBDA_INIT)
 # A cold start is the function's module imported in a new environment: the CPU the import takes,
-# charged at the function's memory's share of a vCPU (bench/scale/world.py, LambdaFunction). Measured
+# charged at the full vCPU an initialization runs on (bench/scale/world.py, LambdaFunction). Measured
 # as process CPU time around `import <module>` in a fresh interpreter, median of 3, on an AMD EPYC
 # (2 cores) under Python 3.11.7 on 2026-12-05; tests/bench/test_scale_conformance_sqs_lambda.py
 # measures it again and fails when this table is far from it.

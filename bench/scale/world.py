@@ -240,7 +240,7 @@ class LambdaFunction:
         self._refilled_at = sim.now
 
     def cold_start_s(self) -> float:
-        return limits.IMPORT_CPU_S[self.module].value / Environment(self.memory_mb).speed
+        return limits.IMPORT_CPU_S[self.module].value / (limits.INIT_VCPUS.value / limits.CORE_PER_VCPU.value)
 
     def start(self) -> tuple[Environment, bool] | None:
         """An environment for an invocation and whether it is new, or None: throttled."""
