@@ -19,11 +19,17 @@ from bench.scale.scenario import Scenario, run
 from bench.scale.world import Settings
 
 RECOMMENDED = {
-    "provisioned_pollers": "true",
+    # Provisioned mode bounds the high queue by its pollers (10 invocations each), not by its maximum
+    # concurrency: 30 of them are its 300, so that 300 + 300 + 200 and the scheduler's reserve stay
+    # under the account's 1,000 concurrent executions.
+    "provisioned_pollers": "2,30",
     "max_concurrency.high": "300",
     "max_concurrency.medium": "300",
     "max_concurrency.low": "200",
+    # The table's warm throughput and each index's (the due index takes every job's moves), both
+    # within the per-table quota of 40,000 write units a second.
     "warm_wcu": "40000",
+    "index_warm_wcu": "40000",
     # Shares of a window go one shard number or more each: 32 let a million due at once go to 32
     # invocations of about 31,000 sends, each within its deadline (docs/operations.md).
     "due_shards": "32",
