@@ -91,3 +91,25 @@ def test_a_limit_lowered_while_two_run_binds_only_the_fences_after_it(model_env:
         assert status(machine, "C") is JobStatus.QUEUED
     finally:
         machine.teardown()
+
+
+def test_a_heartbeat_after_its_lease_ended_gives_up_the_slot_another_attempt_took(
+    model_env: Env,  # noqa: F811
+) -> None:
+    """A's worker stalls past its lease, and B takes the key's only slot. A's next heartbeat gives
+    its lease up (renewing it would run two under a limit of one), with the job still RUNNING under
+    A's token until the tick reclaims it: the model must not count that as a lease given up while
+    held."""
+    machine = EngineMachine(model_env)
+    try:
+        start(machine, AT_ITS_LIMIT)
+        machine.advance("181s")
+        machine.deliver("B")
+        assert status(machine, "B") is JobStatus.RUNNING
+        machine.heartbeat("A")
+        attempt = machine._running("A", "newest")
+        assert attempt is None or attempt.job.id != machine.labels["A"]
+        assert status(machine, "A") is JobStatus.RUNNING
+        check(machine)
+    finally:
+        machine.teardown()
