@@ -163,6 +163,47 @@ def goals() -> list[Goal]:
             "sent before its instant; exactly once; within 10 min wall",
             lambda r: _exactly_once(r) and r["sent_after_instant"] == 0 and r["wall_seconds"] <= 600,
         ),
+        # Each goal below is sized so that one limit of AWS binds in a run of a minute or two on
+        # two cores (`python -m tests.mutants --model-mutations` runs each with and without its
+        # limit): the goals above meet no partition, index or account limit at a scale that runs
+        # that fast, and the per-table quota not below 40,000 write units a second.
+        Goal(
+            "10k-at-once-one-due-shard",
+            # A priority's due shard is one partition key of the due index: every start and finish
+            # of the priority's jobs moves a row there, 1,000 write units a second at most
+            # (docs/operations.md, "Shards").
+            Scenario(due_at_once=10_000, settings=_settings({**RECOMMENDED, "due_shards": "1"})),
+            "one due shard a priority (the fewest): exactly once; p99 <= 10 s (high <= 5 s)",
+            lambda r: _exactly_once(r) and _p99(r, 10_000, 5_000),
+        ),
+        Goal(
+            "30k-at-once-indexes-not-warmed",
+            # The table warmed as recommended, its indexes left at a new index's throughput: the
+            # due index takes every job's moves, and what it cannot take throttles the table's write.
+            Scenario(
+                due_at_once=30_000,
+                settings=_settings({k: v for k, v in RECOMMENDED.items() if k != "index_warm_wcu"}),
+            ),
+            "the table warmed, its indexes not: exactly once; p99 <= 10 s (high <= 5 s)",
+            lambda r: _exactly_once(r) and _p99(r, 10_000, 5_000),
+        ),
+        Goal(
+            "10k-at-once-table-capped-4000",
+            # An on-demand table's maximum throughput (a cost cap), set on the table and each index
+            # at a new table's 4,000 write units a second: what the model serves at most, as the
+            # per-table quota is.
+            Scenario(due_at_once=10_000, settings=_settings({**RECOMMENDED, "quota_wcu": "4000"})),
+            "table and indexes capped at 4,000 write units a second: exactly once; p99 <= 10 s (high <= 5 s)",
+            lambda r: _exactly_once(r) and _p99(r, 10_000, 5_000),
+        ),
+        Goal(
+            "10k-at-once-60-executions-free",
+            # An account whose other functions hold all but 60 of its concurrent executions (or a
+            # new account's lower quota): the workers' maxima of 300 + 300 + 200 cannot be reached.
+            Scenario(due_at_once=10_000, settings=_settings({**RECOMMENDED, "account_concurrency": "60"})),
+            "60 concurrent executions free in the account: exactly once; no tick throttled; p99 <= 15 s",
+            lambda r: _exactly_once(r) and not any(t["throttled"] for t in r["ticks"]) and _p99(r, 15_000),
+        ),
     ]
 
 
