@@ -4,8 +4,11 @@ budget (SUNDIAL_MODEL_EXAMPLES, SUNDIAL_MODEL_STEPS), then the unit and adapter 
 tests killed each mutation and how long each took. The working tree is never touched.
 
     python -m tests.mutants [--only NAME,...] [--model-only] [--seed N] [--no-baseline] [--list]
+    python -m tests.mutants --model-mutations [--only NAME,...] [--list]
 
 Exits non-zero when the model test missed a mutation it must kill, or a mutation no longer applies.
+`--model-mutations` plants the scale model's mutations instead (tests/mutants/model.py): each drops
+a limit of AWS from bench/scale and must change the `make scale` goals it names.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-from tests.mutants.mutations import MUTATIONS, Mutation, MutationGone
+from tests.mutants.model import run_model_mutations
+from tests.mutants.mutations import MODEL_MUTATIONS, MUTATIONS, Mutation, MutationGone
 
 ROOT = Path(__file__).resolve().parents[2]
 COPIED_OUT = {".git", ".venv", "node_modules", "cdk.out", ".hypothesis", ".mypy_cache", ".ruff_cache"}
@@ -46,18 +50,23 @@ class Run:
 
 def main() -> int:
     args = _arguments()
-    chosen = [m for m in MUTATIONS if not args.only or m.name in args.only.split(",")]
+    registry = MODEL_MUTATIONS if args.model_mutations else MUTATIONS
+    chosen = [m for m in registry if not args.only or m.name in args.only.split(",")]
     if args.list:
         for mutation in chosen:
-            print(f"{mutation.name}: {mutation.bug}")
+            goals = ", ".join(f"{goal} at scale {scale:g}" for goal, scale in mutation.scale_goals)
+            print(f"{mutation.name}: {mutation.bug}" + (f" (must change {goals})" if goals else ""))
         return 0
-    unknown = set(args.only.split(",")) - {m.name for m in MUTATIONS} if args.only else set()
+    unknown = set(args.only.split(",")) - {m.name for m in registry} if args.only else set()
     if unknown:
         print(f"no such mutation: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="sundial-mutants-"))
     try:
         shutil.copytree(ROOT, scratch, dirs_exist_ok=True, ignore=lambda _d, names: COPIED_OUT & set(names))
+        if args.model_mutations:
+            _check_imports(scratch, "bench.scale")
+            return run_model_mutations(chosen, scratch, _environment(None))
         # What each mutant starts from: sundial/shared/ as it was when the run began.
         shutil.copytree(scratch / "sundial" / "shared", scratch / PRISTINE)
         _check_imports(scratch)
@@ -77,6 +86,11 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=None, help="Hypothesis seed (default: random)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the run on the code as it is")
     parser.add_argument("--list", action="store_true", help="list the mutations and stop")
+    parser.add_argument(
+        "--model-mutations",
+        action="store_true",
+        help="plant the scale model's mutations and compare their `make scale` goals instead",
+    )
     return parser.parse_args()
 
 
@@ -99,17 +113,17 @@ def _budget(env: dict[str, str]) -> str:
     )
 
 
-def _check_imports(scratch: Path) -> None:
-    """The scratch copy's sundial/shared/ must be the one imported there, not the editable install's."""
+def _check_imports(scratch: Path, package: str = "sundial.shared") -> None:
+    """The scratch copy's package must be the one imported there, not the editable install's."""
     found = subprocess.run(
-        [sys.executable, "-c", "import sundial.shared; print(sundial.shared.__file__)"],
+        [sys.executable, "-c", f"import {package}; print({package}.__file__)"],
         cwd=scratch,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
     if not Path(found).resolve().is_relative_to(scratch.resolve()):
-        raise SystemExit(f"the scratch copy imports sundial/shared/ from {found}, not from {scratch}")
+        raise SystemExit(f"the scratch copy imports {package} from {found}, not from {scratch}")
 
 
 def _baseline(scratch: Path, env: dict[str, str], model_only: bool) -> bool:

@@ -51,6 +51,14 @@ class Mutation:
     edits: tuple[Edit, ...]
     # Why the model test cannot tell this mutant from the code (None: it must kill it).
     model_blind: str | None = None
+    # A model mutation (edits in bench/scale, not sundial/shared): the `make scale` goals whose
+    # reports it must change, each at the scale it runs at, since a goal its limit never binds in
+    # measures nothing about that limit.
+    scale_goals: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def of_the_model(self) -> bool:
+        return bool(self.scale_goals)
 
     def apply(self, root: Path) -> None:
         for edit in self.edits:
@@ -313,5 +321,42 @@ MUTATIONS: tuple[Mutation, ...] = (
         "ledger-skips-shown-ran",
         "the ledger ignores the records of what a write passed over: skipped stretches show as ran",
         (Edit(LEDGER, r"^def _skipped\(", r"for skip in skips:", "for skip in ():"),),
+    ),
+)
+
+
+# --- the model's own limits -------------------------------------------------------------------------
+# Planted in bench/scale, not sundial/shared: each drops one limit of AWS the scale model enforces
+# (bench/scale/limits.py), and must change the `make scale` goals it names (tests/mutants/model.py).
+DYNAMO = "bench/scale/dynamo.py"
+WORLD = "bench/scale/world.py"
+
+MODEL_MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "partition-limit-dropped",
+        "a partition key value serves any reads and writes a second (its 3,000 read and 1,000 write "
+        "units dropped)",
+        (Edit(DYNAMO, r"^def partition_has_room\(", r"return reads / .*$", "return True"),),
+        scale_goals=(("10k-at-once-one-due-shard", 1.0),),
+    ),
+    Mutation(
+        "index-warm-dropped",
+        "an index serves any writes and reads a second (its own warm throughput, raised by its peaks, "
+        "dropped)",
+        (Edit(DYNAMO, r"^\s*def _index_allows\(", r'^(\s+)"""(?:.|\n)*?"""\n', r"\g<0>\1return True\n"),),
+        scale_goals=(("30k-at-once-indexes-not-warmed", 1.0),),
+    ),
+    Mutation(
+        "table-quota-dropped",
+        "warm throughput and doubled peaks are served past the per-table quota of 40,000 units a second",
+        (Edit(DYNAMO, r"^def within_quota\(", r"return min\(units, quota\)", "return units"),),
+        scale_goals=(("10k-at-once-table-capped-4000", 1.0),),
+    ),
+    Mutation(
+        "account-concurrency-dropped",
+        "every function's invocations find room whatever the account's concurrent executions (the "
+        "account's limit, 1,000 unless a setting lowers it, not enforced)",
+        (Edit(WORLD, r"^\s*def has_room\(", r"not ACCOUNT_CONCURRENCY_ENFORCED", "not False"),),
+        scale_goals=(("10k-at-once-60-executions-free", 1.0),),
     ),
 )
