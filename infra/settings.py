@@ -52,6 +52,7 @@ LIMIT_WAIT_ALARM_KEY = PREFIX + "limitWaitAlarmSeconds"
 RETENTION_DAYS_KEY = PREFIX + "retentionDays"
 MISSED_ALARM_KEY = PREFIX + "missedOccurrencesAlarm"
 DASHBOARD_KEY = PREFIX + "dashboard"
+WARM_THROUGHPUT_KEY = PREFIX + "warmThroughput"
 
 BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
@@ -76,6 +77,9 @@ _SECRET_ARN = re.compile(
 )
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 ON_DEMAND, PROVISIONED = "on-demand", "provisioned"
+# DynamoDB's warm throughput: a new table or index already serves 4,000 write and 12,000 read units a
+# second, and a table's on-demand throughput stops at the per-table quota, 40,000 each by default.
+_WARM_WRITE, _WARM_READ = range(4000, 40001), range(12000, 40001)
 # Application Auto Scaling's bounds for a DynamoDB target utilisation.
 _TARGET_UTILIZATION = range(20, 91)
 
@@ -92,6 +96,14 @@ class Capacity:
     write_min: int = 5
     write_max: int = 2000
     target_utilization: int = 70
+
+
+@dataclass(frozen=True)
+class WarmThroughput:
+    """Units a second the table and each of its indexes serve at once, from the first request."""
+
+    write: int
+    read: int
 
 
 @dataclass(frozen=True)
@@ -147,6 +159,8 @@ class Settings:
     # The stage's CloudWatch dashboard, $3.00 a month beyond an account's first three: most of an
     # idle stage's bill, which a stage for trials or tests may leave out.
     dashboard: bool = True
+    # None: DynamoDB's own (a new table's, then what its peaks taught it).
+    warm_throughput: WarmThroughput | None = None
 
     @property
     def ready_indexes(self) -> tuple[str, ...]:
@@ -192,6 +206,7 @@ class Settings:
             missed_occurrences_alarm=_integer(node, MISSED_ALARM_KEY, 1, minimum=1),
             handlers=checked_modules(_string_list(node, HANDLERS_KEY)),
             dashboard=_boolean(node, DASHBOARD_KEY, default=True),
+            warm_throughput=_warm_throughput(node),
         )
 
 
@@ -337,6 +352,33 @@ def _pollers(node: Node) -> dict[Priority, Pollers]:
             "of 2-2000, not below the minimum (SQS provisioned pollers)"
         )
     return {Priority.HIGH: Pollers(minimum, maximum)}
+
+
+def _warm_throughput(node: Node) -> WarmThroughput | None:
+    """`sundial:warmThroughput`: "WRITE" or "WRITE,READ" units a second, or {"write": W, "read": R}."""
+    raw: Any = node.try_get_context(WARM_THROUGHPUT_KEY)
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, str):
+        raw = json.loads(raw) if raw.lstrip().startswith("{") else raw.split(",")
+    elif isinstance(raw, int):
+        raw = [raw]
+    values: Any = [raw.get("write"), raw.get("read", _WARM_READ.start)] if isinstance(raw, dict) else raw
+    try:
+        write, read = (int(value) for value in [*values, _WARM_READ.start][:2])
+    except (TypeError, ValueError):
+        raise ValueError(
+            f'context {WARM_THROUGHPUT_KEY}={raw!r}: must be "WRITE", "WRITE,READ" or '
+            '{"write": WRITE, "read": READ} (units a second)'
+        ) from None
+    if write not in _WARM_WRITE or read not in _WARM_READ:
+        raise ValueError(
+            f"context {WARM_THROUGHPUT_KEY}={raw!r}: need 4,000-40,000 write and 12,000-40,000 read units "
+            "a second (less is what DynamoDB serves already; more is past the per-table quota of 40,000, "
+            "which a Service Quotas increase raises: then raise the warm throughput with "
+            "`aws dynamodb update-table --warm-throughput`)"
+        )
+    return WarmThroughput(write=write, read=read)
 
 
 def _choice(node: Node, key: str, allowed: list[str], default: str) -> str:

@@ -26,6 +26,7 @@ class SundialStack(Stack):
             deletion_protection=settings.table_deletion_protection,
             capacity=settings.provisioned_capacity,
             list_indexes=settings.list_indexes,
+            warm=settings.warm_throughput,
         )
         queues = JobQueues(self, "Queues")
         functions = Functions(self, "Functions", table=table.table, queues=queues, settings=settings)

@@ -10,7 +10,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from infra.settings import Capacity
+from infra.settings import Capacity, WarmThroughput
 from sundial.shared import constants as c
 
 
@@ -27,12 +27,20 @@ class JobsTable(Construct):
         deletion_protection: bool,
         capacity: Capacity | None = None,
         list_indexes: int = len(c.FILTER_INDEXES),
+        warm: WarmThroughput | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         # On-demand by default: load follows the schedules' peaks and needs no planning. A steady
         # load is cheaper provisioned (docs/operations.md prices both), with auto scaling on the table
         # and each index so a peak above the steady one is throttled only while it scales up.
         provisioned = capacity is not None
+        # A burst warms the table and every index it writes at once: a job's writes move its due row,
+        # and a create writes the listing indexes, each serving its own warm throughput.
+        warm_throughput = (
+            dynamodb.WarmThroughput(write_units_per_second=warm.write, read_units_per_second=warm.read)
+            if warm is not None
+            else None
+        )
         self.table = dynamodb.Table(
             self,
             "Table",
@@ -54,6 +62,7 @@ class JobsTable(Construct):
             # Jobs and their history outlive the stack and any replacement: deleting either must not
             # delete them. A failed create is the exception, so that its rollback leaves nothing.
             removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+            warm_throughput=warm_throughput,
         )
         # Every index only locates items; the claim and the listing read the item itself, so
         # projecting keys alone keeps every index write small (docs/operations.md prices them).
@@ -68,6 +77,7 @@ class JobsTable(Construct):
                 projection_type=dynamodb.ProjectionType.KEYS_ONLY,
                 read_capacity=capacity.read_min if capacity else None,
                 write_capacity=capacity.write_min if capacity else None,
+                warm_throughput=warm_throughput,
             )
         if capacity is not None:
             self._auto_scale(capacity)

@@ -43,6 +43,7 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "sundial:history": "failures",
     "sundial:billingMode": "provisioned",
     "sundial:provisionedCapacity": '{"writeMin": 10, "writeMax": 1500, "targetUtilization": 60}',
+    "sundial:warmThroughput": "20000,24000",
 }
 
 

@@ -130,6 +130,10 @@ def test_target_arns_from_cdk_json_or_the_command_line(raw: Any, expected: tuple
         ({"sundial:listingBackfilled": "later"}, "true or false"),
         ({"sundial:dashboard": "sometimes"}, "sundial:dashboard.*true or false"),
         ({"sundial:deadOccurrencesInARow": 0}, "sundial:deadOccurrencesInARow=0: must be at least 1"),
+        ({"sundial:warmThroughput": "fast"}, "sundial:warmThroughput=.*WRITE,READ"),
+        ({"sundial:warmThroughput": "3000"}, "4,000-40,000 write"),
+        ({"sundial:warmThroughput": "40000,11000"}, "12,000-40,000 read"),
+        ({"sundial:warmThroughput": 60000}, "per-table quota of 40,000, which a Service Quotas increase"),
     ],
 )
 def test_unusable_values_name_the_key(context: dict[str, Any], message: str) -> None:
@@ -157,3 +161,19 @@ def test_the_due_shard_counts_are_read_and_bounded() -> None:
         _settings({"sundial:dueShards": 257})
     with pytest.raises(ValueError, match="sundial:dueShardsBefore"):
         _settings({"sundial:dueShardsBefore": "0"})
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("40000", (40000, 12000)),
+        (40000, (40000, 12000)),
+        ("20000,30000", (20000, 30000)),
+        ('{"write": 8000}', (8000, 12000)),
+        ({"write": 8000, "read": 40000}, (8000, 40000)),
+    ],
+)
+def test_warm_throughput_from_cdk_json_or_the_command_line(raw: Any, expected: tuple[int, int]) -> None:
+    warm = _settings({"sundial:warmThroughput": raw}).warm_throughput
+    assert (warm.write, warm.read) == expected
+    assert _settings({}).warm_throughput is None

@@ -220,3 +220,14 @@ def test_provisioned_billing_scales_the_table_and_each_index(
     for policy in policies:
         config = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
         assert config["TargetValue"] == 60
+
+
+def test_warm_throughput_warms_the_table_and_every_index(synthesised: Synthesised, tmp_path: Any) -> None:
+    """A burst writes the table and each index it moves a key of: each serves its own warm
+    throughput, so `sundial:warmThroughput` raises them all (docs/operations.md, "Sizing")."""
+    assert "WarmThroughput" not in _table(synthesised)["Properties"]
+    warmed = _table(_synthesise(tmp_path, {"sundial:warmThroughput": "40000,20000"}))["Properties"]
+    expected = {"WriteUnitsPerSecond": 40000, "ReadUnitsPerSecond": 20000}
+    assert warmed["WarmThroughput"] == expected
+    indexes = {i["IndexName"]: i.get("WarmThroughput") for i in warmed["GlobalSecondaryIndexes"]}
+    assert indexes == dict.fromkeys(INDEXES, expected)
