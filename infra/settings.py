@@ -39,6 +39,11 @@ API_RATE_LIMIT_KEY = PREFIX + "apiRateLimit"
 API_BURST_LIMIT_KEY = PREFIX + "apiBurstLimit"
 DELETION_PROTECTION_KEY = PREFIX + "tableDeletionProtection"
 PROVISIONED_POLLERS_HIGH_KEY = PREFIX + "provisionedPollersHigh"
+PROVISIONED_POLLERS_KEYS: Mapping[Priority, str] = {
+    Priority.HIGH: PROVISIONED_POLLERS_HIGH_KEY,
+    Priority.MEDIUM: PREFIX + "provisionedPollersMedium",
+    Priority.LOW: PREFIX + "provisionedPollersLow",
+}
 PRECISION_KEY = PREFIX + "precision"
 HISTORY_KEY = PREFIX + "history"
 BILLING_MODE_KEY = PREFIX + "billingMode"
@@ -332,10 +337,16 @@ def _secret_arns(node: Node) -> tuple[str, ...]:
 
 
 def _pollers(node: Node) -> dict[Priority, Pollers]:
-    """`sundial:provisionedPollersHigh`: "MIN,MAX" or {"minimum": MIN, "maximum": MAX}."""
-    raw: Any = node.try_get_context(PROVISIONED_POLLERS_HIGH_KEY)
+    """`sundial:provisionedPollersHigh` (and `...Medium`, `...Low`): "MIN,MAX" or {"minimum": MIN,
+    "maximum": MAX}, provisioned mode for that queue's event source."""
+    chosen = {priority: _queue_pollers(node, key) for priority, key in PROVISIONED_POLLERS_KEYS.items()}
+    return {priority: pollers for priority, pollers in chosen.items() if pollers is not None}
+
+
+def _queue_pollers(node: Node, key: str) -> Pollers | None:
+    raw: Any = node.try_get_context(key)
     if raw is None or raw == "":
-        return {}
+        return None
     if isinstance(raw, str):
         raw = json.loads(raw) if raw.lstrip().startswith("{") else raw.split(",")
     pair: Any = [raw.get("minimum"), raw.get("maximum")] if isinstance(raw, dict) else raw
@@ -343,15 +354,14 @@ def _pollers(node: Node) -> dict[Priority, Pollers]:
         minimum, maximum = (int(value) for value in pair)
     except (TypeError, ValueError):
         raise ValueError(
-            f"context {PROVISIONED_POLLERS_HIGH_KEY}={raw!r}: must be 'MIN,MAX' or "
-            '{"minimum": MIN, "maximum": MAX}'
+            f'context {key}={raw!r}: must be \'MIN,MAX\' or {{"minimum": MIN, "maximum": MAX}}'
         ) from None
     if minimum not in _SQS_MINIMUM_POLLERS or maximum not in _SQS_MAXIMUM_POLLERS or minimum > maximum:
         raise ValueError(
-            f"context {PROVISIONED_POLLERS_HIGH_KEY}={raw!r}: need a minimum of 2-200 and a maximum "
+            f"context {key}={raw!r}: need a minimum of 2-200 and a maximum "
             "of 2-2000, not below the minimum (SQS provisioned pollers)"
         )
-    return {Priority.HIGH: Pollers(minimum, maximum)}
+    return Pollers(minimum, maximum)
 
 
 def _warm_throughput(node: Node) -> WarmThroughput | None:

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import gc
 import heapq
+import importlib
 import itertools
 import os
 import random
 import secrets
+import threading
 import time
 import types
 from collections import Counter, deque
@@ -597,22 +599,40 @@ def _green_sleep(seconds: float) -> None:
 _real_sleep = time.sleep
 
 
+GREEN_MODULES = (
+    "sundial.shared.dispatch",
+    "sundial.shared.engine.heartbeat",
+    "sundial.shared.engine.scheduler",
+    "sundial.shared.engine.tick_report",
+    "sundial.shared.engine.tick_sends",
+    "sundial.shared.engine.worker",
+)
+
+
+def _loaded(name: str) -> types.ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError:
+        return None
+
+
 @contextmanager
 def green(simulation: Sim) -> Iterator[Sim]:
     """Runs the engine's modules on `simulation`'s green threads and clock, then puts them back."""
     global _sim  # noqa: PLW0603 - the one simulation the green kinds run on
     from sundial.shared import dispatch
-    from sundial.shared.engine import heartbeat, scheduler, tick_sends, worker
+    from sundial.shared.engine import scheduler
     from sundial.shared.service import operations, service
 
     ids = _SeededIds(simulation)
+    # The modules whose threads, events and locks the engine's actors share (a tick's report among
+    # them, wherever it lives): those present that hold `threading`.
+    threaded = [
+        module for module in map(_loaded, GREEN_MODULES) if getattr(module, "threading", None) is threading
+    ]
     swaps: list[tuple[Any, str, Any]] = [
         (scheduler, "ThreadPoolExecutor", GreenExecutor),
-        (scheduler, "threading", GREEN_THREADING),
-        (tick_sends, "threading", GREEN_THREADING),
-        (worker, "threading", GREEN_THREADING),
-        (heartbeat, "threading", GREEN_THREADING),
-        (dispatch, "threading", GREEN_THREADING),
+        *((module, "threading", GREEN_THREADING) for module in threaded),
         (dispatch, "_Waiting", _GreenWaiting),
         (time, "sleep", _green_sleep),
         (service, "ULID", ids.ulid),

@@ -64,6 +64,8 @@ class Settings:
     provisioned_pollers: bool = False
     min_pollers: int = int(limits.MIN_POLLERS.value)
     max_pollers: int = int(limits.MAX_POLLERS.value)
+    # Provisioned pollers of the medium and low queues (minimum, maximum), by priority.
+    other_pollers: dict[str, tuple[int, int]] = field(default_factory=dict)
     account_concurrency: int = int(limits.ACCOUNT_CONCURRENCY.value)
     # Standard queues' departures from exactly once and in order, and SendMessageBatch's failed
     # entries: shares of messages, off unless a scenario sets them (bench/scale/limits.py).
@@ -98,6 +100,10 @@ class Settings:
                 self.provisioned_pollers, self.min_pollers, self.max_pollers = True, low, high
             else:
                 self.provisioned_pollers = value.lower() in ("1", "true", "yes")
+        elif key.startswith("provisioned_pollers."):
+            # Another queue's, as sundial:provisionedPollersMedium/Low give them: "MIN,MAX".
+            low, high = (int(part) for part in value.split(","))
+            self.other_pollers[key.split(".", 1)[1]] = (low, high)
         elif hasattr(self, key):
             setattr(self, key, type(getattr(self, key))(value))
         else:
@@ -407,12 +413,17 @@ class EventSource:
         self.world, self.queue = world, queue
         self.function = world.functions["worker"]
         settings = world.settings
-        # The stack offers provisioned pollers to the high queue alone (sundial:provisionedPollersHigh).
-        self.provisioned = settings.provisioned_pollers and priority is Priority.HIGH
-        if self.provisioned:
+        # sundial:provisionedPollersHigh, ...Medium, ...Low: each queue's own.
+        pollers = (
+            (settings.min_pollers, settings.max_pollers)
+            if settings.provisioned_pollers and priority is Priority.HIGH
+            else settings.other_pollers.get(priority.value)
+        )
+        self.provisioned = pollers is not None
+        if pollers is not None:
             per_poller = limits.INVOKES_PER_POLLER.value
-            self.floor = settings.min_pollers * per_poller
-            self.maximum = settings.max_pollers * per_poller
+            self.floor = pollers[0] * per_poller
+            self.maximum = pollers[1] * per_poller
             ramp = limits.ESM_PROVISIONED_RAMP_PER_MIN
         else:
             self.floor = limits.ESM_START.value

@@ -44,22 +44,34 @@ def test_another_seed_gives_another_run() -> None:
     assert _figures(other) != _figures(first)
 
 
+def _drift() -> tuple[float, dict[str, Any]]:
+    """What the check scenario costs this host now over what it cost when the table was made, at
+    the host's speed: the fixed reference work measured just before and just after the run, so a
+    load that comes and goes slows both."""
+    before = cpu.reference_seconds()
+    charged = run(SMALL)["cpu"]
+    speed = cpu.committed().reference_seconds / ((before + cpu.reference_seconds()) / 2)
+    return charged["measured_s"] * speed / cpu.committed().check_scenario_seconds, charged
+
+
 def test_the_table_is_within_its_tolerance_of_this_host(monkeypatch: pytest.MonkeyPatch) -> None:
     # On botocore's full path, as the table was measured: a call past its HTTP layer costs the host
     # less and is charged the same.
     _full_path_only(monkeypatch)
-    runs = [run(SMALL)["cpu"] for _ in range(3)]
-    charged = runs[0]
+    drifts = []
+    # A table the code has moved away from is off every time; a machine that other work loads now
+    # and then is off once in a while: three tries, the first within tolerance passing.
+    for _ in range(3):
+        drift, charged = _drift()
+        drifts.append(round(drift, 2))
+        if 1 / (1 + cpu.TOLERANCE) <= drift <= 1 + cpu.TOLERANCE:
+            break
     assert charged["segments"] > 1000
     # Nearly every segment is of a kind the table has, so its figures decide the run.
     assert charged["uncalibrated_segments"] <= charged["segments"] * 0.01
-    # This host's speed now against the table's, both on the same fixed work, before and after.
-    speed = cpu.committed().reference_seconds / ((cpu.reference_seconds() + cpu.reference_seconds()) / 2)
-    measured = sorted(r["measured_s"] for r in runs)[1]
-    drift = measured * speed / cpu.committed().check_scenario_seconds
-    assert 1 / (1 + cpu.TOLERANCE) <= drift <= 1 + cpu.TOLERANCE, (
-        f"at this host's speed ({speed:.2f}x the table's), the check scenario cost {drift:.2f}x what "
-        "it cost when the table was made: `make scale-calibrate` measures it again"
+    assert 1 / (1 + cpu.TOLERANCE) <= drifts[-1] <= 1 + cpu.TOLERANCE, (
+        f"at this host's speed, the check scenario cost {drifts}x what it cost when the table was "
+        "made: `make scale-calibrate` measures it again"
     )
 
 

@@ -39,6 +39,7 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "sundial:startLatenessP99ThresholdMs": 2500,
     "sundial:tableDeletionProtection": "true",
     "sundial:provisionedPollersHigh": "5,50",
+    "sundial:provisionedPollersLow": "2,4",
     "sundial:precision": "sqs",
     "sundial:history": "failures",
     "sundial:billingMode": "provisioned",

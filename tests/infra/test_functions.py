@@ -163,11 +163,12 @@ def test_context_sets_worker_concurrency_and_provisioned_pollers(configured: Syn
     concurrency = {
         name: m["ScalingConfig"]["MaximumConcurrency"] for name, m in sources.items() if "ScalingConfig" in m
     }
-    assert concurrency == {"sundial-medium": 30, "sundial-low": 2}
-    # Provisioned mode replaces MaximumConcurrency on the high queue (Lambda takes one or the other).
-    high = sources["sundial-high"]
+    assert concurrency == {"sundial-medium": 30}
+    # Provisioned mode replaces MaximumConcurrency on its queue (Lambda takes one or the other).
+    high, low = sources["sundial-high"], sources["sundial-low"]
     assert high["ProvisionedPollerConfig"] == {"MinimumPollers": 5, "MaximumPollers": 50}
-    assert "ScalingConfig" not in high
+    assert low["ProvisionedPollerConfig"] == {"MinimumPollers": 2, "MaximumPollers": 4}
+    assert "ScalingConfig" not in high and "ScalingConfig" not in low
 
 
 def _statements(synthesised: Synthesised, function: str) -> list[dict[str, Any]]:

@@ -130,6 +130,8 @@ def test_target_arns_from_cdk_json_or_the_command_line(raw: Any, expected: tuple
         ({"sundial:listingBackfilled": "later"}, "true or false"),
         ({"sundial:dashboard": "sometimes"}, "sundial:dashboard.*true or false"),
         ({"sundial:deadOccurrencesInARow": 0}, "sundial:deadOccurrencesInARow=0: must be at least 1"),
+        ({"sundial:provisionedPollersMedium": "1,10"}, "sundial:provisionedPollersMedium=.*minimum of 2-200"),
+        ({"sundial:provisionedPollersLow": "few"}, "sundial:provisionedPollersLow=.*MIN,MAX"),
         ({"sundial:warmThroughput": "fast"}, "sundial:warmThroughput=.*WRITE,READ"),
         ({"sundial:warmThroughput": "3000"}, "4,000-40,000 write"),
         ({"sundial:warmThroughput": "40000,11000"}, "12,000-40,000 read"),
@@ -177,3 +179,17 @@ def test_warm_throughput_from_cdk_json_or_the_command_line(raw: Any, expected: t
     warm = _settings({"sundial:warmThroughput": raw}).warm_throughput
     assert (warm.write, warm.read) == expected
     assert _settings({}).warm_throughput is None
+
+
+def test_every_queue_may_have_provisioned_pollers() -> None:
+    from infra.settings import Pollers
+    from sundial.contract.vocabulary import Priority
+
+    context = {
+        "sundial:provisionedPollersMedium": "30,30",
+        "sundial:provisionedPollersLow": {"minimum": 2, "maximum": 20},
+    }
+    assert dict(_settings(context).provisioned_pollers) == {
+        Priority.MEDIUM: Pollers(30, 30),
+        Priority.LOW: Pollers(2, 20),
+    }
