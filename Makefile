@@ -72,6 +72,8 @@ browser:
 # Plants each named bug of tests/mutants/mutations.py in a scratch copy, one at a time, and prints
 # which tests killed it and how fast: the model test at `make test`'s budget, then the unit and
 # adapter tests. Niced: it runs for a while. MUTANTS_ARGS="--only NAME --model-only --seed N".
+# MUTANTS_ARGS=--model-mutations plants the scale model's instead (bench/scale: each limit dropped)
+# and checks each changes the make scale goal it names.
 mutants: $(STAMP)
 	nice -n 10 $(BIN)/python -m tests.mutants $(MUTANTS_ARGS)
 

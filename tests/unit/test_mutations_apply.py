@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mutants.mutations import MUTATIONS, Edit, Mutation, MutationGone
+from tests.mutants.mutations import MODEL_MUTATIONS, MUTATIONS, Edit, Mutation, MutationGone
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,6 +23,23 @@ def test_mutation_applies_and_compiles(mutation: Mutation, tmp_path: Path) -> No
     changed = [
         path
         for path in sorted((tmp_path / "sundial" / "shared").rglob("*.py"))
+        if path.read_text() != (ROOT / path.relative_to(tmp_path)).read_text()
+    ]
+    assert {str(path.relative_to(tmp_path)) for path in changed} == {edit.path for edit in mutation.edits}
+    for path in changed:
+        compile(path.read_text(), str(path), "exec")
+
+
+@pytest.mark.parametrize("mutation", MODEL_MUTATIONS, ids=lambda mutation: mutation.name)
+def test_model_mutation_applies_and_compiles(mutation: Mutation, tmp_path: Path) -> None:
+    """The scale model's mutations (`make mutants MUTANTS_ARGS=--model-mutations`), on bench/scale."""
+    shutil.copytree(ROOT / "bench" / "scale", tmp_path / "bench" / "scale")
+
+    mutation.apply(tmp_path)
+
+    changed = [
+        path
+        for path in sorted((tmp_path / "bench" / "scale").rglob("*.py"))
         if path.read_text() != (ROOT / path.relative_to(tmp_path)).read_text()
     ]
     assert {str(path.relative_to(tmp_path)) for path in changed} == {edit.path for edit in mutation.edits}
