@@ -41,6 +41,7 @@ from sundial.local_stack.environment import use_emulator
 from sundial.shared import constants as c
 from sundial.shared.clock import FixedClock, format_rfc3339
 from sundial.shared.dispatch import SHARED_SEND_WINDOW_SECONDS, Dispatcher, JobMessage, SharedSends
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.scheduler import Scheduler
 from sundial.shared.engine.worker import AttemptResult, Outcome, Worker
 from sundial.shared.models import Job
@@ -147,7 +148,7 @@ class CostEngine:
             self.clock,
             precision=config.precision,
         )
-        self.scheduler = Scheduler(store, dispatcher, self.clock)
+        self.scheduler = Scheduler(EngineContext(store, dispatcher, self.clock))
         # The deployed worker's sends: shared by the records of a batch (sundial/functions/clients.py).
         worker_sends = (
             SharedSends(
@@ -162,9 +163,7 @@ class CostEngine:
             else dispatcher
         )
         self.worker = Worker(
-            store,
-            worker_sends,
-            self.clock,
+            EngineContext(store, worker_sends, self.clock),
             _no_target,
             "bench",
             sleep=self._wait,

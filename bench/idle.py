@@ -20,7 +20,7 @@ from bench import cost
 from bench import cost_model as m
 from bench.harness import Aws, Row
 from sundial.shared import constants as c
-from sundial.shared.engine.scheduler import TickReport
+from sundial.shared.engine.tick_report import TickReport
 
 GOAL_DOLLARS_PER_MONTH = 5.00
 MINUTES_PER_MONTH = m.SECONDS_PER_MONTH // 60

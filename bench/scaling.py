@@ -22,6 +22,7 @@ from typing import Any
 from bench.harness import Aws, batch_write, job_items, now_ms
 from sundial.shared.clock import SystemClock
 from sundial.shared.dispatch import Dispatcher
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.scheduler import Scheduler
 from sundial.shared.store import JobStore
 
@@ -65,7 +66,7 @@ def one_case(aws: Aws, not_yet_due: int) -> dict[str, Any]:
     store = JobStore(aws.dynamodb, table, clock)
     dispatcher = Dispatcher(aws.sqs, aws.resources.queue_urls, aws.resources.dead_letter_queue_url, clock)
     ticking = time.perf_counter()
-    report = Scheduler(store, dispatcher, clock).tick()
+    report = Scheduler(EngineContext(store, dispatcher, clock)).tick()
     return {
         "due_jobs": DUE_JOBS,
         "not_yet_due": not_yet_due,

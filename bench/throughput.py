@@ -19,6 +19,7 @@ from bench.harness import Aws, Repeated, Row, batch_write, job_items, now_ms, ra
 from sundial.contract.vocabulary import Priority
 from sundial.shared.clock import SystemClock
 from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.scheduler import Scheduler
 from sundial.shared.store import JobStore
 
@@ -50,9 +51,8 @@ def tick_once(aws: Aws) -> tuple[float, dict[str, Any], SendCounter]:
     store = JobStore(aws.dynamodb, aws.resources.table_name, clock)
     res = aws.resources
     sends = SendCounter(aws.sqs)
-    scheduler = Scheduler(
-        store, Dispatcher(aws.sqs, res.queue_urls, res.dead_letter_queue_url, clock), clock, THREADS
-    )
+    dispatcher = Dispatcher(aws.sqs, res.queue_urls, res.dead_letter_queue_url, clock)
+    scheduler = Scheduler(EngineContext(store, dispatcher, clock), THREADS)
     started = time.perf_counter()
     report = scheduler.tick()
     seconds = time.perf_counter() - started

@@ -18,6 +18,7 @@ from bench.scale.runtime import Environment, GreenEvent
 from sundial.shared import constants as c
 from sundial.shared.dispatch import Dispatcher
 from sundial.shared.engine.claimers import ClaimRequest, LambdaClaimers
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.scheduler import Scheduler
 
 if TYPE_CHECKING:
@@ -89,9 +90,7 @@ class SchedulerFunction:
         world = self.world
         settings = world.settings
         return Scheduler(
-            world.store,
-            Dispatcher(*world.dispatch_args),
-            world.clock,
+            EngineContext(world.store, Dispatcher(*world.dispatch_args), world.clock),
             settings.scheduler_parallelism,
             settings.scheduler_senders,
             claimers=LambdaClaimers(self._lambda, FUNCTION_NAME),

@@ -35,6 +35,7 @@ from sundial.shared import constants as c
 from sundial.shared import lifecycle
 from sundial.shared.dispatch import JobMessage, SharedSends
 from sundial.shared.engine.claimers import WORK_PER_INVOCATION
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.worker import Outcome, Worker
 from sundial.shared.models import Job
 from sundial.shared.store import DueShards, JobStore
@@ -361,9 +362,8 @@ class World:
         store = JobStore(
             self.store._client, c.TABLE_NAME, self.clock, DueShards(self.settings.due_shards, None)
         )
-        worker = Worker(
-            store, SharedSends(*self.dispatch_args), self.clock, self.target, "sim", sleep=self.sim.sleep
-        )
+        engine = EngineContext(store, SharedSends(*self.dispatch_args), self.clock)
+        worker = Worker(engine, self.target, "sim", sleep=self.sim.sleep)
         failed: list[Any] = []
 
         def one(message: Any) -> None:

@@ -5,6 +5,7 @@ of the shards (sundial/shared/engine/claimers.py): each such event is a claimer'
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -16,7 +17,9 @@ from sundial.functions import clients
 from sundial.shared import constants as c
 from sundial.shared.clock import SystemClock
 from sundial.shared.engine.claimers import ClaimRequest, LambdaClaimers
-from sundial.shared.engine.scheduler import Scheduler, TickReport
+from sundial.shared.engine.context import EngineContext
+from sundial.shared.engine.scheduler import Scheduler
+from sundial.shared.engine.tick_report import TickReport
 from sundial.shared.service.operations import Operations
 
 # The tick's deadline, this long before the Lambda times out: the sends under way finish, claimed jobs
@@ -36,7 +39,8 @@ def _scheduler() -> Scheduler:
     # Lambda names the function it runs; elsewhere (a local stack) no claimer is at hand.
     name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
     claimers = LambdaClaimers(clients.clients().client("lambda"), name) if name else None
-    return Scheduler(clients.store(), clients.dispatcher(), SystemClock(), claimers=claimers)
+    engine = EngineContext(clients.store(), clients.dispatcher(), SystemClock())
+    return Scheduler(engine, claimers=claimers)
 
 
 @clients.lazy
@@ -55,7 +59,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if request is not None:
         report = _scheduler().tick(deadline_ms, shards=request.shards)
         record_tick(report)
-        logger.info("claimer done", extra={"shards": request.shards, "report": vars(report)})
+        logger.info("claimer done", extra={"shards": request.shards, "report": asdict(report)})
         return _answer(report)
     return _tick(EventBridgeEvent(event), clock, deadline_ms)
 
@@ -64,7 +68,7 @@ def _tick(event: EventBridgeEvent, clock: SystemClock, deadline_ms: int) -> dict
     report = _scheduler().tick(deadline_ms)
     record_tick(report)
     _annotate(report)
-    logger.info("tick done", extra={"event_time": event.time, "report": vars(report)})
+    logger.info("tick done", extra={"event_time": event.time, "report": asdict(report)})
     try:
         running = _operations().advance_all(min(deadline_ms, clock.now_ms() + OPERATIONS_MS))
     except Exception:

@@ -37,6 +37,7 @@ from sundial.shared import constants as c
 from sundial.shared import lifecycle, tracing
 from sundial.shared.clock import SystemClock
 from sundial.shared.dispatch import AlertMessage, JobMessage
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.worker import AttemptResult, Outcome, Worker
 from sundial.shared.models import Job
 from sundial.shared.targets import Delivery, deliver
@@ -85,9 +86,7 @@ def _send_route(job: Job, notice: AlertNotice) -> None:
 def _worker() -> Worker:
     config = clients.settings()
     return Worker(
-        clients.store(),
-        clients.worker_dispatcher(),
-        SystemClock(),
+        EngineContext(clients.store(), clients.worker_dispatcher(), SystemClock()),
         _deliver,
         config.worker_id,
         history=config.history,

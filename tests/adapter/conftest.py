@@ -15,6 +15,7 @@ from sundial.local_stack.resources import Resources, ensure_header_key
 from sundial.shared import constants as c
 from sundial.shared.clock import FixedClock
 from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.scheduler import Scheduler
 from sundial.shared.engine.worker import AttemptResult, Worker
 from sundial.shared.models import Job
@@ -61,6 +62,10 @@ class Engine:
     sqs: Any
     sent: list[dict[str, Any]]
 
+    @property
+    def context(self) -> EngineContext:
+        return EngineContext(self.store, self.dispatcher, self.clock)
+
     def receive(self, priority: Priority | None = None) -> list[JobMessage]:
         """Every message now visible on the priority queues (deleted as they are read)."""
         messages: list[JobMessage] = []
@@ -102,14 +107,13 @@ def engine(resources: Resources, dynamodb: Any, sqs: Any, header_sealer: HeaderS
     sent = record_sends(sqs, deliver_at_once=True)
     dispatcher = Dispatcher(sqs, resources.queue_urls, resources.dead_letter_queue_url, clock)
     targets = TargetLog()
-    worker = Worker(
-        store, dispatcher, clock, targets, "worker-1", sleep=clock.advance, heartbeat_seconds=3600
-    )
+    context = EngineContext(store, dispatcher, clock)
+    worker = Worker(context, targets, "worker-1", sleep=clock.advance, heartbeat_seconds=3600)
     return Engine(
         clock=clock,
         store=store,
         dispatcher=dispatcher,
-        scheduler=Scheduler(store, dispatcher, clock),
+        scheduler=Scheduler(context),
         worker=worker,
         service=JobService(store, dispatcher, clock, allow_private_targets=True, sealer=header_sealer),
         targets=targets,

@@ -51,9 +51,7 @@ def routes(engine: Engine) -> RouteLog:
     """The engine's worker with a route sender that records what it sends."""
     log = RouteLog()
     engine.worker = Worker(
-        engine.store,
-        engine.dispatcher,
-        engine.clock,
+        engine.context,
         engine.targets,
         "worker-1",
         sleep=engine.clock.advance,

@@ -205,9 +205,7 @@ def _iso(epoch_ms: int) -> str:
 
 def test_failures_only_history_leaves_each_success_to_last_run(engine: Engine) -> None:
     worker = Worker(
-        engine.store,
-        engine.dispatcher,
-        engine.clock,
+        engine.context,
         engine.targets,
         "w-failures",
         sleep=lambda _: None,

@@ -101,9 +101,7 @@ def _succeeds_under_failures_history(engine: Engine, timing: dict[str, str]) -> 
     """A job created and run once, successfully, by a service and a worker that keep failures only."""
     keeps_failures = c.History.FAILURES
     worker = Worker(
-        engine.store,
-        engine.dispatcher,
-        engine.clock,
+        engine.context,
         engine.targets,
         "w",
         sleep=lambda _: None,

@@ -19,7 +19,9 @@ from sundial.contract.vocabulary import Priority
 from sundial.shared import constants as c
 from sundial.shared.clock import FixedClock, format_rfc3339
 from sundial.shared.dispatch import Dispatcher, JobMessage
-from sundial.shared.engine.scheduler import Scheduler, TickReport
+from sundial.shared.engine.context import EngineContext
+from sundial.shared.engine.scheduler import Scheduler
+from sundial.shared.engine.tick_report import TickReport
 from sundial.shared.engine.tick_sends import PRIORITY_RANK, Due, Taken
 from sundial.shared.engine.worker import Outcome
 from sundial.shared.service.service import JobService
@@ -87,7 +89,7 @@ def test_the_tick_stops_sending_at_its_deadline_and_the_next_sends_the_rest_once
     slow = SlowSends(engine, clock)
     deadline = clock.now_ms() + 10 * SEND_LATENCY_MS
 
-    report = Scheduler(engine.store, slow, clock).tick(deadline)
+    report = Scheduler(EngineContext(engine.store, slow, clock)).tick(deadline)
 
     assert report.out_of_time
     assert slow.started and all(started < deadline for started in slow.started)
@@ -98,7 +100,7 @@ def test_the_tick_stops_sending_at_its_deadline_and_the_next_sends_the_rest_once
     for job_id in jobs.keys() - sent:  # not sent: the mark of its shard stays below it
         assert mark_of(engine, job_id) < jobs[job_id]
 
-    rest = Scheduler(engine.store, engine.dispatcher, clock).tick()
+    rest = Scheduler(EngineContext(engine.store, engine.dispatcher, clock)).tick()
     assert not rest.out_of_time
     outcomes = run_everything(engine, first_at + 20 * SECOND)
     copies = rest.sent_ahead - (len(jobs) - len(sent))
@@ -122,7 +124,7 @@ def test_the_rows_of_all_shards_are_taken_in_due_order_and_high_first_within_a_s
     monkeypatch.setattr(Scheduler, "_take", noted)
     engine.clock.set(first_at - 30 * SECOND)
 
-    Scheduler(engine.store, engine.dispatcher, engine.clock, parallelism=1).tick()
+    Scheduler(engine.context, parallelism=1).tick()
 
     assert len(taken) == 30
     shards = {items.shard_number(row.job_id) for row in engine.index_rows()}
@@ -194,7 +196,7 @@ def test_two_overlapping_ticks_lose_nothing_and_their_copies_are_dropped_at_the_
             engine.clock.advance(-5)
             super()._take_all(*args)
 
-    first = Overlapped(engine.store, engine.dispatcher, engine.clock).tick()
+    first = Overlapped(engine.context).tick()
     [second] = reports
 
     assert first.sent_ahead == second.sent_ahead == len(ahead)  # both read the same marks
@@ -221,7 +223,7 @@ def test_a_changed_shard_count_loses_nothing_while_readers_cover_both_counts(eng
         job_id for job_id in before if items.shard_number(job_id, 16) < 8
     }  # a reader of the new count alone misses rows
     engine.clock.set(first_at - 30 * SECOND)
-    tick = Scheduler(changed, engine.dispatcher, engine.clock)
+    tick = Scheduler(EngineContext(changed, engine.dispatcher, engine.clock))
 
     first, second = tick.tick(), tick.tick()
 
@@ -258,7 +260,7 @@ def test_a_tick_killed_mid_send_costs_the_next_only_the_rows_sent_since_its_last
     dying = DiesMidSend(engine, clock, batches=10)
 
     with pytest.raises(Killed):
-        Scheduler(engine.store, dying, clock).tick(clock.now_ms() + 50 * SECOND)
+        Scheduler(EngineContext(engine.store, dying, clock)).tick(clock.now_ms() + 50 * SECOND)
 
     sent_first = {json.loads(entry["MessageBody"])["job_id"] for entry in engine.sent}
     assert len(sent_first) == 100
@@ -271,7 +273,7 @@ def test_a_tick_killed_mid_send_costs_the_next_only_the_rows_sent_since_its_last
     # The next tick runs after the instant: the rows the marks cover are not sent again, and the
     # rest go as they are (within the misfire grace), without a claim.
     clock.set(instant + 2 * SECOND)
-    rest = Scheduler(engine.store, engine.dispatcher, clock).tick()
+    rest = Scheduler(EngineContext(engine.store, engine.dispatcher, clock)).tick()
     copies = rest.sent_ahead - (len(jobs) - len(sent_first))
     assert rest.claimed == 0
     assert copies == len(unmarked)
@@ -296,7 +298,7 @@ def test_a_window_too_large_for_one_invocation_goes_to_parallel_claimers_and_run
     jobs = ahead_jobs(engine, 60, first_at)
     handed: list[Sequence[int]] = []
     engine.clock.set(first_at - 30 * SECOND)
-    tick = Scheduler(engine.store, engine.dispatcher, engine.clock, claimers=handed.append, capacity=20)
+    tick = Scheduler(engine.context, claimers=handed.append, capacity=20)
 
     report = tick.tick()
 
@@ -311,7 +313,7 @@ def test_a_window_too_large_for_one_invocation_goes_to_parallel_claimers_and_run
     claimed = [tick.tick(shards=share) for share in handed]
     assert sum(r.sent_ahead for r in claimed) == len(jobs) - len(in_kept)
     assert all(r.claimers == 0 for r in claimed)
-    assert Scheduler(engine.store, engine.dispatcher, engine.clock).tick().sent_ahead == 0  # all marked
+    assert Scheduler(engine.context).tick().sent_ahead == 0  # all marked
     assert run_everything(engine, first_at + 10 * SECOND) == Counter({Outcome.SUCCEEDED: len(jobs)})
 
 
@@ -323,7 +325,7 @@ def test_shards_no_claimer_took_are_the_ticks_own(engine: Engine) -> None:
         raise ClientError({"Error": {"Code": "TooManyRequestsException"}}, "Invoke")
 
     engine.clock.set(first_at - 30 * SECOND)
-    report = Scheduler(engine.store, engine.dispatcher, engine.clock, claimers=refused, capacity=20).tick()
+    report = Scheduler(engine.context, claimers=refused, capacity=20).tick()
 
     assert (report.claimers, report.sent_ahead) == (0, len(jobs))
     assert run_everything(engine, first_at + 10 * SECOND) == Counter({Outcome.SUCCEEDED: len(jobs)})

@@ -130,9 +130,9 @@ def at_least_once() -> tuple[dict[str, Any], int]:
     handed_back = [0]
     real_release = tick_sends.release
 
-    def counting(store: Any, clock: Any, failed: Any) -> None:
+    def counting(engine: Any, failed: Any) -> None:
         handed_back[0] += 1
-        real_release(store, clock, failed)
+        real_release(engine, failed)
 
     tick_sends.release = counting  # type: ignore[assignment]
     try:

@@ -30,7 +30,9 @@ from sundial.local_stack.resources import Resources
 from sundial.shared import constants as c
 from sundial.shared.clock import FixedClock
 from sundial.shared.dispatch import Dispatcher, JobMessage, SharedSends
-from sundial.shared.engine.scheduler import Scheduler, TickReport
+from sundial.shared.engine.context import EngineContext
+from sundial.shared.engine.scheduler import Scheduler
+from sundial.shared.engine.tick_report import TickReport
 from sundial.shared.engine.tick_sends import Due, Marks, Taken
 from sundial.shared.engine.worker import AttemptResult, Outcome, Worker
 from sundial.shared.errors import Conflict
@@ -209,7 +211,9 @@ class RecordingScheduler(Scheduler):
         try:
             return super()._take(due, marks, report, deadline_ms)
         except (AssertionError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            self.errors.append(f"{self._clock.now_ms()}: job {due.row.job_id}: {type(exc).__name__}: {exc}")
+            self.errors.append(
+                f"{self._engine.clock.now_ms()}: job {due.row.job_id}: {type(exc).__name__}: {exc}"
+            )
             return None
 
 
@@ -335,7 +339,7 @@ class Simulation:
         kwargs = {"faults": self.faults} if stale else {}
         store = store_type(ddb, self.resources.table_name, clock, **kwargs)
         dispatcher = Dispatcher(sqs, self.resources.queue_urls, self.resources.dead_letter_queue_url, clock)
-        scheduler = RecordingScheduler(store, dispatcher, clock, parallelism=4)
+        scheduler = RecordingScheduler(EngineContext(store, dispatcher, clock), parallelism=4)
         scheduler.errors = self.ledger.tick_errors
         return scheduler
 
@@ -365,9 +369,8 @@ class Simulation:
         store = WorkerStore(ddb, self.resources.table_name, clock, intents=self.intents, faults=self.faults)
         # As deployed: the records of a batch share their sends (sundial/functions/clients.py).
         dispatcher = SharedSends(sqs, self.resources.queue_urls, self.resources.dead_letter_queue_url, clock)
-        return Worker(
-            store, dispatcher, clock, self._target, f"w{index}", sleep=lambda _: None, heartbeat_seconds=0.05
-        )
+        engine = EngineContext(store, dispatcher, clock)
+        return Worker(engine, self._target, f"w{index}", sleep=lambda _: None, heartbeat_seconds=0.05)
 
     # --- the job target -------------------------------------------------------------------------
 

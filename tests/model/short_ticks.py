@@ -37,6 +37,7 @@ import sundial.shared.engine.scheduler as scheduler_module
 from sundial.contract.vocabulary import JobStatus
 from sundial.shared import constants as c
 from sundial.shared.clock import FixedClock
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.scheduler import Scheduler
 from sundial.shared.models import WAITING
 from sundial.shared.store import DueRow, SentMarks, items
@@ -214,7 +215,8 @@ class ShortTickSteps:
         self._begin(f"tick stopped at its deadline, its clock read {looks} times, chunks of {chunk}")
         self.env.seen["tick to be stopped"] += 1
         clock = DeadlineClock(self.clock, looks)
-        scheduler = Scheduler(self.stores["tick"], self.tick_dispatcher, clock, parallelism=1)
+        engine = EngineContext(self.stores["tick"], self.tick_dispatcher, clock)
+        scheduler = Scheduler(engine, parallelism=1)
         with self._chunks(chunk):
             self._run_tick(scheduler, clock.deadline_ms)
 

@@ -47,6 +47,7 @@ from sundial.shared import constants as c
 from sundial.shared import lifecycle
 from sundial.shared.clock import FixedClock, format_rfc3339, to_epoch_ms
 from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.gate import HeldBack, HoldFailed
 from sundial.shared.engine.heartbeat import Heartbeat
 from sundial.shared.engine.scheduler import Scheduler
@@ -284,7 +285,9 @@ class EngineMachine(
             self.stores["api"], dispatchers["api"], self.clock, allow_private_targets=True
         )
         self.limit_service = LimitService(self.stores["api"], self.clock)
-        self.scheduler = Scheduler(self.stores["tick"], dispatchers["tick"], self.clock, parallelism=1)
+        self.scheduler = Scheduler(
+            EngineContext(self.stores["tick"], dispatchers["tick"], self.clock), parallelism=1
+        )
         self.labels: dict[str, str] = {}  # label → job id
         self.attempts: list[Attempt] = []
         self.bag: list[Sent] = []
@@ -847,9 +850,7 @@ class EngineMachine(
         # A worker's wait between tries of a write takes time on the model's clock (a fixed second,
         # so that an example replays the same).
         worker = Worker(
-            self.stores["worker"],
-            self.worker_dispatcher,
-            self.clock,
+            EngineContext(self.stores["worker"], self.worker_dispatcher, self.clock),
             _no_target,
             worker_id,
             sleep=lambda _seconds: self.clock.advance(1),

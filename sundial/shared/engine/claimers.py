@@ -18,12 +18,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
 from sundial.shared import constants as c
+from sundial.shared.engine.tick_report import TickReport
 from sundial.shared.engine.tick_sends import Due, Marks
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
-
-    from sundial.shared.engine.scheduler import TickReport
 
 logger = logging.getLogger(__name__)
 HandOff = Callable[[Sequence[int]], None]

@@ -17,13 +17,12 @@ import threading
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sundial.shared import lifecycle
-from sundial.shared.clock import Clock
-from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.dispatch import JobMessage
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.errors import LimitChanged, StaleDelivery
 from sundial.shared.limits import Admission, admit, rank_of
 from sundial.shared.limits.gate import HOLD_MAX_MS, bounded_delay_ms
 from sundial.shared.models import Job
-from sundial.shared.store import JobStore
 from sundial.shared.store.jobs import FENCED_FROM, SlotTake
 from sundial.shared.store.limit_shards import Shard
 
@@ -53,10 +52,8 @@ class HoldFailed(RuntimeError):
 
 
 class LimitGate:
-    def __init__(self, store: JobStore, dispatcher: Dispatcher, clock: Clock) -> None:
-        self._store = store
-        self._dispatcher = dispatcher
-        self._clock = clock
+    def __init__(self, engine: EngineContext) -> None:
+        self._engine = engine
         self._counts: dict[str, tuple[int, int]] = {}  # key → (shard count, read at)
         self._lock = threading.Lock()
 
@@ -74,7 +71,7 @@ class LimitGate:
             shard = self._shard(key, tried)
             # Read after the shard: a time older than the one another worker saved in it would count
             # the same refill of the bucket twice.
-            now_ms = max(self._clock.now_ms(), shard.state.refilled_at or 0)
+            now_ms = max(self._engine.clock.now_ms(), shard.state.refilled_at or 0)
             if shard.share is None and shard.number < shard.shards:
                 return self._fence(message, worker, delivery_id, now_ms)  # no limit: runs unlimited
             if shard.share is None:
@@ -104,13 +101,13 @@ class LimitGate:
             except LimitChanged:
                 continue  # another attempt took or returned a slot first: read the shard again
             except StaleDelivery:
-                self._store.leave_line(shard, message.job_id)
+                self._engine.store.leave_line(shard, message.job_id)
                 raise
         assert shard is not None
         try:
             held = self._hold(message, shard, admission)
         except StaleDelivery:
-            self._store.leave_line(shard, message.job_id)
+            self._engine.store.leave_line(shard, message.job_id)
             raise
         raise held
 
@@ -118,7 +115,7 @@ class LimitGate:
         self, message: JobMessage, worker: str, delivery_id: str, now_ms: int, take: SlotTake | None = None
     ) -> Job:
         """The job's fence by its key; with `take`, the slot and token in the same transaction."""
-        return self._store.fence(
+        return self._engine.store.fence(
             message.job_id,
             message.token,
             worker,
@@ -133,7 +130,7 @@ class LimitGate:
         """The next instant of the shard's queue of looks, or None when the shard refused the write
         (a hot shard throttles): the occurrence then looks again without one."""
         try:
-            return self._store.reserve_look(shard, spacing_ms, floor_ms)
+            return self._engine.store.reserve_look(shard, spacing_ms, floor_ms)
         except (ClientError, BotoCoreError):
             logger.warning("shard %s of key %s gave no instant to look again", shard.number, shard.key)
             return None
@@ -141,16 +138,16 @@ class LimitGate:
     def _still_waiting(self, message: JobMessage) -> None:
         """A read, not a write, when the lease still covers the wait: the job must still wait under
         this delivery's token."""
-        job = self._store.get(message.job_id)
+        job = self._engine.store.get(message.job_id)
         if job.status not in FENCED_FROM or job.token != message.token or job.limit_key != message.limit_key:
             raise StaleDelivery(f"job '{message.job_id}' no longer waits for this delivery", current=job)
 
     def _shard(self, key: str, tried: set[int]) -> Shard:
-        now_ms = self._clock.now_ms()
+        now_ms = self._engine.clock.now_ms()
         with self._lock:
             known = self._counts.get(key)
         if known is None or now_ms - known[1] > SHARD_COUNT_TTL_MS:
-            first = self._store.limit_shard(key, 0)
+            first = self._engine.store.limit_shard(key, 0)
             with self._lock:
                 self._counts[key] = (first.shards, now_ms)
             if first.shards == 1 or (0 not in tried and random.random() < 1 / first.shards):
@@ -159,7 +156,7 @@ class LimitGate:
         else:
             count = known[0]
         left = [n for n in range(count) if n not in tried] or list(range(count))
-        return self._store.limit_shard(key, random.choice(left))
+        return self._engine.store.limit_shard(key, random.choice(left))
 
     def _hold(self, message: JobMessage, shard: Shard, admission: Admission | None) -> HeldBack:
         """Keeps the occurrence queued, its place in line, and sends its message again for later.
@@ -167,13 +164,13 @@ class LimitGate:
         The job's lease comes first, covering the longest hold: whatever fails after it, no tick takes
         the wait for a lost message. It raises StaleDelivery when the job moved on (a cancel, a pause,
         another token): its place in line is then given up, and its message dropped."""
-        now_ms = self._clock.now_ms()
+        now_ms = self._engine.clock.now_ms()
         held_since = message.held_since if message.held_since is not None else now_ms
         lease_needed = now_ms + (HOLD_MAX_MS + lifecycle.lease_seconds(message.timeout_seconds) * SECOND_MS)
         lease_until = message.held_lease_until
         if lease_until is None or lease_until < lease_needed:
             lease_until = lease_needed + HOLD_LEASE_SLACK_MS
-            self._store.hold(
+            self._engine.store.hold(
                 message.job_id,
                 message.token,
                 message.limit_key or "",
@@ -200,7 +197,7 @@ class LimitGate:
         if admission is not None and (admission.waiter is not None or admission.expired or admission.evicted):
             drop = tuple(sorted(set(admission.expired) | set(admission.evicted)))
             try:
-                self._store.wait_in_line(shard, message.job_id, admission.waiter, drop)
+                self._engine.store.wait_in_line(shard, message.job_id, admission.waiter, drop)
             except (ClientError, BotoCoreError):
                 # A place in line orders the waiters; without it the occurrence still waits and looks
                 # again, so a throttled shard does not fail the hold.
@@ -214,7 +211,7 @@ class LimitGate:
                 "looks_at": looks_at,
             }
         )
-        if self._dispatcher.send([again]):
+        if self._engine.dispatcher.send([again]):
             raise HoldFailed(f"could not send job '{message.job_id}' back to wait for its limit key")
         return HeldBack(again, delay_ms)
 

@@ -16,24 +16,23 @@ from __future__ import annotations
 
 import heapq
 import logging
-import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sundial.contract.vocabulary import JobStatus, Priority, RunStatus
 from sundial.shared import constants as c
 from sundial.shared import lifecycle, tracing
-from sundial.shared.clock import Clock
-from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine.alerts import hand_on_route, send_alert
 from sundial.shared.engine.claimers import WORK_PER_INVOCATION, HandOff, hand_off
+from sundial.shared.engine.context import EngineContext
+from sundial.shared.engine.tick_report import TickReport
 from sundial.shared.engine.tick_sends import SECOND_MS, Due, Marks, Outgoing, Senders, Taken, lateness
 from sundial.shared.errors import StaleDelivery
 from sundial.shared.models import WAITING, Job, Run, RunSummary
-from sundial.shared.store import DueRow, JobStore, SentMark, SentMarks, new_token, routes
+from sundial.shared.store import DueRow, SentMark, SentMarks, new_token, routes
 
 logger = logging.getLogger(__name__)
 # Rows claimed together before their messages go to the senders, which send while the next are claimed.
@@ -43,66 +42,18 @@ SENDERS = 8
 # How often a tick records how far it has sent while it sends: a tick killed mid-send costs the
 # next one only the rows sent since (copies), a few mark writes a second.
 MARK_EVERY_MS = 500
-# How many sent messages a report names (an X-Ray annotation is a bounded string).
-NOTED_SENDS = 20
-_report_lock = threading.Lock()  # claims run in a pool: counting must not lose an update
-
-
-@dataclass
-class TickReport:
-    rows_read: int = 0
-    claimed: int = 0
-    resent: int = 0  # queued jobs whose lease ran out: their message sent again, same token
-    reclaimed: int = 0  # running jobs whose worker vanished
-    dispatched: int = 0
-    sent_ahead: int = 0  # messages of ahead rows, sent without a write
-    send_failures: int = 0
-    unsent: int = 0  # messages left at the deadline: released, or their shard's mark held
-    lost_races: int = 0
-    errors: int = 0  # AWS errors after the SDK's own retries: the job stays due for the next tick
-    caught_up: int = 0  # missed occurrences moved by their misfire policy
-    missed: int = 0  # instants its writes passed over for a reason nobody chose (misfire, overlap)
-    dead: int = 0
-    alerts_sent: int = 0  # owed dead-job alerts the tick sent
-    routes_handed_on: int = 0  # owed alerts of jobs' own routes handed to a worker to send
-    oldest_lateness_ms: int = 0
-    out_of_time: bool = False
-    unread_shards: int = 0
-    claimers: int = 0  # shares of the shards handed to parallel claimers
-    dead_jobs: list[str] = field(default_factory=list)
-    # The first messages sent, for the tick's X-Ray segment: their jobs, and the traces they carry.
-    sent_jobs: list[str] = field(default_factory=list)
-    sent_traces: list[str] = field(default_factory=list)
-
-    def count(self, name: str, n: int = 1) -> None:
-        with _report_lock:
-            setattr(self, name, getattr(self, name) + n)
-
-    def note_sent(self, messages: Iterable[JobMessage]) -> None:
-        with _report_lock:
-            for message in messages:
-                if len(self.sent_jobs) >= NOTED_SENDS:
-                    return
-                self.sent_jobs.append(message.job_id)
-                trace_id = tracing.trace_id_of(message.traceparent)
-                if trace_id is not None:
-                    self.sent_traces.append(trace_id)
 
 
 class Scheduler:
     def __init__(
         self,
-        store: JobStore,
-        dispatcher: Dispatcher,
-        clock: Clock,
+        engine: EngineContext,
         parallelism: int = 8,
         senders: int = SENDERS,
         claimers: HandOff | None = None,
         capacity: int = WORK_PER_INVOCATION,
     ) -> None:
-        self._store = store
-        self._dispatcher = dispatcher
-        self._clock = clock
+        self._engine = engine
         self._parallelism = parallelism
         self._senders = senders
         self._claimers = claimers
@@ -114,9 +65,9 @@ class Scheduler:
         go to parallel claimers. At `deadline_ms` it stops claiming and sending; what is left stays
         due for the next tick."""
         report = TickReport()
-        now_ms = self._clock.now_ms()
+        now_ms = self._engine.clock.now_ms()
         horizon_ms = now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
-        own = list(self._store.shards.read if shards is None else shards)
+        own = list(self._engine.store.shards.read if shards is None else shards)
         marks = Marks(self._sent_marks(report), horizon_ms, own)
         with ThreadPoolExecutor(self._parallelism) as pool, ThreadPoolExecutor(self._senders) as sending:
             rows = self._due_rows(pool, own, horizon_ms, marks, report)
@@ -125,8 +76,7 @@ class Scheduler:
             if shards is None and self._claimers is not None:
                 rows = hand_off(self._claimers, rows, own, marks, now_ms, self._capacity, report)
             marks.expect(rows)
-            args = (self._store, self._dispatcher, self._clock, deadline_ms, marks, report)
-            with Senders(sending, self._senders, *args) as senders:
+            with Senders(sending, self._senders, self._engine, deadline_ms, marks, report) as senders:
                 self._take_all(pool, rows, marks, senders, report, deadline_ms)
             self._mark_sent(pool, marks, report)
         return report
@@ -147,9 +97,9 @@ class Scheduler:
                 marks.done(due)  # nothing to send, or claimed: the job's row has moved (unless held)
             return taken
 
-        marked_at = self._clock.now_ms()
+        marked_at = self._engine.clock.now_ms()
         for start in range(0, len(rows), CLAIM_CHUNK):
-            if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
+            if deadline_ms is not None and self._engine.clock.now_ms() >= deadline_ms:
                 report.out_of_time = True
                 return  # the rows not taken keep their shards' marks below them
             chunk = rows[start : start + CLAIM_CHUNK]
@@ -159,14 +109,14 @@ class Scheduler:
                 if taken is not None
             ]
             senders.send(outgoing)
-            if self._clock.now_ms() - marked_at >= MARK_EVERY_MS:
+            if self._engine.clock.now_ms() - marked_at >= MARK_EVERY_MS:
                 self._mark_sent(pool, marks, report)
-                marked_at = self._clock.now_ms()
+                marked_at = self._engine.clock.now_ms()
 
     def _sent_marks(self, report: TickReport) -> SentMarks | None:
         """How far earlier ticks sent ahead rows; None (ahead rows left to the next tick) when unread."""
         try:
-            return self._store.sent_marks()
+            return self._engine.store.sent_marks()
         except (ClientError, BotoCoreError):
             logger.warning("tick leaves ahead rows for the next tick", exc_info=True)
             report.count("errors")
@@ -178,7 +128,7 @@ class Scheduler:
 
         def mark(shard: int, sent: SentMark) -> None:
             try:
-                self._store.mark_sent(shard, sent)
+                self._engine.store.mark_sent(shard, sent)
             except (ClientError, BotoCoreError):
                 logger.warning("tick could not record shard %s's sends; the next sends them again", shard)
                 report.count("errors")
@@ -193,7 +143,7 @@ class Scheduler:
 
         def read(priority: Priority, shard: int) -> list[Due]:
             try:
-                found = self._store.due_rows(priority, shard, horizon_ms)
+                found = self._engine.store.due_rows(priority, shard, horizon_ms)
                 return [Due(row, priority, shard) for row in found]
             except (ClientError, BotoCoreError):
                 logger.warning("tick skipped shard %s#%s for the next tick", priority, shard, exc_info=True)
@@ -207,7 +157,7 @@ class Scheduler:
         return list(heapq.merge(*per_shard, key=lambda due: due.order))
 
     def _take(self, due: Due, marks: Marks, report: TickReport, deadline_ms: int | None) -> Taken | None:
-        row, now_ms = due.row, self._clock.now_ms()
+        row, now_ms = due.row, self._engine.clock.now_ms()
         if deadline_ms is not None and now_ms >= deadline_ms:
             report.out_of_time = True
             marks.hold(due)
@@ -252,12 +202,12 @@ class Scheduler:
         same token when its message was sent (a copy may be in a backlog, and either may start it;
         the occurrence is not a misfire, as a queued job's resend is not), or afresh when it never
         was. Running or queued, it is an expired lease like any other."""
-        job = self._store.get(row.job_id)
+        job = self._engine.store.get(row.job_id)
         if job.status not in WAITING:
             return self._lease_expired(job, row, now_ms, report)
         if not sent or job.token is None:
             return self._claim(row, now_ms, report)
-        claimed = self._store.claim(row, job.token, now_ms)
+        claimed = self._engine.store.claim(row, job.token, now_ms)
         report.count("resent")
         return JobMessage.for_job(claimed)
 
@@ -269,11 +219,11 @@ class Scheduler:
             self._send_owed_alert(row, report)
             return None
         if row.is_lease:
-            return self._lease_expired(self._store.get(row.job_id), row, now_ms, report)
+            return self._lease_expired(self._engine.store.get(row.job_id), row, now_ms, report)
         return self._claim(row, now_ms, report)
 
     def _claim(self, row: DueRow, now_ms: int, report: TickReport) -> JobMessage | None:
-        job = self._store.claim(row, new_token(), now_ms)
+        job = self._engine.store.claim(row, new_token(), now_ms)
         report.count("claimed")
         return self._caught_up(job, now_ms, report)
 
@@ -286,7 +236,7 @@ class Scheduler:
         report.count("caught_up")
         next_token = new_token() if placement.dispatches_now(now_ms) else None
         assert job.token is not None
-        moved = self._store.catch_up(job, job.token, placement, next_token)
+        moved = self._engine.store.catch_up(job, job.token, placement, next_token)
         report.count("missed", lifecycle.missed_count(placement.skipped))
         return JobMessage.for_job(moved) if next_token else None
 
@@ -295,7 +245,7 @@ class Scheduler:
             raise StaleDelivery(f"job '{job.id}' is no longer waiting for a reclaim")
         if job.status is JobStatus.QUEUED:
             report.count("resent")
-            return self._caught_up(self._store.resend(job, row.due_key, now_ms), now_ms, report)
+            return self._caught_up(self._engine.store.resend(job, row.due_key, now_ms), now_ms, report)
         if job.status is not JobStatus.RUNNING:
             raise StaleDelivery(f"job '{job.id}' is no longer in flight")
         return self._reclaim(job, row, now_ms, report)
@@ -306,11 +256,11 @@ class Scheduler:
         placement = lifecycle.after_lost(job, now_ms)
         run = _lost_run(job, now_ms, RunStatus.DEAD if placement.alert else RunStatus.LOST)
         next_token = new_token() if placement.dispatches_now(now_ms) else None
-        self._store.reclaim(job, row.due_key, placement, run, next_token)
+        self._engine.store.reclaim(job, row.due_key, placement, run, next_token)
         report.count("reclaimed")
         report.count("missed", lifecycle.missed_count(placement.skipped))
         try:
-            self._store.put_run(Run.of(job.id, run))
+            self._engine.store.put_run(Run.of(job.id, run))
             if placement.alert:
                 self._alert(job.id, run, report)
             if placement.alert and job.on_dead is not None:
@@ -326,20 +276,19 @@ class Scheduler:
     def _hand_on_route(
         self, job_id: str, sort_key: str, priority: Priority, now_ms: int, report: TickReport
     ) -> None:
-        if hand_on_route(self._store, self._dispatcher, job_id, sort_key, priority, now_ms):
+        if hand_on_route(self._engine.store, self._engine.dispatcher, job_id, sort_key, priority, now_ms):
             report.count("routes_handed_on")
 
     def _send_owed_alert(self, row: DueRow, report: TickReport) -> None:
-        run = self._store.owed_alert(row.job_id, row.sort_key)
+        run = self._engine.store.owed_alert(row.job_id, row.sort_key)
         if run is not None and self._alert(row.job_id, run, report):
             report.count("alerts_sent")
 
     def _alert(self, job_id: str, run: RunSummary, report: TickReport) -> bool:
-        if not send_alert(self._store, self._dispatcher, job_id, run):
+        if not send_alert(self._engine.store, self._engine.dispatcher, job_id, run):
             return False
         report.count("dead")
-        with _report_lock:
-            report.dead_jobs.append(job_id)
+        report.note_dead(job_id)
         return True
 
 

@@ -11,13 +11,13 @@ from typing import Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sundial.contract.vocabulary import JobStatus
-from sundial.shared.clock import Clock
-from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.dispatch import JobMessage
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.patience import Patience
 from sundial.shared.errors import StaleDelivery
 from sundial.shared.lifecycle import Placement
 from sundial.shared.models import Job, RunSummary
-from sundial.shared.store import JobStore, new_token
+from sundial.shared.store import new_token
 
 logger = logging.getLogger(__name__)
 # A user may act between our read and our write; after this many rounds the attempt gives up and
@@ -37,9 +37,7 @@ def settle(
     token: str,
     decide: Callable[[Job], Placement],
     record: Callable[[Placement], RunSummary],
-    store: JobStore,
-    dispatcher: Dispatcher,
-    clock: Clock,
+    engine: EngineContext,
     patience: Patience,
 ) -> tuple[Job, Placement, RunSummary]:
     """Writes `decide(job)` conditional on the token and on no user action since `job` was read.
@@ -53,7 +51,7 @@ def settle(
     for _ in range(REDECIDE_ROUNDS):
         placement = decide(job)
         run = record(placement)
-        next_token = new_token() if placement.dispatches_now(clock.now_ms()) else None
+        next_token = new_token() if placement.dispatches_now(engine.clock.now_ms()) else None
         try:
             updated = patience.call(
                 partial(write, job, token, placement, run, next_token), f"settling job {job.id}"
@@ -66,25 +64,25 @@ def settle(
             continue
         if next_token is not None:
             assert placement.due_at is not None  # a placement that dispatches has a due time
-            send(store, dispatcher, clock, [JobMessage.placed(job, next_token, placement.due_at)])
+            send(engine, [JobMessage.placed(job, next_token, placement.due_at)])
         return updated, placement, run
     raise StaleDelivery(f"job '{job.id}' kept changing while its attempt settled")
 
 
-def send(store: JobStore, dispatcher: Dispatcher, clock: Clock, messages: Sequence[JobMessage]) -> int:
+def send(engine: EngineContext, messages: Sequence[JobMessage]) -> int:
     """Sends queued jobs' messages; a job whose message could not be sent is released to the next
     tick at once (the send may still have gone out: the fence drops the duplicate). Returns the
     number of messages that failed."""
-    failed = dispatcher.send(messages)
-    release(store, clock, failed)
+    failed = engine.dispatcher.send(messages)
+    release(engine, failed)
     return len(failed)
 
 
-def release(store: JobStore, clock: Clock, failed: Sequence[JobMessage]) -> None:
+def release(engine: EngineContext, failed: Sequence[JobMessage]) -> None:
     """Releases the queued jobs of messages that could not be sent to the next tick at once."""
     for message in failed:
         try:
-            store.release(message.job_id, message.token, clock.now_ms())
+            engine.store.release(message.job_id, message.token, engine.clock.now_ms())
         except StaleDelivery:
             pass  # it moved on already (fenced by a copy that did go out, or changed by a user)
         except (ClientError, BotoCoreError):

@@ -14,17 +14,14 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from sundial.contract.vocabulary import Priority
 from sundial.shared import constants as c
-from sundial.shared.clock import Clock
-from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.dispatch import JobMessage
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.settle import release
-from sundial.shared.store import DueRow, JobStore, SentMark, SentMarks, items
-
-if TYPE_CHECKING:
-    from sundial.shared.engine.scheduler import TickReport
+from sundial.shared.engine.tick_report import TickReport
+from sundial.shared.store import DueRow, SentMark, SentMarks, items
 
 logger = logging.getLogger(__name__)
 SECOND_MS = 1000
@@ -172,16 +169,14 @@ class Senders:
         self,
         pool: Executor,
         threads: int,
-        store: JobStore,
-        dispatcher: Dispatcher,
-        clock: Clock,
+        engine: EngineContext,
         deadline_ms: int | None,
         marks: Marks,
         report: TickReport,
     ) -> None:
         self._pool = pool
         self._room = threading.Semaphore(threads * QUEUED_CHUNKS_PER_SENDER)
-        self._store, self._dispatcher, self._clock = store, dispatcher, clock
+        self._engine = engine
         self._deadline_ms = deadline_ms
         self._marks = marks
         self._report = report
@@ -208,12 +203,14 @@ class Senders:
 
     def _send_chunk(self, batches: list[list[Outgoing]]) -> None:
         for batch in batches:
-            if self._deadline_ms is not None and self._clock.now_ms() >= self._deadline_ms:
+            if self._deadline_ms is not None and self._engine.clock.now_ms() >= self._deadline_ms:
                 self._report.out_of_time = True
                 self._hand_back(batch)
                 self._report.count("unsent", len(batch))
                 continue
-            failed = {id(message) for message in self._dispatcher.send([o.taken.message for o in batch])}
+            failed = {
+                id(message) for message in self._engine.dispatcher.send([o.taken.message for o in batch])
+            }
             self._hand_back([o for o in batch if id(o.taken.message) in failed])
             sent = [o for o in batch if id(o.taken.message) not in failed]
             for o in sent:
@@ -224,7 +221,7 @@ class Senders:
             self._report.count("send_failures", len(failed))
 
     def _hand_back(self, unsent: list[Outgoing]) -> None:
-        release(self._store, self._clock, [o.taken.message for o in unsent if o.taken.claimed])
+        release(self._engine, [o.taken.message for o in unsent if o.taken.claimed])
         for o in unsent:
             if not o.taken.claimed:
                 self._marks.hold(o.due)

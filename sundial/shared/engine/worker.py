@@ -24,9 +24,9 @@ from sundial.contract.bounds import MAX_EARLY_WAIT_SECONDS, SETTLE_HEADROOM_SECO
 from sundial.contract.vocabulary import RunStatus
 from sundial.shared import constants as c
 from sundial.shared import lifecycle, tracing
-from sundial.shared.clock import Clock
-from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine.alerts import RouteSender, send_alert, send_route
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.gate import HeldBack, LimitGate
 from sundial.shared.engine.heartbeat import Heartbeat
 from sundial.shared.engine.patience import Patience
@@ -34,7 +34,7 @@ from sundial.shared.engine.settle import settle
 from sundial.shared.errors import StaleDelivery
 from sundial.shared.lifecycle import Placement
 from sundial.shared.models import Job, Run, RunSummary
-from sundial.shared.store import JobStore, new_token, routes
+from sundial.shared.store import new_token, routes
 from sundial.shared.store.jobs import FENCED_FROM
 from sundial.shared.targets import Delivery, TargetTimedOut
 
@@ -104,9 +104,7 @@ class AttemptEnd:
 class Worker:
     def __init__(
         self,
-        store: JobStore,
-        dispatcher: Dispatcher,
-        clock: Clock,
+        engine: EngineContext,
         deliver: Deliver,
         worker_id: str,
         sleep: Callable[[float], None] = time.sleep,
@@ -116,25 +114,23 @@ class Worker:
     ) -> None:
         """`route` sends a job's owed route alerts (on_dead); without it they wait for a worker
         that has one."""
-        self._store = store
-        self._dispatcher = dispatcher
-        self._clock = clock
+        self._engine = engine
         self._deliver = deliver
         self._worker_id = worker_id
         self._sleep = sleep
         self._heartbeat_seconds = heartbeat_seconds
         self._history = history
         self._route = route
-        self._gate = LimitGate(store, dispatcher, clock)
+        self._gate = LimitGate(engine)
 
     def process(self, message: JobMessage, deadline_ms: int | None = None) -> AttemptResult:
         """Handles one delivery end to end; `deadline_ms` is when the invocation ends (and with it
         any call still running), None when nothing ends it: a call that outlives its limit is then
         waited for. Raises only for infrastructure errors (the message is then redelivered; the
         fence makes that safe)."""
-        early_ms = message.starts_after - self._clock.now_ms()
+        early_ms = message.starts_after - self._engine.clock.now_ms()
         if early_ms > MAX_EARLY_WAIT_MS:
-            if self._dispatcher.send([message]):
+            if self._engine.dispatcher.send([message]):
                 # Keep this copy: failing the delivery leaves it to SQS rather than to the lease.
                 raise DeferralFailed(f"could not send job '{message.job_id}' on with a delay")
             return AttemptResult(Outcome.DEFERRED, message.job_id)
@@ -172,14 +168,14 @@ class Worker:
         """Takes the job for this delivery, riding out throttles and AWS faults for a few seconds:
         a fence left to SQS's redelivery would start the job minutes late. Raises StaleDelivery, or
         HeldBack when the job's limit key holds it back."""
-        now_ms = self._clock.now_ms()
+        now_ms = self._engine.clock.now_ms()
         delivery_id = new_token()
-        patience = Patience(self._clock, self._sleep, now_ms + FENCE_PATIENCE_SECONDS * SECOND_MS)
+        patience = Patience(self._engine.clock, self._sleep, now_ms + FENCE_PATIENCE_SECONDS * SECOND_MS)
         if message.limit_key is not None:
             gated = partial(self._gate.fence, message, self._worker_id, delivery_id)
             return patience.call(gated, f"fencing job {message.job_id} on its limit key")
         fence = partial(
-            self._store.fence,
+            self._engine.store.fence,
             message.job_id,
             message.token,
             self._worker_id,
@@ -190,10 +186,12 @@ class Worker:
         return patience.call(fence, f"fencing job {message.job_id}")
 
     def _run(self, job: Job, token: str, deadline_ms: int | None) -> AttemptResult:
-        started = job.started_at or self._clock.now_ms()
+        started = job.started_at or self._engine.clock.now_ms()
         lateness = started - (job.due_at or started)
         limit = self._limit_seconds(job, deadline_ms)
-        with Heartbeat(self._store, job, token, self._clock, self._heartbeat_seconds) as heartbeat:
+        with Heartbeat(
+            self._engine.store, job, token, self._engine.clock, self._heartbeat_seconds
+        ) as heartbeat:
             end = self._attempt(job, self._delivery(job), limit, outlives=deadline_ms is not None)
         trace_id = tracing.of_attempt(job).trace_id
         lost = AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error, trace_id=trace_id)
@@ -225,7 +223,7 @@ class Worker:
         """The job's timeout, cut to what the invocation has left after settling's headroom."""
         if deadline_ms is None:
             return float(job.retry.timeout_seconds)
-        left = (deadline_ms - self._clock.now_ms()) / SECOND_MS - SETTLE_HEADROOM_SECONDS
+        left = (deadline_ms - self._engine.clock.now_ms()) / SECOND_MS - SETTLE_HEADROOM_SECONDS
         limit = max(1.0, min(float(job.retry.timeout_seconds), left))
         if limit < job.retry.timeout_seconds:
             # Only a fence that rode out faults, or a job stored before the API's limit, gets here.
@@ -245,7 +243,7 @@ class Worker:
             scheduled_at=scheduled,
             attempt=job.attempt,
             idempotency_key=tracing.occurrence_key(job),
-            payload=self._store.load_payload(job),
+            payload=self._engine.store.load_payload(job),
             traceparent=tracing.of_attempt(job).header,
         )
 
@@ -300,7 +298,7 @@ class Worker:
         is owed from the settle on, and sent after it. Both writes ride out throttles and AWS faults
         until the invocation (ending at `deadline_ms`) must stop. Raises StaleDelivery when the
         token is no longer ours; `not_before` holds a retry back while the call may still run."""
-        now_ms = self._clock.now_ms()
+        now_ms = self._engine.clock.now_ms()
         patience = self._patience(now_ms, deadline_ms)
 
         def record(placement: Placement) -> RunSummary:
@@ -308,15 +306,15 @@ class Worker:
 
         if end.error is None:
             decide = lambda current: lifecycle.after_success(current, now_ms, started)  # noqa: E731
-            write = self._store.complete
+            write = self._engine.store.complete
         else:
             decide = lambda current: lifecycle.after_failure(current, now_ms, started, None, not_before)  # noqa: E731
-            write = self._store.fail
-        settled, placement, run = settle(
-            write, job, token, decide, record, self._store, self._dispatcher, self._clock, patience
-        )
+            write = self._engine.store.fail
+        settled, placement, run = settle(write, job, token, decide, record, self._engine, patience)
         if lifecycle.kept_in_history(self._history, run):
-            patience.call(partial(self._store.put_run, Run.of(job.id, run)), f"history of job {job.id}")
+            patience.call(
+                partial(self._engine.store.put_run, Run.of(job.id, run)), f"history of job {job.id}"
+            )
         missed = lifecycle.missed_count(placement.skipped)
         if placement.alert:
             self._alert(job, run)
@@ -330,11 +328,11 @@ class Worker:
         if deadline_ms is not None:
             spare_ms = (SETTLE_HEADROOM_SECONDS - SETTLE_PATIENCE_SECONDS) * SECOND_MS
             until_ms = min(until_ms, deadline_ms - spare_ms)
-        return Patience(self._clock, self._sleep, until_ms)
+        return Patience(self._engine.clock, self._sleep, until_ms)
 
     def _alert(self, job: Job, run: RunSummary) -> None:
         try:
-            send_alert(self._store, self._dispatcher, job.id, run)
+            send_alert(self._engine.store, self._engine.dispatcher, job.id, run)
         except (ClientError, BotoCoreError):
             logger.warning("dead job %s: its alert stays owed for the tick", job.id, exc_info=True)
 
@@ -344,7 +342,7 @@ class Worker:
         if self._route is None:
             return False
         try:
-            return send_route(self._store, self._route, job_id, sort_key)
+            return send_route(self._engine.store, self._route, job_id, sort_key)
         except Exception:  # a route's failure, or AWS's: the alert stays owed either way
             logger.warning("job %s: its route alert stays owed for the tick", job_id, exc_info=True)
             return False

@@ -29,6 +29,7 @@ from sundial.shared import constants as c
 from sundial.shared import lifecycle
 from sundial.shared.clock import Clock, format_rfc3339, to_epoch_ms
 from sundial.shared.dispatch import Dispatcher, JobMessage
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.settle import send
 from sundial.shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
 from sundial.shared.lifecycle import Placement, backfill
@@ -137,7 +138,7 @@ class JobService:
         if stored.status is JobStatus.QUEUED:
             # A replay sends again too: its first answer may have been lost before its send, and the
             # fence drops a duplicate.
-            send(self._store, self._dispatcher, self._clock, [JobMessage.for_job(stored)])
+            send(EngineContext(self._store, self._dispatcher, self._clock), [JobMessage.for_job(stored)])
         return self._view(stored), created
 
     def get(self, job_id: str) -> JobView:
@@ -335,7 +336,7 @@ class JobService:
                 job = exc.current
                 continue
             if written.status is JobStatus.QUEUED and written.token != job.token:
-                send(self._store, self._dispatcher, self._clock, [JobMessage.for_job(written)])
+                send(EngineContext(self._store, self._dispatcher, self._clock), [JobMessage.for_job(written)])
             effects = effects_of(action, job, written, self._clock.now_ms())
             return job_view(written, self._store.load_payload(written), effects)
         raise Conflict(f"job '{job_id}' kept changing while being updated; try again")
