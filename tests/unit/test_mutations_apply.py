@@ -14,37 +14,30 @@ from tests.mutants.mutations import MODEL_MUTATIONS, MUTATIONS, Edit, Mutation, 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda mutation: mutation.name)
-def test_mutation_applies_and_compiles(mutation: Mutation, tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "sundial" / "shared", tmp_path / "sundial" / "shared")
+def _applies_and_compiles(mutation: Mutation, tmp_path: Path, tree: str) -> None:
+    shutil.copytree(ROOT / tree, tmp_path / tree)
 
     mutation.apply(tmp_path)
 
     changed = [
         path
-        for path in sorted((tmp_path / "sundial" / "shared").rglob("*.py"))
+        for path in sorted((tmp_path / tree).rglob("*.py"))
         if path.read_text() != (ROOT / path.relative_to(tmp_path)).read_text()
     ]
     assert {str(path.relative_to(tmp_path)) for path in changed} == {edit.path for edit in mutation.edits}
     for path in changed:
         compile(path.read_text(), str(path), "exec")
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda mutation: mutation.name)
+def test_mutation_applies_and_compiles(mutation: Mutation, tmp_path: Path) -> None:
+    _applies_and_compiles(mutation, tmp_path, "sundial/shared")
 
 
 @pytest.mark.parametrize("mutation", MODEL_MUTATIONS, ids=lambda mutation: mutation.name)
 def test_model_mutation_applies_and_compiles(mutation: Mutation, tmp_path: Path) -> None:
     """The scale model's mutations (`make mutants MUTANTS_ARGS=--model-mutations`), on bench/scale."""
-    shutil.copytree(ROOT / "bench" / "scale", tmp_path / "bench" / "scale")
-
-    mutation.apply(tmp_path)
-
-    changed = [
-        path
-        for path in sorted((tmp_path / "bench" / "scale").rglob("*.py"))
-        if path.read_text() != (ROOT / path.relative_to(tmp_path)).read_text()
-    ]
-    assert {str(path.relative_to(tmp_path)) for path in changed} == {edit.path for edit in mutation.edits}
-    for path in changed:
-        compile(path.read_text(), str(path), "exec")
+    _applies_and_compiles(mutation, tmp_path, "bench/scale")
 
 
 def test_an_edit_whose_anchor_is_gone_says_so(tmp_path: Path) -> None:
