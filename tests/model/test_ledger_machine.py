@@ -190,3 +190,23 @@ def test_a_cancel_behind_an_unstarted_triggered_run_keeps_where_the_series_stood
         check(machine)
     finally:
         machine.teardown()
+
+
+@pytest.mark.xfail(strict=True, reason="open engine bug: a run_at moved behind a waiting retry")
+def test_a_run_at_moved_while_a_retry_waits_runs_at_its_new_instant(
+    model_env: Env,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rate job's first attempt fails and its retry waits its backoff; a PATCH moves run_at to
+    now. The retry then runs as the occurrence it was and the job ends on it, so the instant the
+    PATCH asked for shows ran though nothing ran at it. Found by the search (KNOWN_BUGS)."""
+    monkeypatch.setattr(engine_machine, "STRICT", True)  # a known bug fails here, as it is pinned
+    machine = EngineMachine(model_env)
+    try:
+        machine.create("A", "rate(1 minute)", "flaky", 1, (5,), "high", "run_once", "skip")
+        machine.work("A")
+        machine.patch("A", "run_at now")
+        machine.work("A", "newest")
+        check(machine)
+    finally:
+        machine.teardown()
