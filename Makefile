@@ -102,6 +102,7 @@ bench: $(STAMP)
 # Sundial's own engine on a model of AWS on a virtual clock (bench/scale): the issue's goal
 # scenarios, each figure printed beside its goal. A benchmark, not a test; niced.
 scale: $(STAMP)
+	nice -n 10 $(BIN)/python -m bench.scale.cpu --check
 	nice -n 10 $(BIN)/python -m bench.scale.goals $(SCALE_ARGS)
 
 # Measures what each kind of the engine's stretches of code costs on this machine, into the table
