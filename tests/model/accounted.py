@@ -83,15 +83,9 @@ def ledger_of(job: Job, snap: Snapshot, now: int) -> Ledger:
     return Ledger(low, high, instants, tuple(occurrences(job, instants, low, high, records, now)))
 
 
-def _run_at_behind_retry(job: Job, instant: int, ran: Ran) -> bool:
+def _run_at_behind_retry(job: Job, instant: int) -> bool:
     last = job.last_run
-    return (
-        job.run_at == instant
-        and last is not None
-        and last.scheduled_at != instant
-        and last.attempt > 1
-        and bool(ran.attempts.get((last.scheduled_at, False)))
-    )
+    return job.run_at == instant and last is not None and last.scheduled_at != instant and last.attempt > 1
 
 
 def key_of(job: Job) -> Key:
@@ -113,7 +107,7 @@ def unaccounted(
             only += (
                 f" ({CANCELLED_BEHIND_TRIGGER})" if _cancelled_behind_trigger(job, ran, triggered_at) else ""
             )
-            only += f" ({RUN_AT_BEHIND_RETRY})" if _run_at_behind_retry(job, instant, ran) else ""
+            only += f" ({RUN_AT_BEHIND_RETRY})" if _run_at_behind_retry(job, instant) else ""
             found.append(
                 f"{short(job.id)}: the ledger shows {_what(instant, extra)} {row.state.value} "
                 f"({_row(row)}), but no worker ever started it{only}"
@@ -183,7 +177,8 @@ def _shape(job: Job, ledger: Ledger, now: int) -> list[str]:
         if row.state in SHOWN_RUN and row.reason is not None:
             found.append(f"{what} is {row.state.value} for {row.reason}")
         if row.state is OccurrenceState.RAN and row.scheduled_at > now:
-            found.append(f"{what} ran, yet is {row.scheduled_at - now} ms ahead")
+            behind = f" ({RUN_AT_BEHIND_RETRY})" if _run_at_behind_retry(job, row.scheduled_at) else ""
+            found.append(f"{what} ran, yet is {row.scheduled_at - now} ms ahead{behind}")
     current = (job.scheduled_at, lifecycle.is_triggered_run(job))
     if running and (
         len(running) > 1
