@@ -96,7 +96,8 @@ class Job(BaseModel):
     lease_until: int | None = None
     started_at: int | None = None  # the running attempt's start
     worker: str | None = None  # who runs it
-    deferred_at: int | None = None  # the schedule resumes here after the triggered extra run
+    # The job resumes here after the triggered extra run, or after the retry a new run_at waits behind.
+    deferred_at: int | None = None
     last_run: RunSummary | None = None
     idempotency_key: str | None = None
     # the W3C traceparent of the call that last scheduled it: each attempt's delivery carries its trace

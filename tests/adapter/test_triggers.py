@@ -211,6 +211,63 @@ def test_failed_job_in_its_backoff_patched_to_no_retries_keeps_the_scheduled_ret
     assert engine.targets.count(job_id) == 2 and job.status is JobStatus.DEAD  # no retry after it
 
 
+def test_recurring_job_in_its_backoff_patched_to_a_run_at_runs_the_retry_then_the_new_instant(
+    engine: Engine,
+) -> None:
+    """The new run_at makes the job a one-off; the retry already scheduled still runs, as the
+    occurrence it was, and the new instant waits behind it as a deferred run (the job used to end on
+    the retry, and the new instant never ran)."""
+    job_id = create(engine, schedule="rate(1 minute)", max_retries=1, backoff=[30])
+    engine.targets.failures[job_id] = 1
+    engine.clock.advance(60)
+    run_due(engine)
+    first = engine.store.get(job_id)
+    assert first.attempt == 1 and first.due_at is not None and first.scheduled_at is not None
+    moved_to = engine.clock.now_ms() + 10 * MINUTE
+
+    view = patch(engine, job_id, run_at=format_rfc3339(moved_to))
+
+    said = [(effect.subject, effect.fate, effect.at) for effect in view.effects]
+    assert ("retry", "kept", format_rfc3339(first.due_at)) in said
+    assert ("deferred_run", "moved", format_rfc3339(moved_to)) in said
+    engine.clock.set(first.due_at)
+    run_due(engine)
+    assert scheduled(engine, job_id) == [format_rfc3339(first.scheduled_at)] * 2  # the retry, as it was
+    job = engine.store.get(job_id)
+    assert job.status is JobStatus.PENDING and job.scheduled_at == moved_to and job.deferred_at is None
+    engine.clock.set(moved_to)
+    run_due(engine)
+    assert scheduled(engine, job_id)[-1] == format_rfc3339(moved_to)
+    assert engine.store.get(job_id).status is JobStatus.SUCCEEDED
+
+
+@pytest.mark.parametrize("retrying", [False, True])
+def test_paused_recurring_job_patched_to_a_run_at_is_refused_and_changes_nothing(
+    engine: Engine, retrying: bool
+) -> None:
+    """A one-off cannot be paused nor resumed: taken in, the change would leave the job paused for
+    good, its run_at never run. Refused, naming run_at and the way out; the job resumes as it was."""
+    job_id = create(engine, schedule="rate(1 minute)", max_retries=1, backoff=[30])
+    if retrying:
+        engine.targets.failures[job_id] = 1
+        engine.clock.advance(60)
+        run_due(engine)
+    engine.service.pause(job_id)
+    before = engine.store.get(job_id)
+
+    with pytest.raises(Conflict, match="is paused, and a one-off cannot be: resume it") as refused:
+        patch(engine, job_id, run_at=format_rfc3339(engine.clock.now_ms() + 10 * MINUTE))
+
+    assert refused.value.field == "run_at"
+    assert engine.store.get(job_id) == before
+    engine.service.resume(job_id)
+    engine.clock.advance(60)
+    run_due(engine)
+    # The next instant runs; a retry the pause held ran at the resume, before it.
+    assert engine.targets.count(job_id) == (3 if retrying else 1)
+    assert engine.store.get(job_id).is_recurring
+
+
 def test_failed_job_in_its_backoff_triggered_runs_its_retry_now_and_says_so(engine: Engine) -> None:
     job_id = create(engine, max_retries=2, backoff=[600])
     engine.targets.failures[job_id] = 1

@@ -39,9 +39,6 @@ OFF_SCHEDULE = "as a backfilled run, off the job's schedule now,"
 TRIGGERED_ONLY = "it ran as a triggered run only"
 # A job cancelled while its current occurrence was a triggered run that had not started.
 CANCELLED_BEHIND_TRIGGER = "the job was cancelled while an unstarted triggered run was its current occurrence"
-# A one-off whose run_at a PATCH moved while a retry of the occurrence before it waited: the retry ran,
-# as the occurrence it was, and the job finished on it.
-RUN_AT_BEHIND_RETRY = "its run_at was moved while a retry of another instant waited, and that retry ran"
 
 Key = tuple[int, bool]  # an occurrence: its instant, and whether it is a triggered run
 
@@ -83,11 +80,6 @@ def ledger_of(job: Job, snap: Snapshot, now: int) -> Ledger:
     return Ledger(low, high, instants, tuple(occurrences(job, instants, low, high, records, now)))
 
 
-def _run_at_behind_retry(job: Job, instant: int) -> bool:
-    last = job.last_run
-    return job.run_at == instant and last is not None and last.scheduled_at != instant and last.attempt > 1
-
-
 def key_of(job: Job) -> Key:
     """The occurrence a job as fenced runs."""
     return job.scheduled_at or 0, lifecycle.is_triggered_run(job)
@@ -107,7 +99,6 @@ def unaccounted(
             only += (
                 f" ({CANCELLED_BEHIND_TRIGGER})" if _cancelled_behind_trigger(job, ran, triggered_at) else ""
             )
-            only += f" ({RUN_AT_BEHIND_RETRY})" if _run_at_behind_retry(job, instant) else ""
             found.append(
                 f"{short(job.id)}: the ledger shows {_what(instant, extra)} {row.state.value} "
                 f"({_row(row)}), but no worker ever started it{only}"
@@ -177,8 +168,7 @@ def _shape(job: Job, ledger: Ledger, now: int) -> list[str]:
         if row.state in SHOWN_RUN and row.reason is not None:
             found.append(f"{what} is {row.state.value} for {row.reason}")
         if row.state is OccurrenceState.RAN and row.scheduled_at > now:
-            behind = f" ({RUN_AT_BEHIND_RETRY})" if _run_at_behind_retry(job, row.scheduled_at) else ""
-            found.append(f"{what} ran, yet is {row.scheduled_at - now} ms ahead{behind}")
+            found.append(f"{what} ran, yet is {row.scheduled_at - now} ms ahead")
     current = (job.scheduled_at, lifecycle.is_triggered_run(job))
     if running and (
         len(running) > 1

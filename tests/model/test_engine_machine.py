@@ -57,7 +57,7 @@ from sundial.shared.models import Job
 from sundial.shared.service.limits import LimitService
 from sundial.shared.service.service import JobService
 from sundial.shared.store import DueRow, JobStore
-from tests.model import accounted, checks
+from tests.model import checks
 from tests.model.backfill_rules import BackfillSteps
 from tests.model.boundary import (
     CLIENT_CONFIG,
@@ -107,11 +107,7 @@ REFUSALS = (Conflict, InvalidInput, JobNotFound)
 DUE_AT_THE_CLAIM = "the latest instant falls due at the claim's very millisecond"
 # Open engine bugs the machine found: a text of the violation → the strict xfail test that pins it.
 # The machine notes them and explores on (SUNDIAL_MODEL_STRICT=1 fails on them too).
-KNOWN_BUGS: dict[str, str] = {
-    accounted.RUN_AT_BEHIND_RETRY: (
-        "tests/model/test_ledger_machine.py::test_a_run_at_moved_while_a_retry_waits_runs_at_its_new_instant"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 STRICT = os.environ.get("SUNDIAL_MODEL_STRICT") == "1"
 # Faults a step may meet on its actor's AWS calls, from its first call on: throttles (the SDK retries
 # two), transaction conflicts (the store repeats four), writes applied with their answer lost (the

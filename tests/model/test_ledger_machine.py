@@ -1,6 +1,7 @@
 """Sequences of the model's steps that pass instants over, driven by hand: the occurrence ledger checked
 after each step as the search checks it (tests/model/ledger_rules.py), and the API's reader against it
-at the end. The strict xfails pin open engine bugs the search found (KNOWN_BUGS)."""
+at the end. Some pin engine bugs the search found, fixed since; a bug still open is pinned by a strict
+xfail and listed in KNOWN_BUGS."""
 
 from __future__ import annotations
 
@@ -192,23 +193,28 @@ def test_a_cancel_behind_an_unstarted_triggered_run_keeps_where_the_series_stood
         machine.teardown()
 
 
-@pytest.mark.xfail(strict=True, reason="open engine bug: a run_at moved behind a waiting retry")
 @pytest.mark.parametrize("moved_to", ["now", "in 2 min"])
-def test_a_run_at_moved_while_a_retry_waits_runs_at_its_new_instant(
+def test_a_run_at_moved_while_a_retry_waits_runs_after_that_retry_at_its_new_instant(
     model_env: Env,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
+    strict: None,
     moved_to: str,
 ) -> None:
-    """A rate job's first attempt fails and its retry waits its backoff; a PATCH moves run_at to
-    now. The retry then runs as the occurrence it was and the job ends on it, so the instant the
-    PATCH asked for shows ran though nothing ran at it. Found by the search (KNOWN_BUGS)."""
-    monkeypatch.setattr(engine_machine, "STRICT", True)  # a known bug fails here, as it is pinned
+    """A rate job's first attempt fails and its retry waits its backoff; a PATCH moves run_at (the job
+    becomes a one-off). The retry runs as the occurrence it was; the new run_at then waits behind it
+    as a deferred run and runs at its instant. The job used to end on the retry, and the ledger showed
+    the new instant ran though nothing ran at it."""
     machine = EngineMachine(model_env)
     try:
         machine.create("A", "rate(1 minute)", "flaky", 1, (5,), "high", "run_once", "skip")
         machine.work("A")
         machine.patch("A", f"run_at {moved_to}")
+        job = machine.checker.get(machine.labels["A"])
+        assert job.deferred_at == job.run_at and job.attempt == 1, job
         machine.work("A", "newest")
         check(machine)
+        run_out(machine, 3)
+        job = machine.checker.get(machine.labels["A"])
+        assert job.last_run is not None and job.last_run.scheduled_at == job.run_at, job
+        assert job.deferred_at is None and job.status.value in ("succeeded", "dead"), job
     finally:
         machine.teardown()

@@ -165,11 +165,13 @@ def on_retry(job: Job, now_ms: int) -> Placement:
     )
 
 
-def timing_change_refusal(job: Job) -> str | None:
-    """Why a change of schedule or run time cannot apply to this job now, or None when it can.
+def timing_change_refusal(job: Job, changed: Job) -> str | None:
+    """Why a change of schedule or run time cannot apply to this job now (making it `changed`), or
+    None when it can.
 
     A change takes effect from the next occurrence: a finished one-off or a cancelled job has none,
-    and a one-off retrying its only occurrence keeps it."""
+    and a one-off retrying its only occurrence keeps it. A paused job may not become a one-off: only
+    a recurring job resumes, so it would stay paused, and never run, for good."""
     if job.status is JobStatus.CANCELLED:
         return f"job '{job.id}' is cancelled; create a new job instead"
     if job.status is JobStatus.DEAD:
@@ -180,6 +182,11 @@ def timing_change_refusal(job: Job) -> str | None:
         return f"job '{job.id}' is retrying its run; change its timing after the retries end, or cancel it"
     if job.extra_run and job.deferred_at is None:
         return f"job '{job.id}' has finished and runs a triggered run now; create a new job to run it again"
+    if job.paused and not changed.is_recurring:
+        return (
+            f"job '{job.id}' is paused, and a one-off cannot be: resume it (POST /jobs/{job.id}/resume), "
+            "then set run_at"
+        )
     return None
 
 
@@ -187,6 +194,14 @@ def replaces_occurrence(job: Job) -> bool:
     """True when new timing moves the current occurrence: it has not run an attempt yet, and it is
     not a triggered run (new timing moves where the schedule resumes after that instead)."""
     return job.status in (JobStatus.PENDING, JobStatus.QUEUED) and job.attempt == 0 and not job.extra_run
+
+
+def resumes_behind_retry(job: Job, changed: Job) -> bool:
+    """True when a change of timing makes a job whose own occurrence retries a one-off: the retry runs
+    as the occurrence it is, and the new run_at waits behind it as a deferred run, as behind a
+    triggered run. A change to another schedule needs none: the settle finds the next occurrence from
+    the schedule the job has then, but a one-off has no series to find its instant in."""
+    return job.attempt > 0 and not job.extra_run and job.is_recurring and not changed.is_recurring
 
 
 def _waiting_status(job: Job) -> JobStatus:

@@ -84,6 +84,16 @@ def _on_retry(action: Action, before: Job, after: Job, now_ms: int) -> list[Effe
 
 def _on_deferred(action: Action, before: Job, after: Job) -> list[Effect]:
     if before.deferred_at is None:
+        if action == "update" and after.deferred_at is not None:
+            # A new run_at on a job whose own occurrence retries (lifecycle.resumes_behind_retry).
+            return [
+                Effect(
+                    subject="deferred_run",
+                    fate="moved",
+                    at=_at(after.deferred_at),
+                    message="the new run_at runs once the retry already scheduled has ended",
+                )
+            ]
         return []
     if after.status is JobStatus.CANCELLED or after.cancel_requested:
         return [Effect(subject="deferred_run", fate="dropped", message="a cancel drops it")]

@@ -202,7 +202,7 @@ class JobService:
             if not any(name in patch.model_fields_set for name in TIMING_FIELDS):
                 moved = self._rewindowed(job, updated) if "window_seconds" in changes else None
                 return self._write(moved, lambda p, t: self._store.update(updated, changes, p, t)), moved
-            refusal = lifecycle.timing_change_refusal(job)
+            refusal = lifecycle.timing_change_refusal(job, updated)
             if refusal is not None:
                 raise Conflict(refusal, field=next(n for n in TIMING_FIELDS if n in patch.model_fields_set))
             # New timing starts a new series from now, read once: its first occurrence counts from the
@@ -211,8 +211,9 @@ class JobService:
             changes["schedule_since"] = now_ms
             updated = job.model_copy(update=changes)
             placement = self._replacement(updated, now_ms) if lifecycle.replaces_occurrence(job) else None
-            if job.deferred_at is not None:
-                # A triggered run is current: it still runs, and the schedule resumes where the change says.
+            if job.deferred_at is not None or lifecycle.resumes_behind_retry(job, updated):
+                # A triggered run, or a retry, is current: it still runs, and the job resumes where the
+                # change says.
                 changes["deferred_at"] = self._replacement(updated, now_ms).scheduled_at
                 updated = job.model_copy(update=changes)
             _refuse_moving_onto_a_run(
