@@ -65,7 +65,7 @@ GOAL_ONE_OFF_PER_MILLION = 5.00
 GOAL_BATCH_ONE_OFF_PER_MILLION = 3.00
 # DynamoDB write requests a recurring execution sends (failure history): a new write shows here.
 GOAL_WRITE_REQUESTS = 3.0
-TARGET_UTILIZATION = 0.70  # infra/settings.py's default for provisioned auto scaling
+TARGET_UTILIZATION = 0.70  # infra/capacity_settings.py's default for provisioned auto scaling
 # The comparison: EventBridge Scheduler invoking a Lambda target that writes one history item.
 TARGET_MEMORY_GB = 0.125
 TARGET_SECONDS = 0.02
@@ -788,7 +788,7 @@ def measure(aws: Aws) -> tuple[list[Row], dict[str, Any]]:
         "batches": "messages of one queue visible in the same second share an invocation (up to 10)",
         "provisioned_target_utilization": TARGET_UTILIZATION,
         "provisioned": "capacity held at the steady load over the target utilisation; the idle "
-        "minimum (infra/settings.py) is not counted at the peak",
+        "minimum (infra/capacity_settings.py) is not counted at the peak",
         "empty_tick": {"read_units": fixed.bill.read_units, "calls": fixed.calls},
         "transaction_index_writes": "counted twice, like the items (an upper bound)",
         "eventbridge_comparison": f"$1.00 per million invocations, a {TARGET_MEMORY_GB * 1000:.0f} MB "

@@ -10,6 +10,14 @@ from typing import Any
 
 from constructs import Node
 
+from infra.capacity_settings import (
+    Capacity,
+    Pollers,
+    WarmThroughput,
+    capacity_from_context,
+    pollers_from_context,
+    warm_throughput_from_context,
+)
 from infra.handlers import HANDLERS_KEY, checked_modules
 from sundial.contract.vocabulary import Priority
 from sundial.shared.constants import (
@@ -38,16 +46,8 @@ LATENESS_P99_KEY = PREFIX + "startLatenessP99ThresholdMs"
 API_RATE_LIMIT_KEY = PREFIX + "apiRateLimit"
 API_BURST_LIMIT_KEY = PREFIX + "apiBurstLimit"
 DELETION_PROTECTION_KEY = PREFIX + "tableDeletionProtection"
-PROVISIONED_POLLERS_HIGH_KEY = PREFIX + "provisionedPollersHigh"
-PROVISIONED_POLLERS_KEYS: Mapping[Priority, str] = {
-    Priority.HIGH: PROVISIONED_POLLERS_HIGH_KEY,
-    Priority.MEDIUM: PREFIX + "provisionedPollersMedium",
-    Priority.LOW: PREFIX + "provisionedPollersLow",
-}
 PRECISION_KEY = PREFIX + "precision"
 HISTORY_KEY = PREFIX + "history"
-BILLING_MODE_KEY = PREFIX + "billingMode"
-CAPACITY_KEY = PREFIX + "provisionedCapacity"
 DUE_SHARDS_KEY = PREFIX + "dueShards"
 DUE_SHARDS_BEFORE_KEY = PREFIX + "dueShardsBefore"
 LIST_INDEXES_KEY = PREFIX + "listIndexes"
@@ -57,7 +57,6 @@ LIMIT_WAIT_ALARM_KEY = PREFIX + "limitWaitAlarmSeconds"
 RETENTION_DAYS_KEY = PREFIX + "retentionDays"
 MISSED_ALARM_KEY = PREFIX + "missedOccurrencesAlarm"
 DASHBOARD_KEY = PREFIX + "dashboard"
-WARM_THROUGHPUT_KEY = PREFIX + "warmThroughput"
 
 BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
@@ -69,9 +68,8 @@ DEFAULT_DEAD_IN_A_ROW = 3
 # riding out a burst.
 DEFAULT_LIMIT_WAIT_ALARM_SECONDS = 300
 
-# Lambda's bounds for an SQS event source's MaximumConcurrency, and for its provisioned pollers.
+# Lambda's bounds for an SQS event source's MaximumConcurrency.
 _ESM_CONCURRENCY = range(2, 1001)
-_SQS_MINIMUM_POLLERS, _SQS_MAXIMUM_POLLERS = range(2, 201), range(2, 2001)
 # A stage becomes part of the stack's name, and through it of every generated resource name.
 _STAGE = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,39}")
 _KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
@@ -81,42 +79,6 @@ _SECRET_ARN = re.compile(
     r"|arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter/[A-Za-z0-9_./-]+"
 )
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
-ON_DEMAND, PROVISIONED = "on-demand", "provisioned"
-# DynamoDB's warm throughput: a new table or index already serves 4,000 write and 12,000 read units a
-# second, and a table's on-demand throughput stops at the per-table quota, 40,000 each by default.
-_WARM_WRITE, _WARM_READ = range(4000, 40001), range(12000, 40001)
-# Application Auto Scaling's bounds for a DynamoDB target utilisation.
-_TARGET_UTILIZATION = range(20, 91)
-
-
-@dataclass(frozen=True)
-class Capacity:
-    """Provisioned mode: each of the table and its two indexes scales its reads and its writes
-    between these bounds, towards the target utilisation. The defaults carry a steady 10,000
-    executions a minute (about 170 a second at 4 to 5 write units each; docs/operations.md) and
-    cost about $15 a month when idle."""
-
-    read_min: int = 5
-    read_max: int = 1000
-    write_min: int = 5
-    write_max: int = 2000
-    target_utilization: int = 70
-
-
-@dataclass(frozen=True)
-class WarmThroughput:
-    """Units a second the table and each of its indexes serve at once, from the first request."""
-
-    write: int
-    read: int
-
-
-@dataclass(frozen=True)
-class Pollers:
-    """Provisioned mode for an SQS event source: pollers kept warm, and the most it may scale to."""
-
-    minimum: int
-    maximum: int
 
 
 @dataclass(frozen=True)
@@ -195,10 +157,10 @@ class Settings:
             api_rate_limit=_integer(node, API_RATE_LIMIT_KEY, DEFAULT_API_RATE_LIMIT, minimum=1),
             api_burst_limit=_integer(node, API_BURST_LIMIT_KEY, DEFAULT_API_BURST_LIMIT, minimum=1),
             table_deletion_protection=_boolean(node, DELETION_PROTECTION_KEY, default=False),
-            provisioned_pollers=_pollers(node),
+            provisioned_pollers=pollers_from_context(node),
             precision=Precision(_choice(node, PRECISION_KEY, [p.value for p in Precision], "second")),
             history=History(_choice(node, HISTORY_KEY, [h.value for h in History], "all")),
-            provisioned_capacity=_capacity(node),
+            provisioned_capacity=capacity_from_context(node),
             due_shards=_shards(node, DUE_SHARDS_KEY),
             due_shards_before=_shards(node, DUE_SHARDS_BEFORE_KEY),
             list_indexes=_list_indexes(node),
@@ -211,7 +173,7 @@ class Settings:
             missed_occurrences_alarm=_integer(node, MISSED_ALARM_KEY, 1, minimum=1),
             handlers=checked_modules(_string_list(node, HANDLERS_KEY)),
             dashboard=_boolean(node, DASHBOARD_KEY, default=True),
-            warm_throughput=_warm_throughput(node),
+            warm_throughput=warm_throughput_from_context(node),
         )
 
 
@@ -336,61 +298,6 @@ def _secret_arns(node: Node) -> tuple[str, ...]:
     return arns
 
 
-def _pollers(node: Node) -> dict[Priority, Pollers]:
-    """`sundial:provisionedPollersHigh` (and `...Medium`, `...Low`): "MIN,MAX" or {"minimum": MIN,
-    "maximum": MAX}, provisioned mode for that queue's event source."""
-    chosen = {priority: _queue_pollers(node, key) for priority, key in PROVISIONED_POLLERS_KEYS.items()}
-    return {priority: pollers for priority, pollers in chosen.items() if pollers is not None}
-
-
-def _queue_pollers(node: Node, key: str) -> Pollers | None:
-    raw: Any = node.try_get_context(key)
-    if raw is None or raw == "":
-        return None
-    if isinstance(raw, str):
-        raw = json.loads(raw) if raw.lstrip().startswith("{") else raw.split(",")
-    pair: Any = [raw.get("minimum"), raw.get("maximum")] if isinstance(raw, dict) else raw
-    try:
-        minimum, maximum = (int(value) for value in pair)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f'context {key}={raw!r}: must be \'MIN,MAX\' or {{"minimum": MIN, "maximum": MAX}}'
-        ) from None
-    if minimum not in _SQS_MINIMUM_POLLERS or maximum not in _SQS_MAXIMUM_POLLERS or minimum > maximum:
-        raise ValueError(
-            f"context {key}={raw!r}: need a minimum of 2-200 and a maximum "
-            "of 2-2000, not below the minimum (SQS provisioned pollers)"
-        )
-    return Pollers(minimum, maximum)
-
-
-def _warm_throughput(node: Node) -> WarmThroughput | None:
-    """`sundial:warmThroughput`: "WRITE" or "WRITE,READ" units a second, or {"write": W, "read": R}."""
-    raw: Any = node.try_get_context(WARM_THROUGHPUT_KEY)
-    if raw is None or raw == "":
-        return None
-    if isinstance(raw, str):
-        raw = json.loads(raw) if raw.lstrip().startswith("{") else raw.split(",")
-    elif isinstance(raw, int):
-        raw = [raw]
-    values: Any = [raw.get("write"), raw.get("read", _WARM_READ.start)] if isinstance(raw, dict) else raw
-    try:
-        write, read = (int(value) for value in [*values, _WARM_READ.start][:2])
-    except (TypeError, ValueError):
-        raise ValueError(
-            f'context {WARM_THROUGHPUT_KEY}={raw!r}: must be "WRITE", "WRITE,READ" or '
-            '{"write": WRITE, "read": READ} (units a second)'
-        ) from None
-    if write not in _WARM_WRITE or read not in _WARM_READ:
-        raise ValueError(
-            f"context {WARM_THROUGHPUT_KEY}={raw!r}: need 4,000-40,000 write and 12,000-40,000 read units "
-            "a second (less is what DynamoDB serves already; more is past the per-table quota of 40,000, "
-            "which a Service Quotas increase raises: then raise the warm throughput with "
-            "`aws dynamodb update-table --warm-throughput`)"
-        )
-    return WarmThroughput(write=write, read=read)
-
-
 def _choice(node: Node, key: str, allowed: list[str], default: str) -> str:
     value = _optional_string(node, key)
     if value is None:
@@ -398,37 +305,3 @@ def _choice(node: Node, key: str, allowed: list[str], default: str) -> str:
     if value not in allowed:
         raise ValueError(f"context {key}={value!r}: must be one of {', '.join(allowed)}")
     return value
-
-
-def _capacity(node: Node) -> Capacity | None:
-    """`sundial:billingMode` provisioned, with `sundial:provisionedCapacity` (a JSON object of any of
-    readMin, readMax, writeMin, writeMax, targetUtilization) overriding the defaults."""
-    if _choice(node, BILLING_MODE_KEY, [ON_DEMAND, PROVISIONED], ON_DEMAND) == ON_DEMAND:
-        if node.try_get_context(CAPACITY_KEY) not in (None, ""):
-            raise ValueError(f"context {CAPACITY_KEY} needs {BILLING_MODE_KEY}={PROVISIONED}")
-        return None
-    raw: Any = node.try_get_context(CAPACITY_KEY)
-    if raw is None or raw == "":
-        raw = {}
-    if isinstance(raw, str):
-        raw = json.loads(raw)
-    names = {
-        "readMin": "read_min",
-        "readMax": "read_max",
-        "writeMin": "write_min",
-        "writeMax": "write_max",
-        "targetUtilization": "target_utilization",
-    }
-    if not isinstance(raw, dict) or not set(raw) <= set(names):
-        raise ValueError(
-            f"context {CAPACITY_KEY}={raw!r}: must be an object with keys among {', '.join(names)}"
-        )
-    try:
-        capacity = Capacity(**{names[k]: int(v) for k, v in raw.items()})
-    except (TypeError, ValueError):
-        raise ValueError(f"context {CAPACITY_KEY}={raw!r}: every value must be an integer") from None
-    if not 1 <= capacity.read_min <= capacity.read_max or not 1 <= capacity.write_min <= capacity.write_max:
-        raise ValueError(f"context {CAPACITY_KEY}={raw!r}: need 1 <= min <= max for reads and writes")
-    if capacity.target_utilization not in _TARGET_UTILIZATION:
-        raise ValueError(f"context {CAPACITY_KEY}={raw!r}: targetUtilization must be 20-90 (percent)")
-    return capacity

@@ -10,7 +10,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from infra.settings import Capacity, WarmThroughput
+from infra.capacity_settings import Capacity, WarmThroughput
 from sundial.shared import constants as c
 
 

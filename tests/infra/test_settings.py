@@ -44,7 +44,7 @@ def test_an_upgrade_reads_only_the_indexes_declared_once_the_backfill_is_done() 
 
 
 def test_provisioned_capacity_defaults_and_overrides() -> None:
-    from infra.settings import Capacity
+    from infra.capacity_settings import Capacity
 
     assert _settings({"sundial:billingMode": "provisioned"}).provisioned_capacity == Capacity()
     chosen = _settings(
@@ -69,7 +69,7 @@ def test_the_stage_names_the_stack(context: dict[str, Any], name: str) -> None:
     [("2,20", (2, 20)), ({"minimum": 3, "maximum": 30}, (3, 30)), ('{"minimum": 2, "maximum": 2}', (2, 2))],
 )
 def test_provisioned_pollers_from_cdk_json_or_the_command_line(raw: Any, expected: tuple[int, int]) -> None:
-    from infra.settings import Pollers
+    from infra.capacity_settings import Pollers
     from sundial.contract.vocabulary import Priority
 
     pollers = _settings({"sundial:provisionedPollersHigh": raw}).provisioned_pollers
@@ -182,7 +182,7 @@ def test_warm_throughput_from_cdk_json_or_the_command_line(raw: Any, expected: t
 
 
 def test_every_queue_may_have_provisioned_pollers() -> None:
-    from infra.settings import Pollers
+    from infra.capacity_settings import Pollers
     from sundial.contract.vocabulary import Priority
 
     context = {

@@ -128,7 +128,9 @@ def test_the_deploy_quick_start_names_make_targets_that_exist() -> None:
 
 def test_the_deploy_quick_start_uses_context_keys_the_cdk_app_reads() -> None:
     settings = (ROOT / "infra" / "settings.py").read_text()
+    capacity = (ROOT / "infra" / "capacity_settings.py").read_text()
     known = {f"sundial:{name}" for name in re.findall(r'PREFIX \+ "(\w+)"', settings)}
+    known |= set(re.findall(r'"(sundial:\w+)"', capacity))
     used = set(re.findall(r"sundial:\w+", _block("Quick start: deploy, in five")))
     assert used and used <= known, sorted(used - known)
     assert "sundial:stage" in used and "sundial:alarmEmail" in used
