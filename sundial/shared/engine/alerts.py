@@ -8,7 +8,8 @@ from collections.abc import Callable
 from sundial.contract.bounds import LATEST_MS
 from sundial.contract.vocabulary import JobStatus, Priority
 from sundial.shared.clock import format_rfc3339
-from sundial.shared.dispatch import AlertMessage, Dispatcher
+from sundial.shared.dispatch import AlertMessage
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.models import Job, RunSummary
 from sundial.shared.store import JobStore
 from sundial.shared.store.routes import OwedRoute
@@ -18,17 +19,17 @@ from sundial.shared.targets.alert_delivery import AlertNotice
 RouteSender = Callable[[Job, AlertNotice], None]
 
 
-def send_alert(store: JobStore, dispatcher: Dispatcher, job_id: str, run: RunSummary) -> bool:
+def send_alert(engine: EngineContext, job_id: str, run: RunSummary) -> bool:
     """Sends the alert of `run`'s dead occurrence and clears its owed mark. A job cancelled by now
     raises no alert (its mark is cleared all the same): whoever cancelled it has said it needs no
     attention. Returns True when the alert went out. Raises ClientError or BotoCoreError; the
     mark then stays owed for the tick."""
-    job = store.get(job_id)
+    job = engine.store.get(job_id)
     if _needs_none(job):
-        store.alert_sent(job_id, run)
+        engine.store.alert_sent(job_id, run)
         return False
-    dispatcher.send_dead(job, run)
-    store.alert_sent(job_id, run)
+    engine.dispatcher.send_dead(job, run)
+    engine.store.alert_sent(job_id, run)
     return True
 
 
@@ -49,18 +50,16 @@ def send_route(store: JobStore, route: RouteSender, job_id: str, sort_key: str) 
     return True
 
 
-def hand_on_route(
-    store: JobStore, dispatcher: Dispatcher, job_id: str, sort_key: str, priority: Priority, now_ms: int
-) -> bool:
+def hand_on_route(engine: EngineContext, job_id: str, sort_key: str, priority: Priority, now_ms: int) -> bool:
     """The tick's part: an owed route alert goes to a worker as an errand on the job's queue (the
     tick calls no target), moved on first by a growing wait so that it comes back should the worker
     fail too. False when it was sent meanwhile. Raises StaleDelivery when another tick handed it on
     first, ClientError or BotoCoreError (it stays owed)."""
-    owed = store.owed_route(job_id, sort_key)
+    owed = engine.store.owed_route(job_id, sort_key)
     if owed is None:
         return False
-    store.hand_on_route(owed, now_ms)
-    dispatcher.send_alert_errand(AlertMessage(job_id=job_id, alert=sort_key, priority=priority))
+    engine.store.hand_on_route(owed, now_ms)
+    engine.dispatcher.send_alert_errand(AlertMessage(job_id=job_id, alert=sort_key, priority=priority))
     return True
 
 

@@ -276,7 +276,7 @@ class Scheduler:
     def _hand_on_route(
         self, job_id: str, sort_key: str, priority: Priority, now_ms: int, report: TickReport
     ) -> None:
-        if hand_on_route(self._engine.store, self._engine.dispatcher, job_id, sort_key, priority, now_ms):
+        if hand_on_route(self._engine, job_id, sort_key, priority, now_ms):
             report.count("routes_handed_on")
 
     def _send_owed_alert(self, row: DueRow, report: TickReport) -> None:
@@ -285,7 +285,7 @@ class Scheduler:
             report.count("alerts_sent")
 
     def _alert(self, job_id: str, run: RunSummary, report: TickReport) -> bool:
-        if not send_alert(self._engine.store, self._engine.dispatcher, job_id, run):
+        if not send_alert(self._engine, job_id, run):
             return False
         report.count("dead")
         report.note_dead(job_id)

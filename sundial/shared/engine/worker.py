@@ -332,7 +332,7 @@ class Worker:
 
     def _alert(self, job: Job, run: RunSummary) -> None:
         try:
-            send_alert(self._engine.store, self._engine.dispatcher, job.id, run)
+            send_alert(self._engine, job.id, run)
         except (ClientError, BotoCoreError):
             logger.warning("dead job %s: its alert stays owed for the tick", job.id, exc_info=True)
 
