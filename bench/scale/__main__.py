@@ -40,6 +40,12 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
     parser.add_argument(
         "--limit-concurrent", type=int, help="one limit key for every job: its max_concurrent"
     )
+    parser.add_argument(
+        "--sample-every",
+        type=int,
+        help="the real worker on one delivery in N of the stand-in's path (bench/scale/sampling.py); "
+        "0: every delivery real; default: sampled from 200,000 jobs due",
+    )
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -64,6 +70,7 @@ def parse(argv: list[str]) -> tuple[Scenario, Path | None]:
         limit_per_second=args.limit_per_second,
         limit_concurrent=args.limit_concurrent,
         settings=settings,
+        sample_every=args.sample_every,
     )
     return scenario, args.out
 
@@ -80,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     else:
         out.write_text(text)
+    if result.get("error"):
+        print(result["error"], file=sys.stderr)
+        return 1
     return 0
 
 

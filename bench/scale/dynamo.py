@@ -27,6 +27,7 @@ import copy
 import json
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,6 +188,11 @@ class DynamoModel:
         # holds, as though DynamoDB ignored conditions.
         self.break_conditions = False
         self.due_queries = 0
+        self._last_hot = False
+        # A sampled run's meters (bench/scale/sampling.py): each write's item before and after, and
+        # what each request consumed.
+        self.on_write: Callable[[KEY, Any, Any], None] | None = None
+        self.on_consume: Callable[[Charge, bool], None] | None = None
 
     # --- answering ------------------------------------------------------------------------------
 
@@ -244,6 +250,36 @@ class DynamoModel:
         after = self.table.item(key)
         self._consume(_write_charge(key, before, after, multiple), int(now_s), writing=True)
         self.due.put(key, _due_entry(after))
+        if self.on_write is not None:
+            self.on_write(key, before, after)
+
+    def stand_in_write(self, operation: str, key: KEY, after: Any, now_s: float) -> str | None:
+        """A write whose item after it a stand-in already knows (bench/scale/standins.py): counted,
+        charged and refused as the same request through `answer` would be, and applied; `after` None
+        is a write whose condition failed, charged on the item as it is. Answers the error code of a
+        throttle, or None."""
+        self.calls[operation] += 1
+        before = self.table.item(key)
+        written = before if after is None else after
+        charge = _write_charge(key, before, written)
+        if self._refused(charge, int(now_s), writing=True) is not None:
+            return "ProvisionedThroughputExceededException" if self._last_hot else "ThrottlingException"
+        if after is not None:
+            self.table.put(after)
+            self.due.put(key, _due_entry(after))
+        self._consume(charge, int(now_s), writing=True)
+        return None
+
+    def stand_in_read(self, key: KEY, now_s: float) -> str | None:
+        """A stand-in's consistent GetItem of `key` (the store's look after a failed write), charged
+        and refused as through `answer`: the throttle's error code, or None."""
+        self.calls["GetItem"] += 1
+        units = _read_units(size(self.table.item(key)), consistent=True)
+        charge = Charge(table=units, partitions={("pk", key[0]): units})
+        if self._refused(charge, int(now_s), writing=False) is not None:
+            return "ProvisionedThroughputExceededException" if self._last_hot else "ThrottlingException"
+        self._consume(charge, int(now_s), writing=False)
+        return None
 
     # --- reads ------------------------------------------------------------------------------------
 
@@ -310,6 +346,7 @@ class DynamoModel:
 
     def _refused(self, charge: Charge, second: int, writing: bool) -> Answer | None:
         """The throttle AWS answers when `charge` does not fit this second, or None when it does."""
+        self._last_hot = False
         if charge.table and not self._table_allows(charge.table, second, writing):
             self.throttles.table += 1
             return _error("ThrottlingException", "Throughput exceeds the current capacity of your table")
@@ -325,6 +362,7 @@ class DynamoModel:
             writes = self.writes.at(partition, second) + (units if writing else 0.0)
             if not partition_has_room(reads, writes):
                 self.throttles.hot(partition)
+                self._last_hot = True
                 return _error(
                     "ProvisionedThroughputExceededException",
                     "The level of configured provisioned throughput for the table was exceeded",
@@ -353,6 +391,8 @@ class DynamoModel:
 
     def _consume(self, charge: Charge, second: int, writing: bool) -> None:
         used = self.writes if writing else self.reads
+        if self.on_consume is not None:
+            self.on_consume(charge, writing)
         if charge.table:
             used.charge(TABLE, second, charge.table)
         for name, units in charge.indexes.items():

@@ -289,7 +289,20 @@ def _print(goal: Goal, report: dict[str, Any], scale: float) -> None:
         f"{charged['measured_over_charged']}x of it; {charged['uncalibrated_segments']} of "
         f"{charged['segments']} segments of a kind the table lacks"
     )
-    print(f"   holds:    {'yes' if goal.holds(report) else 'NO'}", flush=True)
+    sampling = report.get("sampling")
+    if sampling is not None:
+        strata = sampling["strata"]
+        print(
+            f"             sampled: the real worker on one in {sampling['every']} deliveries of the "
+            f"stand-in's path ({sum(s['sample']['deliveries'] for s in strata.values())} sampled, "
+            f"{sum(s['stand_in']['deliveries'] for s in strata.values())} stood in, "
+            f"{sum(sampling['real_by_reason'].values())} of other paths real; "
+            f"{sampling['items_checked']} sampled deliveries' items checked)"
+        )
+    if report.get("error"):
+        print(f"   ERROR:    {report['error']}")
+    holds = goal.holds(report) and not report.get("error")
+    print(f"   holds:    {'yes' if holds else 'NO'}", flush=True)
 
 
 if __name__ == "__main__":

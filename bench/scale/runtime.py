@@ -65,6 +65,12 @@ class Task:
     opened_by: str = "start"  # what began the current segment: the request or wait that ended the last
     closing: str | None = None  # the request the running segment is about to end with
     token: object | None = None
+    # What one delivery's tasks spend, when a sampled run meters it (bench/scale/sampling.py): its
+    # tasks share it, as they share the delivery.
+    meter: Any = None
+    # Runs a stand-in of the engine's code (bench/scale/standins.py): its segments are charged the
+    # table's figure for their kinds, as the code it stands in for would be, and never measured.
+    stand_in: bool = False
     done: bool = False
     result: Any = None
     error: BaseException | None = None
@@ -81,6 +87,21 @@ class CpuCharges:
         self.charged_seconds = 0.0
         self.measured_seconds = 0.0
         self.uncalibrated: Counter[str] = Counter()
+        self.stand_in_seconds = 0.0  # charged for code a stand-in did not run (bench/scale/standins.py)
+        self.stand_in_segments = 0
+
+    def table_seconds(self, kind: str) -> float:
+        """What the table charges a segment of `kind`, charged without a measure: a stand-in's."""
+        if self.table is None:
+            raise RuntimeError("a stand-in's CPU comes from the table; this run measures instead")
+        known = self.table.seconds.get(kind)
+        if known is None:
+            self.uncalibrated[kind] += 1
+            known = self.table.fallback_seconds
+        self.stand_in_seconds += known
+        self.stand_in_segments += 1
+        self.charged_seconds += known
+        return known
 
     def charge(self, kind: str, spent: float) -> float:
         tally = self.measured.setdefault(kind, [0, 0.0])
@@ -99,17 +120,21 @@ class CpuCharges:
         return cost
 
     def summary(self) -> dict[str, Any]:
-        return {
+        # A stand-in's charges were never measured: the host is compared on the code that ran.
+        ran = self.charged_seconds - self.stand_in_seconds
+        summary = {
             "source": "measured" if self.table is None else "table",
             "charged_s": round(self.charged_seconds, 3),
             "measured_s": round(self.measured_seconds, 3),
-            "measured_over_charged": round(self.measured_seconds / self.charged_seconds, 3)
-            if self.charged_seconds
-            else None,
+            "measured_over_charged": round(self.measured_seconds / ran, 3) if ran else None,
             "segments": sum(int(n) for n, _ in self.measured.values()),
             "uncalibrated_segments": sum(self.uncalibrated.values()),
             "uncalibrated_kinds": len(self.uncalibrated),
         }
+        if self.stand_in_segments:
+            summary["stand_in_s"] = round(self.stand_in_seconds, 3)
+            summary["stand_in_segments"] = self.stand_in_segments
+        return summary
 
 
 class Sim:
@@ -169,13 +194,16 @@ class Sim:
         env: Environment | None = None,
         at: float | None = None,
         detached: bool = False,
+        kind: str | None = None,
     ) -> Task:
         """A new task, in `env` (the running task's when None and one runs, unless `detached`: in no
         environment, as an invocation of another function), starting at `at`."""
         parent = self._current
         if env is None and parent is not None and not detached:
             env = parent.env
-        task = Task(greenlet(self._body(fn, args), parent=self._hub), env, _kind(fn))
+        task = Task(greenlet(self._body(fn, args), parent=self._hub), env, kind or _kind(fn))
+        if parent is not None and not detached:
+            task.meter, task.stand_in = parent.meter, parent.stand_in
         if env is not None:
             env.tasks.append(task)
         start = at if at is not None else (self.time() if parent is not None else self.now)
@@ -277,7 +305,10 @@ class Sim:
             return
         spent = time.thread_time() - task.segment_start
         if charge:
-            spent = self.cpu.charge(f"{task.kind}|{opened_by}|{closing}", max(0.0, spent))
+            kind = f"{task.kind}|{opened_by}|{closing}"
+            spent = self.cpu.table_seconds(kind) if task.stand_in else self.cpu.charge(kind, max(0.0, spent))
+            if task.meter is not None:
+                task.meter.cpu_s += spent
             if spent > 0:
                 start = max(task.at, env.cpu_free_at)
                 task.at = start + spent / env.speed

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from bench.scale import cpu, limits
+from bench.scale import cpu, limits, sampling
 from bench.scale.runtime import Sim, green
 from bench.scale.tables import CrossChecked
 from bench.scale.world import CallRecord, Settings, World, occurrences
@@ -55,6 +55,9 @@ class Scenario:
     limit_concurrent: int | None = None
     settings: Settings = field(default_factory=Settings)
     seed: int = 7
+    # One real worker's delivery in this many of the path a stand-in knows (bench/scale/sampling.py);
+    # 0 runs every delivery on the real worker; None samples from 200,000 jobs due in the run.
+    sample_every: int | None = None
 
 
 def _priorities(n: int, mix: tuple[int, int, int], rng: random.Random) -> list[Priority]:
@@ -197,8 +200,26 @@ def _simulate(scenario: Scenario, end_s: float | None) -> tuple[World, Sim]:
         extra = [] if scenario.overlap_tick_at is None else [first_tick + 60 * 2 + scenario.overlap_tick_at]
         world.start_ticks(first_tick, end, extra)
         world.start_pollers()
+        every = sampling.sampling_for(_due(scenario), scenario.sample_every)
+        if every:
+            sampling.install(world, every)
         sim.run(until=end)
     return world, sim
+
+
+def _due(scenario: Scenario) -> int:
+    return scenario.due_at_once + scenario.per_minute * scenario.minutes
+
+
+def _sampling(world: World) -> dict[str, Any]:
+    """A sampled run's strata and check; a drift fails the run, told in `error`."""
+    if world.sampler is None:
+        return {}
+    figures = world.sampler.report()
+    out: dict[str, Any] = {"sampling": figures}
+    if figures["errors"]:
+        out["error"] = "the stand-ins drifted from the real worker's sample: " + "; ".join(figures["errors"])
+    return out
 
 
 def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
@@ -223,7 +244,11 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
             "lateness_ms": _percentiles(firsts),
         }
     return {
-        "scenario": {k: v for k, v in asdict(scenario).items() if k != "settings"},
+        "scenario": {
+            k: v
+            for k, v in asdict(scenario).items()
+            if k != "settings" and (k != "sample_every" or world.sampler is not None)
+        },
         "settings": asdict(scenario.settings),
         "priorities": per_priority,
         "throttles": asdict(world.aws.dynamodb.throttles),
@@ -278,6 +303,7 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
             "full_path": sum(client.full_path_calls for client in world.aws.direct_clients),
         },
         **_cross_check(world),
+        **_sampling(world),
     }
 
 

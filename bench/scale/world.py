@@ -27,6 +27,7 @@ from bench.scale import limits
 from bench.scale.direct import DirectClient
 from bench.scale.dynamo import DynamoModel, Throughput
 from bench.scale.runtime import Environment, GreenThread, Sim
+from bench.scale.sampling import Sampler, sampled
 from bench.scale.sqs import Queue, SqsModel, _clock_now
 from bench.scale.ticks import SchedulerFunction, TickRecord
 from sundial.contract.vocabulary import Priority
@@ -193,15 +194,25 @@ class Target:
 
     def __call__(self, job: Job, delivery: Delivery, limit_seconds: float) -> None:
         scheduled = job.scheduled_at if job.scheduled_at is not None else job.due_at or 0
-        self.calls.append(CallRecord(job.id, scheduled, job.attempt, self.sim.now_ms()))
-        self.open += 1
-        self.most_open = max(self.most_open, self.open)
+        self.record(job.id, scheduled, job.attempt)
         try:
             self.sim.sleep(limits.TARGET_S.value)
         finally:
-            self.open -= 1
+            self.hung_up()
         if fails(job):
             raise RuntimeError("the target answered 500")
+
+    def record(self, job_id: str, scheduled_at_ms: int, attempt: int) -> None:
+        """A call begins: the real worker's, or a stand-in's (bench/scale/standins.py)."""
+        self.calls.append(CallRecord(job_id, scheduled_at_ms, attempt, self.sim.now_ms()))
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        task = self.sim.current()
+        if task is not None and task.meter is not None:
+            task.meter.called_at = self.sim.time()
+
+    def hung_up(self) -> None:
+        self.open -= 1
 
 
 def fails(job: Job) -> bool:
@@ -336,6 +347,7 @@ class World:
         self.held_back = 0  # deliveries a limit key held back (each sent again for later)
         self.jobs: dict[str, tuple[Priority, int | None]] = {}  # priority, and a one-off's instant
         self.allowed_calls: dict[str, int] = {}
+        self.sampler: Sampler | None = None  # a sampled run's (bench/scale/sampling.py)
 
     # --- the tick ---------------------------------------------------------------------------------
 
@@ -368,15 +380,14 @@ class World:
 
         def one(message: Any) -> None:
             job_message = JobMessage.model_validate_json(message.body)
+            if self.sampler is not None:
+                sampled(self, worker, queue, message, job_message, deadline_ms, failed)
+                return
             try:
-                outcome = worker.process(job_message, deadline_ms).outcome
-                if outcome is Outcome.DROPPED:
-                    self.dropped_at_fence += 1
-                elif outcome is Outcome.HELD:
-                    self.held_back += 1
+                self.count(worker.process(job_message, deadline_ms).outcome)
             except Exception:
                 failed.append(message)
-                self._return_soon(queue, message, job_message)
+                self.return_soon(queue, message, job_message)
 
         threads = [GreenThread(target=one, args=(m,)) for m in batch]
         for thread in threads:
@@ -387,7 +398,13 @@ class World:
             if message not in failed and message.receipt is not None:
                 queue.delete(message.receipt)
 
-    def _return_soon(self, queue: Queue, message: Any, job_message: JobMessage) -> None:
+    def count(self, outcome: Outcome) -> None:
+        if outcome is Outcome.DROPPED:
+            self.dropped_at_fence += 1
+        elif outcome is Outcome.HELD:
+            self.held_back += 1
+
+    def return_soon(self, queue: Queue, message: Any, job_message: JobMessage) -> None:
         """As sundial/functions/worker.py's _return_soon: the failed record comes back after its lease."""
         until_due = math.ceil((job_message.due_at - self.clock.now_ms()) / 1000)
         seconds = until_due if until_due > 0 else lifecycle.lease_seconds(job_message.timeout_seconds)

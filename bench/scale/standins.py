@@ -1,0 +1,364 @@
+"""A stand-in for the worker's commonest delivery: a one-off job's first attempt whose fence holds
+and whose target answers 200, on time or a little early (the worker then waits for its instant).
+It costs the model a small share of what the real worker does, and lets a million deliveries run at
+full size (bench/scale/sampling.py decides which deliveries take it; the others, and every delivery
+of any other kind, run the real worker).
+
+What it keeps, so that the run's figures stay those of the real worker:
+- its CPU: each segment the real worker's tasks are charged for this path (the delivery's own task,
+  its heartbeat's and its attempt's), at the committed table's figure for that kind of segment, on
+  the same environment's CPU, in the same order between the same requests;
+- its requests: the fence, the settle and the history item, each an UpdateItem or PutItem at the
+  same latency, written to the model as the same item the engine would write, so that the table's,
+  each index's and each partition's units, throttles and the due index move as they would;
+- a throttled write: retried after the delay the client's own retry handler gives (botocore's
+  standard mode, its retry quota shared with the real calls), then with the worker's patience
+  (sundial/shared/engine/patience.py: its backoff, its deadline), then given up as the worker does:
+  the delivery fails and SQS returns it;
+- its Lambda concurrency and its SQS delete: it runs inside the worker's invocation, in the batch's
+  place of the delivery it stands for, and the invocation deletes the message after it;
+- the target's call, recorded as the real target records it (so every job's call is counted by the
+  exactly-once checks) at the instant the real attempt would call it.
+
+What it cannot prove: that the engine would have done the same. It writes what the sample's real
+deliveries wrote for the same path (the sampler compares its items with theirs, write by write), it
+takes a delivery only when the item shows the fence would hold (the status, the token, a lease with
+five seconds to spare, no limit key) and when the job's target answers 200 - every copy, retry,
+limit key, early or held delivery, recurring job and failing target runs the real worker - and a
+fence that another copy won between its check and its write is refused as the store refuses it.
+So a stand-in's call counts towards exactly once as the real worker's would, but the run's proof
+that the engine's fence and settle keep exactly once comes from the deliveries that ran the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from botocore.hooks import first_non_none_response
+
+from bench.scale import limits
+from bench.scale.runtime import GreenEvent
+from sundial.contract.bounds import SETTLE_HEADROOM_SECONDS
+from sundial.contract.vocabulary import RunStatus
+from sundial.shared import constants as c
+from sundial.shared import tracing
+from sundial.shared.clock import format_rfc3339
+from sundial.shared.dispatch import JobMessage
+from sundial.shared.engine import worker as engine_worker
+from sundial.shared.engine.heartbeat import Heartbeat
+from sundial.shared.engine.patience import FIRST_WAIT_SECONDS, LONGEST_WAIT_SECONDS
+from sundial.shared.lifecycle import Event, shortest_running_lease
+from sundial.shared.models import Run, RunSummary
+from sundial.shared.store import items
+from sundial.shared.store.expressions import repeatable_write_id
+from sundial.shared.store.transitions import FENCED_FROM, new_token
+
+if TYPE_CHECKING:
+    from bench.scale.runtime import Task
+    from bench.scale.world import World
+
+Item = dict[str, Any]
+SECOND_MS = 1000
+# The fence's lease must cover the attempt with this much to spare when the stand-in checks it: a
+# lease shorter than the fence needs takes the engine's other fence, which the stand-in does not make.
+LEASE_SPARE_MS = 5_000
+FENCED = frozenset(status.value for status in FENCED_FROM)
+HEARTBEAT = f"{Heartbeat._loop.__module__}.{Heartbeat._loop.__qualname__}"
+ATTEMPT = (
+    f"{engine_worker.Worker._attempt.__module__}.{engine_worker.Worker._attempt.__qualname__}.<locals>.run"
+)
+# The attributes the engine's fence and success settle remove from a one-off job.
+FENCE_REMOVES = ("resent", "limit_held_since", "status_pk")
+SETTLE_REMOVES = (
+    "due_at",
+    "extra_run",
+    "token",
+    "lease_until",
+    c.DUE_SHARD_ATTRIBUTE,
+    c.DUE_KEY_ATTRIBUTE,
+    "worker",
+    "started_at",
+    "limit_held_since",
+    "limit_slot",
+    "limit_wait_ms",
+    "resent",
+    "status_pk",
+)
+
+
+class GaveUp(RuntimeError):
+    """A stand-in's write still throttled when the worker's patience ran out: the delivery fails."""
+
+
+class LostFence(RuntimeError):
+    """Another delivery's fence or settle came first: the store would refuse this one."""
+
+
+def _s(item: Item, name: str) -> str | None:
+    value = item.get(name)
+    return None if value is None else value.get("S")
+
+
+def _n(item: Item, name: str) -> int | None:
+    value = item.get(name)
+    return None if value is None else int(value["N"])
+
+
+def takes(message: JobMessage, item: Item | None, now_ms: int) -> bool:
+    """Whether a stand-in may take this delivery: the one path it knows, and nothing else."""
+    if item is None or message.limit_key is not None or message.held_since is not None:
+        return False
+    if message.not_before is not None or message.starts_after - now_ms > engine_worker.MAX_EARLY_WAIT_MS:
+        return False
+    if _s(item, "status") not in FENCED or _s(item, "token") != message.token:
+        return False
+    if _n(item, "attempt") != 0 or _s(item, "health") != "ok" or "limit_key" in item:
+        return False
+    if any(name in item for name in ("schedule", "calendar", "on_dead", "traceparent")):
+        return False
+    if any(item.get(flag, {}).get("BOOL") for flag in ("paused", "cancel_requested", "extra_run")):
+        return False
+    if item.get("payload_stored_apart", {}).get("BOOL") or item.get("backfill", {}).get("L"):
+        return False
+    lease = _n(item, "lease_until") or 0
+    fenced_at = max(now_ms, message.starts_after)
+    if lease < shortest_running_lease(fenced_at + LEASE_SPARE_MS, message.timeout_seconds):
+        return False
+    target = json.loads(_s(item, "target") or "{}")
+    return not urlparse(str(target.get("url", ""))).path.startswith("/fail")
+
+
+def fenced(before: Item, now_ms: int, worker: str, write_id: str) -> Item:
+    after = {name: value for name, value in before.items() if name not in FENCE_REMOVES}
+    after["status"] = {"S": "running"}
+    after["attempt"] = {"N": str(int(before["attempt"]["N"]) + 1)}
+    after["worker"] = {"S": worker}
+    after["started_at"] = after["updated_at"] = {"N": str(now_ms)}
+    after["version"] = {"N": str(int(before.get("version", {"N": "0"})["N"]) + 1)}
+    after["write_id"] = {"S": write_id}
+    return after
+
+
+def summary(running: Item, finished_ms: int) -> RunSummary:
+    job_id = running["id"]["S"]
+    scheduled = int(running["scheduled_at"]["N"])
+    attempt = int(running["attempt"]["N"])
+    trace = tracing.for_attempt(None, f"{job_id}:{format_rfc3339(scheduled)}", attempt)
+    return RunSummary(
+        scheduled_at=scheduled,
+        attempt=attempt,
+        status=RunStatus.SUCCEEDED,
+        started_at=int(running["started_at"]["N"]),
+        finished_at=finished_ms,
+        worker=running["worker"]["S"],
+        trace_id=trace.trace_id,
+    )
+
+
+def settled(running: Item, run: RunSummary, updated_ms: int) -> Item:
+    """The job after its success settles, written at `updated_ms` (a try after a throttle is later)."""
+    after = {name: value for name, value in running.items() if name not in SETTLE_REMOVES}
+    last_run = run.model_dump_json(exclude_none=True)
+    after["status"] = {"S": "succeeded"}
+    after["updated_at"] = {"N": str(updated_ms)}
+    after["version"] = {"N": str(int(running["version"]["N"]) + 1)}
+    after["last_run"] = {"S": last_run}
+    # As the store builds it, so that a repeated settle recognises its own earlier try.
+    after["write_id"] = {"S": repeatable_write_id(Event.SUCCEED.value, running["token"]["S"], "", last_run)}
+    return after
+
+
+def history(running: Item, run: RunSummary, retention_seconds: int) -> Item:
+    expires = run.scheduled_at // SECOND_MS + retention_seconds
+    return items.run_to_item(Run.of(running["id"]["S"], run), expires)
+
+
+@dataclass
+class StandIn:
+    """One delivery, as the real worker would handle it on the path `takes` admits. It runs in the
+    delivery's own task, and its heartbeat and attempt in tasks of their own, each yielding where
+    the worker's yield, so that the invocation's deliveries share its CPU in the same turns; every
+    segment is charged the table's figure for the kind the worker's code would have been."""
+
+    world: World
+    message: JobMessage
+    deadline_ms: int
+    worker_id: str = "sim"
+
+    def run(self) -> None:
+        """Raises GaveUp as the worker's own patience does; LostFence when another copy came first."""
+        sim = self.world.sim
+        me = sim.current()
+        assert me is not None
+        me.stand_in = True
+        early_ms = self.message.starts_after - sim.now_ms()
+        if early_ms > 0:  # the worker waits for the instant in the delivery's own task
+            sim.sleep(early_ms / SECOND_MS)
+        running = self._fence(me)
+        finished = self._attempt(running)
+        self._settle(running, finished)
+
+    def _fence(self, me: Task) -> Item:
+        started = self.world.sim.now_ms()
+        fence_id = new_token()
+
+        def fence(before: Item | None, _: int) -> Item | None:
+            if before is None or _s(before, "status") not in FENCED:
+                return None
+            if _s(before, "token") != self.message.token:
+                return None
+            return fenced(before, started, self.worker_id, fence_id)
+
+        until = started + engine_worker.FENCE_PATIENCE_SECONDS * SECOND_MS
+        running = self._write("UpdateItem", self._key, fence, until)
+        if running is None:
+            raise LostFence(self.message.job_id)
+        return running
+
+    def _attempt(self, running: Item) -> int:
+        """The target's call in the attempt's task, the heartbeat's task waiting beside it, as the
+        worker runs them; answers the instant the worker settles from."""
+        sim, target = self.world.sim, self.world.target
+        stop = GreenEvent()
+
+        def heartbeat() -> None:
+            stop.wait(c.HEARTBEAT_EVERY_SECONDS)
+
+        def attempt() -> None:
+            target.record(
+                self.message.job_id, int(running["scheduled_at"]["N"]), int(running["attempt"]["N"])
+            )
+            try:
+                sim.sleep(limits.TARGET_S.value)
+            finally:
+                target.hung_up()
+
+        beating = sim.spawn(heartbeat, kind=HEARTBEAT)
+        calling = sim.spawn(attempt, kind=ATTEMPT)
+        sim.join(calling)
+        stop.set()
+        sim.join(beating)
+        return sim.now_ms()
+
+    def _settle(self, running: Item, finished: int) -> None:
+        run = summary(running, finished)
+
+        def settle(before: Item | None, tried_ms: int) -> Item | None:
+            if before is None or _s(before, "status") != "running":
+                return None
+            if _s(before, "token") != self.message.token or before.get("revision") != running.get("revision"):
+                return None
+            return settled(before, run, tried_ms)
+
+        spare_ms = (SETTLE_HEADROOM_SECONDS - engine_worker.SETTLE_PATIENCE_SECONDS) * SECOND_MS
+        until = min(finished + engine_worker.SETTLE_PATIENCE_SECONDS * SECOND_MS, self.deadline_ms - spare_ms)
+        if self._write("UpdateItem", self._key, settle, until) is None:
+            raise LostFence(self.message.job_id)
+        kept = history(running, run, self.world.store.retention_seconds)
+        run_key = (kept[c.PARTITION_KEY]["S"], kept[c.SORT_KEY]["S"])
+        self._write("PutItem", run_key, lambda before, _: kept if before is None else None, until)
+
+    @property
+    def _key(self) -> tuple[str, str]:
+        return (items.job_pk(self.message.job_id), "JOB")
+
+    def _write(
+        self,
+        operation: str,
+        key: tuple[str, str],
+        after_of: Callable[[Item | None, int], Item | None],
+        until_ms: int,
+    ) -> Item | None:
+        """The write as the store's client makes it (bench/scale/world.py's Aws answers it so): the
+        request's latency, the model's answer, botocore's retries of a throttle and then the
+        worker's patience, and after the client gives up the store's look at the item, whether an
+        earlier try was applied (a throttled one never is). Answers the item written, or None when
+        its condition failed. `after_of` is given the item and the instant the try was built."""
+        sim, dynamodb = self.world.sim, self.world.aws.dynamodb
+        latency = limits.LATENCY_S[("dynamodb", operation)].value
+        tries = 0
+        while True:
+            attempts, context = 1, dict[str, Any]()
+            tried_ms = sim.now_ms()
+            while True:
+                sim.request(f"dynamodb.{operation}")
+                sim.sleep(latency / 2)
+                after = after_of(dynamodb.table.item(key), tried_ms)
+                code = dynamodb.stand_in_write(operation, key, after, sim.time())
+                sim.sleep(latency / 2, charge=False)
+                delay = self._retry(operation, attempts, context, code)
+                if code is None:
+                    return after
+                if delay is None:
+                    break
+                sim.sleep(delay)
+                attempts += 1
+            self._look(key)
+            wait = min(LONGEST_WAIT_SECONDS, FIRST_WAIT_SECONDS * 2**tries) * random.random()
+            if sim.now_ms() + wait * SECOND_MS >= until_ms:
+                raise GaveUp(f"{operation} of job {self.message.job_id} throttled past the worker's patience")
+            sim.sleep(wait)
+            tries += 1
+
+    def _look(self, key: tuple[str, str]) -> None:
+        """The store's consistent GetItem of the item after a write failed, with the client's
+        retries; what it finds changes nothing here, since a throttled write was not applied."""
+        sim, dynamodb = self.world.sim, self.world.aws.dynamodb
+        latency = limits.LATENCY_S[("dynamodb", "GetItem")].value
+        attempts, context = 1, dict[str, Any]()
+        while True:
+            sim.request("dynamodb.GetItem")
+            sim.sleep(latency / 2)
+            code = dynamodb.stand_in_read(key, sim.time())
+            sim.sleep(latency / 2, charge=False)
+            delay = self._retry("GetItem", attempts, context, code)
+            if code is None or delay is None:
+                return
+            sim.sleep(delay)
+            attempts += 1
+
+    def _retry(
+        self, operation: str, attempts: int, context: dict[str, Any], code: str | None
+    ) -> float | None:
+        """What the client's retry handler says after this answer (a delay, or None: no retry), and
+        the client's `after-call` once the call is over, as bench/scale/direct.py asks them."""
+        client = self.world.store._client
+        model = client.meta.service_model
+        operation_model = model.operation_model(operation)
+        status = 200 if code is None else 400
+        parsed: dict[str, Any] = {"ResponseMetadata": {"HTTPStatusCode": status}}
+        if code is not None:
+            parsed["Error"] = {"Code": code, "Message": "throttled"}
+        response = SimpleNamespace(status_code=status, headers={}, content=b"")
+        events = client.meta.events
+        service = model.service_id.hyphenize()
+        delay = None
+        if code is not None:
+            delay = first_non_none_response(
+                events.emit(
+                    f"needs-retry.{service}.{operation}",
+                    response=(response, parsed),
+                    endpoint=None,
+                    operation=operation_model,
+                    attempts=attempts,
+                    caught_exception=None,
+                    request_dict={"context": context},
+                )
+            )
+        if delay is None or delay is False:
+            parsed["ResponseMetadata"]["RetryAttempts"] = attempts - 1
+            events.emit(
+                f"after-call.{service}.{operation}",
+                http_response=response,
+                parsed=parsed,
+                model=operation_model,
+                context=context,
+            )
+            return None
+        return float(delay)
