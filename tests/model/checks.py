@@ -127,6 +127,9 @@ def orphans(snap: Snapshot) -> list[str]:
         rows = [row for row in snap.index[job.id] if row.sort_key == items.JOB_SK]
         want = _expected_rows(job)
         have = [row.due_key for row in rows]
+        if job.paused and not job.is_recurring and job.status in WAITING:
+            # Only a recurring job resumes: a paused one-off never runs its occurrence.
+            found.append(f"{short(job.id)} is a one-off {_state(job)}, and nothing can resume it")
         if not want and have:
             found.append(f"{short(job.id)} is {_state(job)} yet still in the due index at {have}")
         elif want and (len(have) != 1 or have[0] not in want):
