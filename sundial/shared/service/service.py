@@ -10,8 +10,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ulid import ULID
-
 from sundial.contract.jobs import (
     JOB_ID_PATTERN,
     BackfillRequest,
@@ -33,12 +31,11 @@ from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.settle import send
 from sundial.shared.errors import Conflict, InvalidInput, JobNotFound, StaleDelivery
 from sundial.shared.lifecycle import Placement, backfill
-from sundial.shared.lifecycle.job_schedule import job_schedule, no_occurrence_left
-from sundial.shared.models import Job, RetryPolicy, Run
-from sundial.shared.schedules import first_occurrence
+from sundial.shared.models import Job, Run
 from sundial.shared.service.alert_routes import check_alert_route, route_changes
 from sundial.shared.service.conditions import IfMatch
 from sundial.shared.service.effects import Action, effects_of
+from sundial.shared.service.placing import new_job, refuse_moving_onto_a_run, replacement, rewindowed
 from sundial.shared.service.previews import preview_schedule
 from sundial.shared.service.requests import (
     TIMING_FIELDS,
@@ -46,15 +43,10 @@ from sundial.shared.service.requests import (
     check_job_window,
     list_filter,
     payload_json,
-    refuse_allow,
-    refuse_oversized_payload,
-    timing,
 )
 from sundial.shared.service.sealing import HeaderSealer
 from sundial.shared.service.views import job_view, run_view
 from sundial.shared.store import IdempotencyRecord, JobStore, new_token
-from sundial.shared.targets import check_target
-from sundial.shared.targets.models import check_form
 
 SECOND_MS = 1000
 _JOB_ID = re.compile(JOB_ID_PATTERN.removeprefix("^").removesuffix("$"))
@@ -200,7 +192,9 @@ class JobService:
             check_job_window(updated)
             self._check_route(updated, new_route="on_dead" in patch.model_fields_set)
             if not any(name in patch.model_fields_set for name in TIMING_FIELDS):
-                moved = self._rewindowed(job, updated) if "window_seconds" in changes else None
+                moved = (
+                    rewindowed(job, updated, self._clock.now_ms()) if "window_seconds" in changes else None
+                )
                 return self._write(moved, lambda p, t: self._store.update(updated, changes, p, t)), moved
             refusal = lifecycle.timing_change_refusal(job, updated)
             if refusal is not None:
@@ -210,15 +204,13 @@ class JobService:
             now_ms = self._clock.now_ms()
             changes["schedule_since"] = now_ms
             updated = job.model_copy(update=changes)
-            placement = self._replacement(updated, now_ms) if lifecycle.replaces_occurrence(job) else None
+            placement = replacement(updated, now_ms) if lifecycle.replaces_occurrence(job) else None
             if job.deferred_at is not None or lifecycle.resumes_behind_retry(job, updated):
                 # A triggered run, or a retry, is current: it still runs, and the job resumes where the
                 # change says.
-                changes["deferred_at"] = self._replacement(updated, now_ms).scheduled_at
+                changes["deferred_at"] = replacement(updated, now_ms).scheduled_at
                 updated = job.model_copy(update=changes)
-            _refuse_moving_onto_a_run(
-                job, placement.scheduled_at if placement else updated.deferred_at, patch
-            )
+            refuse_moving_onto_a_run(job, placement.scheduled_at if placement else updated.deferred_at, patch)
             if placement is not None and job.deferred_at is not None:
                 placement = replace(placement, clear_deferred=True)
             return self._write(placement, lambda p, t: self._store.update(updated, changes, p, t)), placement
@@ -351,13 +343,6 @@ class JobService:
             next_token = new_token()
         return write(placement, next_token)
 
-    def _rewindowed(self, job: Job, updated: Job) -> Placement | None:
-        """The current occurrence at its start under a new window, while it has not run yet."""
-        if not lifecycle.replaces_occurrence(job) or job.scheduled_at is None or job.paused:
-            return None
-        start = max(lifecycle.start_of(updated, job.scheduled_at), self._clock.now_ms())
-        return Placement(JobStatus.PENDING, job.scheduled_at, start, 0)
-
     def _job(self, job_id: str) -> Job:
         # Ids are ULIDs: anything else cannot exist, and DynamoDB would refuse an oversized key.
         if not _JOB_ID.fullmatch(job_id):
@@ -394,91 +379,14 @@ class JobService:
         return job_view(job, self._store.load_payload(job))
 
     def _new_job(self, spec: JobCreate, now_ms: int, payload_size: int) -> Job:
-        if spec.run_at is not None and spec.schedule is not None:
-            raise InvalidInput("run_at and schedule are exclusive: send one", field="run_at")
-        refuse_allow(spec.overlap_policy)
-        refuse_oversized_payload(spec.target, payload_size)
-        check_form(spec.target, local_stack=self._allow_private)
-        check_target(
-            spec.target,
+        return new_job(
+            spec,
+            now_ms,
+            payload_size,
             allow_private=self._allow_private,
             forbidden_queue_urls=self._dispatcher.own_queue_urls,
-        )
-        fields = timing(spec.model_dump(include=set(TIMING_FIELDS)), now_ms)
-        job = Job(
-            id=str(ULID()),
-            name=spec.name,
-            status=JobStatus.PENDING,
-            target=spec.target,
-            payload=spec.payload,
-            payload_stored_apart=payload_size > c.INLINE_PAYLOAD_BYTES,
-            priority=spec.priority,
-            retry=RetryPolicy(
-                max_retries=spec.max_retries,
-                backoff=tuple(spec.backoff),
-                timeout_seconds=spec.timeout_seconds,
-            ),
-            misfire_policy=spec.misfire_policy,
-            overlap_policy=spec.overlap_policy,
-            window_seconds=spec.window_seconds,
-            limit_key=spec.limit_key,
-            created_at=now_ms,
-            updated_at=now_ms,
             traceparent=self._trace,
-            on_dead=spec.on_dead,
-            on_failure_streak=spec.on_failure_streak,
-            alert_on_missed=spec.alert_on_missed,
-            **fields,
         )
-        check_job_window(job)
-        self._check_route(job, new_route=True)
-        # From the instant the job was created at, read once: a rate's first run is one period after
-        # it, to the millisecond, which is what the occurrence ledger counts from.
-        first = self._replacement(job, now_ms)
-        return _placed(job, first, now_ms)
-
-    def _replacement(self, job: Job, now_ms: int | None = None) -> Placement:
-        """Where a job with new timing goes: its first occurrence from now."""
-        now_ms = self._clock.now_ms() if now_ms is None else now_ms
-        if job.schedule is None:
-            instant = job.run_at or now_ms
-            due = max(lifecycle.start_of(job, instant), now_ms)
-            return Placement(JobStatus.PENDING, instant, None if job.paused else due, 0)
-        first = first_occurrence(job_schedule(job), now_ms, job.start_at, job.end_at)
-        if first is None:
-            raise no_occurrence_left(job, now_ms)
-        due = lifecycle.start_of(job, first)
-        return Placement(JobStatus.PENDING, first, None if job.paused else due, 0)
-
-
-def _placed(job: Job, placement: Placement, now_ms: int) -> Job:
-    fields: dict[str, Any] = {"scheduled_at": placement.scheduled_at, "due_at": placement.due_at}
-    if placement.dispatches_now(now_ms) and placement.due_at is not None:
-        lease = lifecycle.queued_lease(placement.due_at, now_ms, job.retry.timeout_seconds)
-        fields.update(status=JobStatus.QUEUED, token=new_token(), lease_until=lease)
-    elif placement.waits_ahead(now_ms) and placement.due_at is not None:
-        fields.update(token=new_token(), lease_until=lifecycle.ahead_lease(placement.due_at))
-    return job.model_copy(update=fields)
-
-
-def _refuse_moving_onto_a_run(job: Job, moved_to: int | None, patch: JobUpdate) -> None:
-    """New timing may not put an occurrence (or the schedule's resumption) on one that ran already."""
-    field = "run_at" if "run_at" in patch.model_fields_set else "schedule"
-    if moved_to is not None and job.deferred_at is not None and moved_to == job.scheduled_at:
-        # The triggered run's instant names it: two runs on one instant would share its key.
-        raise Conflict(
-            f"job '{job.id}' has a triggered run at {format_rfc3339(moved_to)}; a change may not put "
-            "its occurrence on that same instant",
-            field=field,
-        )
-    ran = job.last_run.scheduled_at if job.last_run else None
-    if moved_to is None or ran is None or moved_to > ran:
-        return
-    raise Conflict(
-        f"job '{job.id}' already ran its occurrence at {format_rfc3339(ran)}; a change may only "
-        "move it to a later instant",
-        field=field,
-    )
 
 
 def _check_recurring(job: Job) -> None:
