@@ -171,7 +171,7 @@ def test_a_throttled_heartbeat_keeps_beating(engine: Engine) -> None:
     [message] = engine.receive()
     job = engine.store.fence(job_id, message.token, "w", engine.clock.now_ms())
     throttled = _throttle(engine.store._client, "UpdateItem", times=100)
-    heartbeat = Heartbeat(engine.store, job, message.token, engine.clock, 3600)
+    heartbeat = Heartbeat(engine.context, job, message.token, 3600)
     engine.clock.advance(60)
 
     heartbeat.beat()  # every SDK retry throttled: the beat fails, the heartbeat does not

@@ -31,7 +31,7 @@ def test_a_beat_that_fails_unexpectedly_is_tried_again(engine: Engine, monkeypat
         return answer
 
     monkeypatch.setattr(engine.store, "heartbeat", first_one_breaks)
-    with Heartbeat(engine.store, job, message.token, engine.clock, 0.05) as heartbeat:
+    with Heartbeat(engine.context, job, message.token, 0.05) as heartbeat:
         assert renewed.wait(10), calls
 
     assert not heartbeat.lost and len(calls) >= 2

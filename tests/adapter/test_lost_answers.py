@@ -87,7 +87,7 @@ def test_heartbeat(engine: Engine, lost: LostAnswers) -> None:
     view, _ = engine.service.create(spec(timeout_seconds=LONGEST_TIMEOUT_SECONDS))
     [message] = engine.receive()
     job = engine.store.fence(view.id, message.token, "w", engine.clock.now_ms())
-    heartbeat = Heartbeat(engine.store, job, message.token, engine.clock, 3600)
+    heartbeat = Heartbeat(engine.context, job, message.token, 3600)
     engine.clock.advance(60)
     lost.lose("UpdateItem")
 

@@ -37,7 +37,7 @@ from hypothesis.stateful import (
 )
 
 import sundial.shared.engine.scheduler as scheduler_module
-import sundial.shared.service.service as service_module
+import sundial.shared.service.placing as placing_module
 import sundial.shared.store.writes as writes_module
 from sundial.contract.jobs import JobCreate, JobUpdate, JobView
 from sundial.contract.vocabulary import JobStatus, RunStatus
@@ -885,7 +885,10 @@ class EngineMachine(
             self._violation(f"{checks.short(message.job_id)}: the fence gave up on {_code(exc)}")
             return None
         heartbeat = Heartbeat(
-            self.stores["worker"], job, message.token, self.clock, c.HEARTBEAT_EVERY_SECONDS
+            EngineContext(self.stores["worker"], self.worker_dispatcher, self.clock),
+            job,
+            message.token,
+            c.HEARTBEAT_EVERY_SECONDS,
         )
         attempt = Attempt(n, sent, job, worker, heartbeat)
         self.attempts.append(attempt)
@@ -1415,7 +1418,7 @@ def model_env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[E
     """Deterministic job ids and an inline tick, so that an example replays call for call; retries
     without waiting; the engine's warnings about injected faults, expected by the thousand, silenced."""
     ids = Ids()
-    monkeypatch.setattr(service_module, "ULID", ids)
+    monkeypatch.setattr(placing_module, "ULID", ids)
     monkeypatch.setattr(scheduler_module, "ThreadPoolExecutor", InlineExecutor)
     monkeypatch.setattr(botocore.endpoint, "time", NoWait())
     monkeypatch.setattr(writes_module, "time", NoWait())

@@ -9,10 +9,9 @@ from types import TracebackType
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sundial.shared import lifecycle
-from sundial.shared.clock import Clock
+from sundial.shared.engine.context import EngineContext
 from sundial.shared.errors import LimitChanged, StaleDelivery
 from sundial.shared.models import Job
-from sundial.shared.store import JobStore
 
 logger = logging.getLogger(__name__)
 # After an AWS error the next beat comes this much sooner than a regular one.
@@ -27,11 +26,11 @@ class Heartbeat:
     lease that merely ran out on our clock is still ours to settle unless the tick took it.
     """
 
-    def __init__(self, store: JobStore, job: Job, token: str, clock: Clock, every_seconds: float) -> None:
-        self._store = store
+    def __init__(self, engine: EngineContext, job: Job, token: str, every_seconds: float) -> None:
+        self._store = engine.store
         self._job = job
         self._token = token
-        self._clock = clock
+        self._clock = engine.clock
         self._every = every_seconds
         self._lease_until = job.lease_until
         self._stop = threading.Event()

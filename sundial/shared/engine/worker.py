@@ -189,9 +189,7 @@ class Worker:
         started = job.started_at or self._engine.clock.now_ms()
         lateness = started - (job.due_at or started)
         limit = self._limit_seconds(job, deadline_ms)
-        with Heartbeat(
-            self._engine.store, job, token, self._engine.clock, self._heartbeat_seconds
-        ) as heartbeat:
+        with Heartbeat(self._engine, job, token, self._heartbeat_seconds) as heartbeat:
             end = self._attempt(job, self._delivery(job), limit, outlives=deadline_ms is not None)
         trace_id = tracing.of_attempt(job).trace_id
         lost = AttemptResult(Outcome.LEASE_LOST, job.id, job.attempt, lateness, end.error, trace_id=trace_id)
