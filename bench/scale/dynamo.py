@@ -46,6 +46,8 @@ INDEX_KEYS = {
     c.DUE_INDEX_NAME: (c.DUE_SHARD_ATTRIBUTE, c.DUE_KEY_ATTRIBUTE),
     **{name: (attribute, c.LIST_SORT_ATTRIBUTE) for name, attribute in c.LIST_INDEX_KEYS.items()},
 }
+# An attribute with more values than this among the items is not shared (bench/scale: DynamoModel._shared).
+SHARED_VALUES = 2_000
 # With both tables, moto answers one due-index query in this many as well (the first always).
 DUE_QUERY_SAMPLE_EVERY = 5
 
@@ -189,6 +191,8 @@ class DynamoModel:
         self.break_conditions = False
         self.due_queries = 0
         self._last_hot = False
+        self._values: dict[str, dict[str, Any]] = {}  # per attribute, one copy of each value
+        self._distinct: set[str] = set()
         # A sampled run's meters (bench/scale/sampling.py): each write's item before and after, and
         # what each request consumed.
         self.on_write: Callable[[KEY, Any, Any], None] | None = None
@@ -265,7 +269,7 @@ class DynamoModel:
         if self._refused(charge, int(now_s), writing=True) is not None:
             return "ProvisionedThroughputExceededException" if self._last_hot else "ThrottlingException"
         if after is not None:
-            self.table.put(after)
+            self.table.put(self._shared(after))
             self.due.put(key, _due_entry(after))
         self._consume(charge, int(now_s), writing=True)
         return None
@@ -404,8 +408,30 @@ class DynamoModel:
 
     def seed(self, item: dict[str, Any]) -> None:
         """Stores an item as a write would have, without a request (jobs placed before the run)."""
+        item = self._shared(item)
         self.table.put(item)
         self.due.put(key_of(item), _due_entry(item))
+
+    def _shared(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The item with each value that other items hold too (a status, a policy, the instant of a
+        burst) replaced by one shared copy, which no write changes in place (an update builds new
+        values): a million jobs' items would not fit in memory otherwise. An attribute found with
+        many values (ids, tokens) is left alone."""
+        shared = {}
+        for name, value in item.items():
+            if name in self._distinct:
+                continue
+            seen = self._values.setdefault(name, {})
+            raw = value.get("S", value.get("N"))
+            if raw is None:
+                continue
+            found = seen.setdefault(raw, value)
+            if found is not value:
+                shared[name] = found
+            elif len(seen) > SHARED_VALUES:
+                self._distinct.add(name)
+                del self._values[name]
+        return {**item, **shared} if shared else item
 
 
 def _predicted(operation: str, body: dict[str, Any], before: Any) -> Any:

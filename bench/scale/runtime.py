@@ -256,7 +256,8 @@ class Sim:
             task.at = self.now
             task.token = None
             self._current = task
-            task.segment_start = time.thread_time()
+            if not task.stand_in:  # a stand-in's own CPU is never measured: the host's clock is slow to ask
+                task.segment_start = time.thread_time()
             self.switches += 1
             if task.glet:
                 task.glet.switch(woken)
@@ -303,10 +304,13 @@ class Sim:
             task.opened_by = closing
         if env is None:
             return
-        spent = time.thread_time() - task.segment_start
+        if task.stand_in:
+            spent = self.cpu.table_seconds(f"{task.kind}|{opened_by}|{closing}") if charge else 0.0
+        else:
+            spent = time.thread_time() - task.segment_start
+            if charge:
+                spent = self.cpu.charge(f"{task.kind}|{opened_by}|{closing}", max(0.0, spent))
         if charge:
-            kind = f"{task.kind}|{opened_by}|{closing}"
-            spent = self.cpu.table_seconds(kind) if task.stand_in else self.cpu.charge(kind, max(0.0, spent))
             if task.meter is not None:
                 task.meter.cpu_s += spent
             if spent > 0:
@@ -314,7 +318,8 @@ class Sim:
                 task.at = start + spent / env.speed
                 env.cpu_free_at = task.at
                 env.cpu_seconds += spent
-        task.segment_start = time.thread_time()
+        if not task.stand_in:
+            task.segment_start = time.thread_time()
 
     def _arm(self, task: Task) -> object:
         self._end_segment(task, True, "wait")
@@ -640,6 +645,13 @@ GREEN_MODULES = (
 )
 
 
+ID_MODULES = (
+    "sundial.shared.service.service",
+    "sundial.shared.service.placing",
+    "sundial.shared.service.operations",
+)
+
+
 def _loaded(name: str) -> types.ModuleType | None:
     try:
         return importlib.import_module(name)
@@ -653,7 +665,6 @@ def green(simulation: Sim) -> Iterator[Sim]:
     global _sim  # noqa: PLW0603 - the one simulation the green kinds run on
     from sundial.shared import dispatch
     from sundial.shared.engine import scheduler
-    from sundial.shared.service import operations, service
 
     ids = _SeededIds(simulation)
     # The modules whose threads, events and locks the engine's actors share (a tick's report among
@@ -661,13 +672,16 @@ def green(simulation: Sim) -> Iterator[Sim]:
     threaded = [
         module for module in map(_loaded, GREEN_MODULES) if getattr(module, "threading", None) is threading
     ]
+    # The modules that mint new ids (a job's, an operation's), wherever they live.
+    minting = [
+        module for module in map(_loaded, ID_MODULES) if module is not None and hasattr(module, "ULID")
+    ]
     swaps: list[tuple[Any, str, Any]] = [
         (scheduler, "ThreadPoolExecutor", GreenExecutor),
         *((module, "threading", GREEN_THREADING) for module in threaded),
         (dispatch, "_Waiting", _GreenWaiting),
         (time, "sleep", _green_sleep),
-        (service, "ULID", ids.ulid),
-        (operations, "ULID", ids.ulid),
+        *((module, "ULID", ids.ulid) for module in minting),
         (secrets, "token_hex", ids.token_hex),
         (secrets, "token_bytes", ids.token_bytes),
         (os, "urandom", ids.urandom),
