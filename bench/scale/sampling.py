@@ -250,6 +250,17 @@ def _reason(message: JobMessage, item: Any, now_ms: int) -> str:
     return "other (recurring, failing target, short lease, ...)"
 
 
+def report_of(sampler: Sampler | None) -> dict[str, Any]:
+    """A sampled run's strata and check for its report; a drift fails the run, told in `error`."""
+    if sampler is None:
+        return {}
+    figures = sampler.report()
+    out: dict[str, Any] = {"sampling": figures}
+    if figures["errors"]:
+        out["error"] = "the stand-ins drifted from the real worker's sample: " + "; ".join(figures["errors"])
+    return out
+
+
 def sampling_for(due: int, every: int | None) -> int:
     """One real delivery in this many of the stand-in's path, 0 for none sampled (all real)."""
     if every is not None:

@@ -211,17 +211,6 @@ def _due(scenario: Scenario) -> int:
     return scenario.due_at_once + scenario.per_minute * scenario.minutes
 
 
-def _sampling(world: World) -> dict[str, Any]:
-    """A sampled run's strata and check; a drift fails the run, told in `error`."""
-    if world.sampler is None:
-        return {}
-    figures = world.sampler.report()
-    out: dict[str, Any] = {"sampling": figures}
-    if figures["errors"]:
-        out["error"] = "the stand-ins drifted from the real worker's sample: " + "; ".join(figures["errors"])
-    return out
-
-
 def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
     names = {job_id: priority for job_id, (priority, _) in world.jobs.items()}
     per_priority: dict[str, dict[str, Any]] = {}
@@ -303,7 +292,7 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
             "full_path": sum(client.full_path_calls for client in world.aws.direct_clients),
         },
         **_cross_check(world),
-        **_sampling(world),
+        **sampling.report_of(world.sampler),
     }
 
 
