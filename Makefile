@@ -42,10 +42,10 @@ local: $(STAMP)
 # they run beside the in-process suites rather than after them, and split further: pytest-xdist deals
 # whole files to a suite's workers, so that one file's waits overlap another's and a worker starts only
 # the stacks its own files use. The console's files share one stack and one browser and stay in one
-# run. The in-process suites, mostly CPU, take two workers: the waiting suites leave the cores idle
-# most of the time. Not niced: on a machine shared with other work a niced suite got a fifth of a core
-# a worker and took longer than all the rest. Each run's output follows the in-process one's, and any
-# run's failure fails the target.
+# run. The in-process suites, mostly CPU, take two workers, niced: the waiting suites leave the cores
+# idle most of the time, but when a stack of theirs has work (a flood of creates, a restore) it is on
+# a clock, and gets the core first. Each run's output follows the in-process one's, and any run's
+# failure fails the target.
 STACK_SUITES := tests/e2e
 CONSOLE_SUITES := tests/console
 CLIENT_SUITES := tests/local_state tests/client
@@ -61,7 +61,7 @@ test: $(STAMP) $(NODE_STAMP) lint typecheck browser
 	console=$$!; \
 	$(PROCESS_PYTEST) -n $(CLIENT_WORKERS) $(CLIENT_SUITES) > .test-client.log 2>&1 & \
 	client=$$!; \
-	$(BIN)/python -m pytest -q -n $(IN_PROCESS_WORKERS) --dist loadfile \
+	nice -n 5 $(BIN)/python -m pytest -q -n $(IN_PROCESS_WORKERS) --dist loadfile \
 		$(addprefix --ignore=,$(PROCESS_SUITES)); \
 	in_process=$$?; \
 	wait $$stack; as_stack=$$?; wait $$console; as_console=$$?; wait $$client; as_client=$$?; \
