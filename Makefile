@@ -39,37 +39,22 @@ local: $(STAMP)
 	$(BIN)/sundial local
 
 # The suites that run the local stack as processes mostly wait on its ticks, targets and browser, so
-# they run beside the in-process suites rather than after them, and split further: pytest-xdist deals
-# whole files to a suite's workers, so that one file's waits overlap another's and a worker starts only
-# the stacks its own files use. The console's files share one stack and one browser and stay in one
-# run. The in-process suites, mostly CPU, take two workers, niced: the waiting suites leave the cores
-# idle most of the time, but when a stack of theirs has work (a flood of creates, a restore) it is on
-# a clock, and gets the core first. Each run's output follows the in-process one's, and any run's
-# failure fails the target.
+# they run beside the in-process suites rather than after them, in two groups of about the same
+# length: three runs on two cores. Their output follows the other run's, and any run's failure fails
+# the target.
 STACK_SUITES := tests/e2e
-CONSOLE_SUITES := tests/console
-CLIENT_SUITES := tests/local_state tests/client
-PROCESS_SUITES := $(STACK_SUITES) $(CONSOLE_SUITES) $(CLIENT_SUITES)
-STACK_WORKERS ?= 3
-CLIENT_WORKERS ?= 2
-IN_PROCESS_WORKERS ?= 2
-PROCESS_PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --dist loadfile
+CONSOLE_SUITES := tests/local_state tests/console tests/client
+PROCESS_SUITES := $(STACK_SUITES) $(CONSOLE_SUITES)
 test: $(STAMP) $(NODE_STAMP) lint typecheck browser
-	@$(PROCESS_PYTEST) -n $(STACK_WORKERS) $(STACK_SUITES) > .test-stack.log 2>&1 & \
+	@$(BIN)/python -m pytest -q -p no:cacheprovider $(STACK_SUITES) > .test-stack.log 2>&1 & \
 	stack=$$!; \
-	$(PROCESS_PYTEST) $(CONSOLE_SUITES) > .test-console.log 2>&1 & \
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(CONSOLE_SUITES) > .test-console.log 2>&1 & \
 	console=$$!; \
-	$(PROCESS_PYTEST) -n $(CLIENT_WORKERS) $(CLIENT_SUITES) > .test-client.log 2>&1 & \
-	client=$$!; \
-	nice -n 5 $(BIN)/python -m pytest -q -n $(IN_PROCESS_WORKERS) --dist loadfile \
-		$(addprefix --ignore=,$(PROCESS_SUITES)); \
-	in_process=$$?; \
-	wait $$stack; as_stack=$$?; wait $$console; as_console=$$?; wait $$client; as_client=$$?; \
+	$(BIN)/python -m pytest -q $(addprefix --ignore=,$(PROCESS_SUITES)); in_process=$$?; \
+	wait $$stack; as_stack=$$?; wait $$console; as_console=$$?; \
 	echo; echo "== $(STACK_SUITES)"; cat .test-stack.log; \
-	echo; echo "== $(CONSOLE_SUITES)"; cat .test-console.log; \
-	echo; echo "== $(CLIENT_SUITES)"; cat .test-client.log; \
-	rm -f .test-stack.log .test-console.log .test-client.log; \
-	[ $$in_process -eq 0 ] && [ $$as_stack -eq 0 ] && [ $$as_console -eq 0 ] && [ $$as_client -eq 0 ]
+	echo; echo "== $(CONSOLE_SUITES)"; cat .test-console.log; rm -f .test-stack.log .test-console.log; \
+	[ $$in_process -eq 0 ] && [ $$as_stack -eq 0 ] && [ $$as_console -eq 0 ]
 
 # The console's browser tests drive Debian's headless Chromium through its chromium-driver. Installed
 # only when missing, and only where that is possible (root with apt-get, as CI runs on a fresh

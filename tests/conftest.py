@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -25,39 +23,6 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Sundial")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 _prefixes = itertools.count()
-
-# Directories whose files each run for minutes (the model test, the chaos fleet, the scale model's
-# runs). pytest-xdist hands out files in collection order: started last, one of them would keep its
-# worker busy long after the other had run out of files.
-_LONGEST_FIRST = ("model", "chaos", "bench")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    _name_each_item_apart(items)
-    if hasattr(config, "workerinput"):
-        tests = Path(__file__).parent
-
-        def rank(item: pytest.Item) -> int:
-            parts = item.path.relative_to(tests).parts if item.path.is_relative_to(tests) else ()
-            first = parts[0] if parts else ""
-            return _LONGEST_FIRST.index(first) if first in _LONGEST_FIRST else len(_LONGEST_FIRST)
-
-        items.sort(key=rank)  # stable: each file's tests keep their order
-
-
-def _name_each_item_apart(items: list[pytest.Item]) -> None:
-    """Schemathesis names a test of each operation `test[GET /jobs]`, but under pytest 9 all of them
-    share the id `test`. pytest-xdist's file-wise scheduling keys tests by id and would run one of them
-    in place of all; each gets back the id its name gives."""
-    counts = Counter(item.nodeid for item in items)
-    for item in items:
-        if counts[item.nodeid] > 1 and item.parent is not None:
-            nodeid = f"{item.parent.nodeid}::{item.name}"
-            # pytest 9 keeps the id parsed (pytest 8 as the string); neither has a public setter.
-            if hasattr(item, "_id"):
-                item._id = type(item._id).parse(nodeid)
-            else:
-                item._nodeid = nodeid
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -67,22 +67,6 @@ def record_lateness(values: list[float]) -> None:
     LATENESS.extend(values)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Under pytest-xdist the files run on workers, whose terminal nobody sees: each hands what it
-    measured to the controller, which reports it with its own."""
-    output = getattr(session.config, "workeroutput", None)
-    if output is not None:
-        output["e2e_lateness"] = list(LATENESS)
-        output["e2e_log_dirs"] = [str(path) for path in LOG_DIRS]
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: Any) -> None:
-    output = getattr(node, "workeroutput", {})
-    LATENESS.extend(output.get("e2e_lateness", []))
-    LOG_DIRS.extend(Path(path) for path in output.get("e2e_log_dirs", []))
-
-
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     for path in LOG_DIRS:
         terminalreporter.write_line(f"e2e process logs: {path}")
