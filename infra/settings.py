@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from constructs import Node
@@ -57,6 +58,7 @@ LIMIT_WAIT_ALARM_KEY = PREFIX + "limitWaitAlarmSeconds"
 RETENTION_DAYS_KEY = PREFIX + "retentionDays"
 MISSED_ALARM_KEY = PREFIX + "missedOccurrencesAlarm"
 DASHBOARD_KEY = PREFIX + "dashboard"
+API_KEY = PREFIX + "api"
 
 BASE_STACK_NAME = "Sundial"
 DEFAULT_MAX_CONCURRENCY: Mapping[Priority, int] = {Priority.HIGH: 50, Priority.MEDIUM: 20, Priority.LOW: 5}
@@ -79,6 +81,17 @@ _SECRET_ARN = re.compile(
     r"|arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter/[A-Za-z0-9_./-]+"
 )
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
+
+
+class ApiKind(StrEnum):
+    """Which API Gateway API the stage serves its routes through (docs/design.md, "Cost")."""
+
+    # A REST API: the gateway's own refusals are problem details, bodies are checked before the
+    # function is paid, and the gateway traces with X-Ray.
+    REST = "rest"
+    # An HTTP API, at under a third of the price a request: the gateway's own refusals are its own
+    # `{"message": ...}` JSON, and every body reaches the function.
+    HTTP = "http"
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,7 @@ class Settings:
     dashboard: bool = True
     # None: DynamoDB's own (a new table's, then what its peaks taught it).
     warm_throughput: WarmThroughput | None = None
+    api: ApiKind = ApiKind.REST
 
     @property
     def ready_indexes(self) -> tuple[str, ...]:
@@ -174,6 +188,7 @@ class Settings:
             handlers=checked_modules(_string_list(node, HANDLERS_KEY)),
             dashboard=_boolean(node, DASHBOARD_KEY, default=True),
             warm_throughput=warm_throughput_from_context(node),
+            api=ApiKind(_choice(node, API_KEY, [kind.value for kind in ApiKind], ApiKind.REST.value)),
         )
 
 

@@ -43,6 +43,14 @@ def test_an_upgrade_reads_only_the_indexes_declared_once_the_backfill_is_done() 
     assert _settings({"sundial:dashboard": "false"}).dashboard is False
 
 
+def test_the_api_is_rest_unless_http_is_chosen() -> None:
+    from infra.settings import ApiKind
+
+    assert _settings({}).api is ApiKind.REST
+    assert _settings({"sundial:api": "rest"}).api is ApiKind.REST
+    assert _settings({"sundial:api": "http"}).api is ApiKind.HTTP
+
+
 def test_provisioned_capacity_defaults_and_overrides() -> None:
     from infra.capacity_settings import Capacity
 
@@ -129,6 +137,8 @@ def test_target_arns_from_cdk_json_or_the_command_line(raw: Any, expected: tuple
         ({"sundial:listIndexes": "5"}, "sundial:listIndexes=5: must be 0-4"),
         ({"sundial:listingBackfilled": "later"}, "true or false"),
         ({"sundial:dashboard": "sometimes"}, "sundial:dashboard.*true or false"),
+        ({"sundial:api": "websocket"}, "sundial:api='websocket': must be one of rest, http"),
+        ({"sundial:api": "HTTP"}, "sundial:api='HTTP': must be one of rest, http"),
         ({"sundial:deadOccurrencesInARow": 0}, "sundial:deadOccurrencesInARow=0: must be at least 1"),
         ({"sundial:provisionedPollersMedium": "1,10"}, "sundial:provisionedPollersMedium=.*minimum of 2-200"),
         ({"sundial:provisionedPollersLow": "few"}, "sundial:provisionedPollersLow=.*MIN,MAX"),
