@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from http import HTTPStatus
+from typing import Protocol
 
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -81,6 +83,17 @@ GATEWAY_STATUSES: dict[apigw.ResponseType, int | None] = {
 }
 
 
+class ApiMetrics(Protocol):
+    """The gateway's metrics of a stage's API, REST or HTTP, each naming that API alone: what the
+    alarms and the dashboard read."""
+
+    def metric_client_error(self, *, label: str | None = None, statistic: str | None = None) -> cw.Metric: ...
+
+    def metric_server_error(self, *, label: str | None = None, statistic: str | None = None) -> cw.Metric: ...
+
+    def metric_count(self, *, label: str | None = None, statistic: str | None = None) -> cw.Metric: ...
+
+
 def gateway_problem(status: int | None, message: str | None = None, field: str | None = None) -> str:
     """A mapping template of a problem details body. Without a message of our own it carries
     API Gateway's (`$context.error.messageString` is that message quoted and escaped as JSON)."""
@@ -149,6 +162,15 @@ class JobsApi(Construct):
         self._add_error_bodies()
         self._own_execution_logs()
         self._acknowledge()
+
+    @property
+    def url(self) -> str:
+        """The base URL the client and the CLI join paths to: the stage's, ending in a slash."""
+        return self.rest_api.url
+
+    @property
+    def metrics(self) -> ApiMetrics:
+        return self.rest_api
 
     def _own_execution_logs(self) -> None:
         """The group API Gateway writes the stage's execution logs to, made here with a retention.

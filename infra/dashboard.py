@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import Duration, Stack
-from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.api import ApiMetrics
 from infra.functions import Functions
 from infra.queues import JobQueues
 from sundial.shared import constants as c
@@ -79,7 +79,7 @@ def build_dashboard(
     *,
     functions: Functions,
     queues: JobQueues,
-    api: apigw.RestApi,
+    api: ApiMetrics,
     alarms: Sequence[cw.IAlarm],
     limit_wait_alarm_ms: int,
 ) -> cw.Dashboard:
@@ -162,7 +162,7 @@ def _labelled(queues: JobQueues) -> list[tuple[str, sqs.Queue]]:
     return [*((p.value, q) for p, q in queues.by_priority.items()), ("dead letter", queues.dead_letter)]
 
 
-def _error_widgets(functions: Functions, api: apigw.RestApi) -> list[cw.IWidget]:
+def _error_widgets(functions: Functions, api: ApiMetrics) -> list[cw.IWidget]:
     names = ("api", "scheduler", "worker")
     errors: list[cw.IMetric] = []
     for name, fn in zip(names, functions.all, strict=True):

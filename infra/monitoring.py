@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy, Stack
-from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -13,6 +12,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from infra.api import ApiMetrics
 from infra.dashboard import FIVE_MINUTES, ONE_MINUTE, build_dashboard, limit_wait_query, sundial_metric
 from infra.functions import Functions
 from infra.queues import JobQueues
@@ -41,7 +41,7 @@ class Monitoring(Construct):
         *,
         functions: Functions,
         queues: JobQueues,
-        api: apigw.RestApi,
+        api: ApiMetrics,
         settings: Settings,
     ) -> None:
         super().__init__(scope, construct_id)

@@ -9,10 +9,11 @@ from constructs import Construct
 
 from infra.api import JobsApi
 from infra.functions import Functions
+from infra.http_api import HttpJobsApi
 from infra.monitoring import Monitoring
 from infra.queues import JobQueues
 from infra.scheduler import Tick
-from infra.settings import Settings
+from infra.settings import ApiKind, Settings
 from infra.table import JobsTable
 
 
@@ -30,12 +31,17 @@ class SundialStack(Stack):
         )
         queues = JobQueues(self, "Queues")
         functions = Functions(self, "Functions", table=table.table, queues=queues, settings=settings)
-        api = JobsApi(self, "Api", handler=functions.api, settings=settings)
+        # The REST API unless the stage chose the cheaper HTTP API (docs/design.md, "Cost").
+        api = (
+            HttpJobsApi(self, "Api", handler=functions.api, settings=settings)
+            if settings.api is ApiKind.HTTP
+            else JobsApi(self, "Api", handler=functions.api, settings=settings)
+        )
         Tick(self, "Tick", scheduler=functions.scheduler)
         monitoring = Monitoring(
-            self, "Monitoring", functions=functions, queues=queues, api=api.rest_api, settings=settings
+            self, "Monitoring", functions=functions, queues=queues, api=api.metrics, settings=settings
         )
-        CfnOutput(self, "ApiUrl", value=api.rest_api.url, description="Base URL of the API (IAM auth)")
+        CfnOutput(self, "ApiUrl", value=api.url, description="Base URL of the API (IAM auth)")
         CfnOutput(self, "TableName", value=table.table.table_name)
         # The smoke check (`make smoke`) reads the dead-letter queue and the alarms from these.
         CfnOutput(self, "DeadLetterQueueUrl", value=queues.dead_letter.queue_url)

@@ -48,6 +48,16 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
 }
 
 
+# `sundial:api=http` on its own, and on the configured stage with its own throttling.
+HTTP_CONTEXT: dict[str, Any] = {"sundial:api": "http"}
+HTTP_CONFIGURED_CONTEXT: dict[str, Any] = {
+    **CONFIGURED_CONTEXT,
+    **HTTP_CONTEXT,
+    "sundial:apiRateLimit": "40",
+    "sundial:apiBurstLimit": 60,
+}
+
+
 # The IAM contract's table of calls and hops (test_iam_contract.py), printed after the run.
 CONTRACT_TABLE: list[str] = []
 
@@ -112,3 +122,15 @@ def synthesised(tmp_path_factory: pytest.TempPathFactory) -> Synthesised:
 def configured(tmp_path_factory: pytest.TempPathFactory) -> Synthesised:
     """The stack with every context key set (the code asset is bundled once per process)."""
     return _synthesise(tmp_path_factory.mktemp("cdk.out.configured"), CONFIGURED_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def http_api(tmp_path_factory: pytest.TempPathFactory) -> Synthesised:
+    """The default stage with `sundial:api=http`."""
+    return _synthesise(tmp_path_factory.mktemp("cdk.out.http"), HTTP_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def http_configured(tmp_path_factory: pytest.TempPathFactory) -> Synthesised:
+    """The configured stage (`staging`) with `sundial:api=http`."""
+    return _synthesise(tmp_path_factory.mktemp("cdk.out.http.configured"), HTTP_CONFIGURED_CONTEXT)

@@ -74,7 +74,7 @@ def test_a_finding_that_is_not_acknowledged_fails_synthesis(tmp_path: Path) -> N
         app.synth()
 
 
-@pytest.mark.parametrize("which", ["synthesised", "configured"])
+@pytest.mark.parametrize("which", ["synthesised", "configured", "http_api"])
 def test_cfn_lint_finds_no_errors(which: str, request: pytest.FixtureRequest) -> None:
     stack: Synthesised = request.getfixturevalue(which)
     cfn_lint = Path(sys.executable).parent / "cfn-lint"

@@ -11,6 +11,7 @@ the statement that grants each, is printed at the end of the run.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from infra.api import ROUTES
 from sundial.shared import constants as c
 from sundial.shared.constants import PRIORITIES
 from tests.infra import contract
 from tests.infra.aws_calls import CALLS_ENV, install
 from tests.infra.conftest import CONFIGURED_CONTEXT, CONTRACT_TABLE, Synthesised
 from tests.infra.contract import Call, Template, load_calls, requests
-from tests.infra.policies import ACCOUNT, REGION, Decision, Request, evaluate
+from tests.infra.policies import ACCOUNT, REGION, Decision, Request, Statement, evaluate
 from tests.infra.test_api_and_tick import _methods
 
 pytestmark = pytest.mark.infra
@@ -297,3 +299,65 @@ def test_the_api_may_make_the_reads_of_get_stats(template: Template) -> None:
         )
     dead_letter = template.arn(template.own_id(c.DEAD_LETTER_QUEUE_NAME) or "")
     assert not evaluate(statements, Request("sqs:GetQueueAttributes", dead_letter)).allowed
+
+
+def test_the_http_api_may_invoke_the_api_function_on_every_route(http_api: Synthesised) -> None:
+    """Under `sundial:api=http` the hop is the HTTP API's: one permission for that API, which holds
+    whether its source ARN names a route as declared (`jobs/{id}`) or as called."""
+    template = Template(http_api.resources)
+    function_id = template.function_id("api")
+    (api_id,) = template.of_type("AWS::ApiGatewayV2::Api")
+    statements = template.resource_statements(function_id)
+
+    def allowed(api: str, method: str, path: str) -> bool:
+        source = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{api}/$default/{method}{path}"
+        request = Request(
+            "lambda:InvokeFunction",
+            template.arn(function_id),
+            service="apigateway.amazonaws.com",
+            context={"aws:SourceArn": source, "aws:SourceAccount": ACCOUNT},
+        )
+        return evaluate(statements, request).allowed
+
+    own = template.resolver.name(api_id)
+    routes = [(method, path) for path, methods in ROUTES.items() for method in methods]
+    for method, path in routes:
+        for sent in (path, path.replace("{id}", "01JD0000000000000000000000").replace("{key+}", "a/b")):
+            assert allowed(own, method, sent), f"{method} {sent}"
+    assert not allowed("anotherapi", "GET", "/health")
+    CONTRACT_TABLE.append(f"hop  HTTP API -> lambda:InvokeFunction: {len(routes)} routes allowed")
+
+
+# The resource a caller's policy names for `execute-api:Invoke`, as docs/deploy.md gives it.
+_CALLER_RESOURCE = re.compile(r"arn:aws:execute-api:<region>:<account>:<api id>/([^`\s]+)")
+_API = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:a1b2c3d4e5"
+
+
+@pytest.mark.parametrize("which", ["synthesised", "http_api"])
+def test_the_callers_policy_docs_give_allows_every_route_of_the_stage(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    stack: Synthesised = request.getfixturevalue(which)
+    (stage,) = [
+        *stack.of_type("AWS::ApiGateway::Stage").values(),
+        *stack.of_type("AWS::ApiGatewayV2::Stage").values(),
+    ]
+    stage_name = stage["Properties"]["StageName"]
+    documented = _CALLER_RESOURCE.findall((ROOT / "docs" / "deploy.md").read_text())
+    (mine,) = [tail for tail in documented if tail.split("/")[0] == stage_name]
+    others = [tail for tail in documented if tail != mine]
+    assert others, "docs/deploy.md gives the caller's resource for one kind of API only"
+
+    def allows(tail: str, method: str, path: str) -> bool:
+        statement = Statement(
+            "caller", {"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": f"{_API}/{tail}"}
+        )
+        called = Request("execute-api:Invoke", f"{_API}/{stage_name}/{method}{path}")
+        return evaluate([statement], called).allowed
+
+    for path, methods in ROUTES.items():
+        sent = path.replace("{id}", "01JD0000000000000000000000").replace("{key+}", "a/b")
+        for method in methods:
+            assert allows(mine, method, sent), f"{method} {sent}"
+            # The other kind's resource names another stage: it allows nothing here.
+            assert not any(allows(other, method, sent) for other in others), f"{method} {sent}"

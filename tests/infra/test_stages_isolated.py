@@ -1,6 +1,6 @@
-"""Two stages in one account, the default one and `staging` (conftest's configured stack): no alarm or
-dashboard graph of one reads a series of the other, and what each stage's functions publish is what
-its own alarms and graphs read.
+"""Two stages in one account, the default one and `staging` (conftest's configured stack), with the REST
+API and with `sundial:api=http`: no alarm or dashboard graph of one reads a series of the other, and
+what each stage's functions publish is what its own alarms and graphs read.
 
 A series is a namespace, a metric name and its dimensions. A dimension that names a resource of the
 template (a queue, a function) stands for the name CloudFormation gives that resource in the account:
@@ -36,15 +36,19 @@ _NAME_PROPERTY = {
     "AWS::ApiGateway::RestApi": "Name",
     "AWS::CloudWatch::Alarm": "AlarmName",
 }
+# Resources whose Ref is an id their service generates, unique in the account and region.
+_GENERATED_ID = {"AWS::ApiGatewayV2::Api"}
 # A deploy-time value (a queue's URL, a table's name) in a function's environment, where settings
 # only check that something is there.
 _DEPLOY_TIME = "resolved-at-deploy"
 
 
-@pytest.fixture(scope="module")
-def stages(synthesised: Synthesised, configured: Synthesised) -> tuple[Synthesised, Synthesised]:
-    assert (synthesised.stack_name, configured.stack_name) == ("Sundial", "Sundial-staging")
-    return synthesised, configured
+@pytest.fixture(scope="module", params=["rest", "http"])
+def stages(request: pytest.FixtureRequest) -> tuple[Synthesised, Synthesised]:
+    names = ("synthesised", "configured") if request.param == "rest" else ("http_api", "http_configured")
+    default, staging = (request.getfixturevalue(name) for name in names)
+    assert (default.stack_name, staging.stack_name) == ("Sundial", "Sundial-staging")
+    return default, staging
 
 
 def _name_in_account(stage: Synthesised, value: Any) -> str:
@@ -56,6 +60,8 @@ def _name_in_account(stage: Synthesised, value: Any) -> str:
     if isinstance(value, dict) and set(value) in ({"Ref"}, {"Fn::GetAtt"}):
         logical_id = value["Ref"] if "Ref" in value else value["Fn::GetAtt"][0]
         resource = stage.resources[logical_id]
+        if resource["Type"] in _GENERATED_ID:
+            return f"<the id {resource['Type']} gives {stage.stack_name}'s {logical_id}>"
         assert resource["Type"] in _NAME_PROPERTY, f"a metric names a {resource['Type']}: add its name here"
         given = resource.get("Properties", {}).get(_NAME_PROPERTY[resource["Type"]])
         if given is None:
@@ -66,8 +72,15 @@ def _name_in_account(stage: Synthesised, value: Any) -> str:
 
 
 def _series(stage: Synthesised, namespace: str, name: str, dimensions: dict[str, Any]) -> Series:
-    resolved = frozenset((key, _name_in_account(stage, value)) for key, value in dimensions.items())
-    return namespace, name, resolved
+    resolved = {key: _name_in_account(stage, value) for key, value in dimensions.items()}
+    if "ApiId" in resolved and "Stage" in resolved:
+        # An HTTP API's stage name (`$default`) is its own only within its API.
+        resolved["Stage"] = _stage_of(resolved["ApiId"], resolved["Stage"])
+    return namespace, name, frozenset(resolved.items())
+
+
+def _stage_of(api: str, stage_name: str) -> str:
+    return f"{api}/{stage_name}"
 
 
 def _alarm_series(stage: Synthesised) -> dict[str, Series]:
@@ -181,12 +194,17 @@ def test_no_alarm_or_graph_of_one_stage_reads_a_series_of_the_other(
 
 
 def _own_names(stage: Synthesised) -> set[str]:
-    """The names the stage's queues, functions, table, API and alarms have in the account."""
-    return {
+    """The names the stage's queues, functions, table, API (and its stages) and alarms have in the
+    account."""
+    names = {
         _name_in_account(stage, {"Ref": logical_id})
         for logical_id, resource in stage.resources.items()
-        if resource["Type"] in _NAME_PROPERTY
+        if resource["Type"] in {*_NAME_PROPERTY, *_GENERATED_ID}
     }
+    for resource in stage.of_type("AWS::ApiGatewayV2::Stage").values():
+        properties = resource["Properties"]
+        names.add(_stage_of(_name_in_account(stage, properties["ApiId"]), properties["StageName"]))
+    return names
 
 
 def test_every_aws_series_names_the_stages_own_resources(stages: tuple[Synthesised, Synthesised]) -> None:
