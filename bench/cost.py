@@ -586,6 +586,32 @@ def _row(priced: Priced) -> Row:
     )
 
 
+def http_api_row(priced: Priced) -> Row:
+    """The same executions as `priced`, their API requests priced as an HTTP API's
+    (`sundial:api=http`): its function gets the event it gets from the REST API and makes the same
+    calls, so the price is the only difference and nothing is run again."""
+    each = priced.each
+    value = each.total_dollars(m.PRICE_PER_HTTP_API_REQUEST) * 1e6
+    goal = _goal(priced)
+    return Row(
+        f"cost: {priced.scenario.name} [{priced.config.label}, sundial:api=http]",
+        round(value, 3),
+        "$/million",
+        f"<= ${goal:.2f}" if goal is not None else None,
+        value <= goal if goal is not None else None,
+        {
+            "executions": f"the same as 'cost: {priced.scenario.name} [{priced.config.label}]', priced "
+            "with the HTTP API: $1.00 a million requests in place of the REST API's $3.50",
+            "api_gateway_requests_per_execution": each.api_requests,
+            "dollars_per_million": {
+                name: round(dollars * 1e6, 3)
+                for name, dollars in each.dollars(m.PRICE_PER_HTTP_API_REQUEST).items()
+            },
+            "saved_per_million_against_the_rest_api": round(priced.per_million - value, 3),
+        },
+    )
+
+
 def write_requests_row(priced: Priced) -> Row:
     """DynamoDB write requests of one recurring execution, with failure history: the figure the next
     feature that adds a write moves."""
@@ -760,7 +786,11 @@ def measure(aws: Aws) -> tuple[list[Row], dict[str, Any]]:
         for k, config in enumerate(PLAN[scenario.name]):
             emulated = aws.on_same_emulator(f"cost-{n}-{k}-")
             priced[(scenario.name, config)] = run_scenario(emulated, scenario, fixed, start_ms, config)
-    rows = [_row(p) for p in priced.values()]
+    rows = []
+    for key, each in priced.items():
+        rows.append(_row(each))
+        if key == (PRECISION_KIND, FAILURES):
+            rows.append(http_api_row(each))
     rows += peak_rows(priced[(PEAK_KIND, FAILURES)]) + peak_rows(priced[(PEAK_KIND, CHEAPEST)])[:2]
     rows += precision_rows(priced[(PRECISION_KIND, DEFAULT)], priced[(PRECISION_KIND, CHEAPEST)])
     rows.append(limit_row(priced[(PEAK_KIND, FAILURES)], priced[(LIMITED_KIND, FAILURES)]))
@@ -776,6 +806,7 @@ def measure(aws: Aws) -> tuple[list[Row], dict[str, Any]]:
             "lambda_request": m.PRICE_PER_LAMBDA_REQUEST,
             "lambda_gb_second_arm64": m.PRICE_PER_GB_SECOND,
             "api_gateway_request": m.PRICE_PER_API_REQUEST,
+            "api_gateway_http_api_request": m.PRICE_PER_HTTP_API_REQUEST,
             "eventbridge_scheduler_invocation": m.EVENTBRIDGE_SCHEDULER_PER_MILLION / 1e6,
         },
         "units": "write and read units counted from the calls the engine made on the emulator, "

@@ -24,7 +24,10 @@ PRICE_PER_RCU_HOUR = 0.00013
 PRICE_PER_SQS_REQUEST = 0.40 / 1e6
 PRICE_PER_LAMBDA_REQUEST = 0.20 / 1e6
 PRICE_PER_GB_SECOND = 0.0000133334
+# Amazon API Gateway pricing: a REST API's first 333 million requests a month, and an HTTP API's
+# first 300 million (`sundial:api=http`).
 PRICE_PER_API_REQUEST = 3.50 / 1e6
+PRICE_PER_HTTP_API_REQUEST = 1.00 / 1e6
 EVENTBRIDGE_SCHEDULER_PER_MILLION = 1.00
 SECONDS_PER_MONTH = 730 * 3600  # AWS prices a month as 730 hours
 SQS_REQUEST_CHUNK_BYTES = 64 * KB  # each 64 KB of a request is billed as one request
@@ -141,18 +144,19 @@ class Bill:
             total.add_lambda(function, other.lambda_requests[function], other.gb_seconds.get(function, 0.0))
         return total
 
-    def dollars(self) -> dict[str, float]:
-        """Dollars for these counts, by service."""
+    def dollars(self, api_price: float = PRICE_PER_API_REQUEST) -> dict[str, float]:
+        """Dollars for these counts, by service, with API requests at `api_price` (the REST API's
+        unless another is given)."""
         return {
             "dynamodb": self.write_units * PRICE_PER_WRITE_UNIT + self.read_units * PRICE_PER_READ_UNIT,
             "sqs": self.sqs_requests * PRICE_PER_SQS_REQUEST,
             "lambda_requests": sum(self.lambda_requests.values()) * PRICE_PER_LAMBDA_REQUEST,
             "lambda_gb_seconds": sum(self.gb_seconds.values()) * PRICE_PER_GB_SECOND,
-            "api_gateway": self.api_requests * PRICE_PER_API_REQUEST,
+            "api_gateway": self.api_requests * api_price,
         }
 
-    def total_dollars(self) -> float:
-        return sum(self.dollars().values())
+    def total_dollars(self, api_price: float = PRICE_PER_API_REQUEST) -> float:
+        return sum(self.dollars(api_price).values())
 
 
 def provisioned_dynamodb_per_execution(

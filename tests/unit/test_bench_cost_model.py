@@ -96,3 +96,27 @@ def test_provisioned_capacity_is_the_steady_load_over_the_target_utilisation() -
     assert m.provisioned_dynamodb_per_execution(0, 2, 100, 1.0) * 100 * 3600 == pytest.approx(
         200 * m.PRICE_PER_RCU_HOUR
     )
+
+
+def test_an_http_api_prices_the_same_requests_at_its_own_price() -> None:
+    bill = m.Bill(write_units=5, api_requests=1)
+
+    rest, http = bill.total_dollars() * 1e6, bill.total_dollars(m.PRICE_PER_HTTP_API_REQUEST) * 1e6
+
+    assert bill.dollars(m.PRICE_PER_HTTP_API_REQUEST)["api_gateway"] * 1e6 == pytest.approx(1.00)
+    assert rest - http == pytest.approx(2.50)
+
+
+def test_the_http_api_figure_is_the_same_executions_priced_again() -> None:
+    from bench import cost
+
+    one_off = next(s for s in cost.SCENARIOS if s.name == cost.PRECISION_KIND)
+    each = m.Bill(write_units=7, sqs_requests=2, api_requests=1)
+    priced = cost.Priced(one_off, cost.FAILURES, each, {})
+
+    row = cost.http_api_row(priced)
+
+    assert row.name == f"cost: {cost.PRECISION_KIND} [{cost.FAILURES.label}, sundial:api=http]"
+    assert row.value == pytest.approx(priced.per_million - 2.50, abs=0.001)
+    assert row.goal == f"<= ${cost.GOAL_ONE_OFF_PER_MILLION:.2f}"
+    assert row.detail["saved_per_million_against_the_rest_api"] == pytest.approx(2.50)
