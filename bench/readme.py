@@ -44,6 +44,8 @@ def cost_table(figures: Iterable[dict[str, Any]]) -> str:
         f"{kind('recurring daily, sent by a tick')} | |",
         "| Sundial, one-off created through the API, failure history (API Gateway $3.50 of it) / with "
         f"`sqs` precision | {kind(cost.PRECISION_KIND)} | |",
+        "| … through an HTTP API (`sundial:api=http`, API Gateway $1.00 of it), failure history | "
+        f"{price(f'cost: {cost.PRECISION_KIND} [{SECOND}, sundial:api=http]')} | |",
         "| Sundial, one-off created a hundred at a time (`POST /jobs/batch`), failure history / with "
         f"`sqs` precision | {kind(cost.BATCH_KIND)} | |",
         f"| EventBridge Scheduler + a 125 MB, 20 ms Lambda target + one history write | "
