@@ -85,7 +85,7 @@ GATEWAY_STATUSES: dict[apigw.ResponseType, int | None] = {
 
 class ApiMetrics(Protocol):
     """The gateway's metrics of a stage's API, REST or HTTP, each naming that API alone: what the
-    alarms and the dashboard read."""
+    stage's monitoring reads of it."""
 
     def metric_client_error(self, *, label: str | None = None, statistic: str | None = None) -> cw.Metric: ...
 
