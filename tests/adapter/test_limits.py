@@ -14,6 +14,8 @@ from botocore.exceptions import ClientError
 from sundial.contract.jobs import JobCreate, JobUpdate
 from sundial.contract.limits import LimitPut
 from sundial.contract.vocabulary import JobStatus
+from sundial.shared import constants as c
+from sundial.shared import lifecycle
 from sundial.shared.clock import format_rfc3339
 from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine import gate
@@ -289,3 +291,55 @@ def test_a_shard_the_key_no_longer_uses_does_not_let_a_job_run_unlimited(
     fence(engine, messages[ids[1]])
     with pytest.raises(HeldBack):  # the one slot is taken: shard 2 is no way around it
         fence(engine, messages[ids[2]])
+
+
+def _row_keys(engine: Engine, job_id: str) -> list[str]:
+    return [row.due_key for row in engine.index_rows() if row.job_id == job_id]
+
+
+def test_an_on_time_fence_that_takes_a_slot_keeps_the_queued_lease_and_its_index_row(engine: Engine) -> None:
+    limit(engine, max_concurrent=2)
+    job_id = create(engine, run_at=format_rfc3339(engine.clock.now_ms() + 5 * SECOND), timeout_seconds=30)
+    queued = engine.store.get(job_id)
+    rows_before = _row_keys(engine, job_id)
+    [message] = messages_of(engine, job_id).values()
+    engine.clock.advance(5.5)  # a start half a second after its instant
+
+    started = fence(engine, message)
+
+    assert started.status is JobStatus.RUNNING and started.limit_slot is not None
+    assert started.lease_until == queued.lease_until  # the lease the create queued it under
+    assert _row_keys(engine, job_id) == rows_before  # so its index row did not move
+    assert engine.store.limit_shard(KEY, 0).state.holders == {job_id: started.lease_until}
+
+
+def test_a_slot_taking_fence_of_a_job_under_another_lease_gives_it_a_fresh_one(engine: Engine) -> None:
+    """A message whose sender knew another timeout implies another lease than the job's: the fence's
+    first write, conditional on the implied lease, fails, and the attempt gets a fresh lease that its
+    slot ends with."""
+    limit(engine, max_concurrent=2)
+    job_id = create(engine, run_at=format_rfc3339(engine.clock.now_ms() + 5 * SECOND), timeout_seconds=30)
+    queued = engine.store.get(job_id)
+    [message] = messages_of(engine, job_id).values()
+    engine.clock.advance(5)
+
+    started = fence(engine, message.model_copy(update={"timeout_seconds": 120}))
+
+    assert started.status is JobStatus.RUNNING and started.lease_until != queued.lease_until
+    assert started.lease_until == engine.clock.now_ms() + lifecycle.lease_seconds(120) * SECOND
+    assert engine.store.limit_shard(KEY, 0).state.holders == {job_id: started.lease_until}
+
+
+def test_a_late_fence_that_takes_a_slot_gets_a_fresh_lease(engine: Engine) -> None:
+    limit(engine, max_concurrent=2)
+    job_id = create(engine, timeout_seconds=30)
+    queued = engine.store.get(job_id)
+    [message] = messages_of(engine, job_id).values()
+    engine.clock.advance(c.HEARTBEAT_EVERY_SECONDS + 1)  # the queued lease no longer covers a start
+
+    started = fence(engine, message)
+
+    assert queued.lease_until is not None and started.lease_until is not None
+    assert started.lease_until > queued.lease_until
+    assert engine.store.limit_shard(KEY, 0).state.holders == {job_id: started.lease_until}
+

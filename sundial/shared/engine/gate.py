@@ -38,6 +38,17 @@ SHARD_COUNT_TTL_MS = 1000
 HOLD_LEASE_SLACK_MS = 120 * SECOND_MS
 
 
+def _queued_lease(message: JobMessage, now_ms: int) -> int | None:
+    """The lease its sender queued the job under when it wrote ahead of the instant (a completion
+    placing the next occurrence, a create, a tick's claim of a job of the longest timeout), if it
+    still covers this attempt as a fresh one would: the fence keeps it, conditional on it. A held
+    delivery's job has the hold's lease instead."""
+    if message.held_since is not None:
+        return None
+    lease = lifecycle.queued_lease(message.due_at, message.due_at, message.timeout_seconds)
+    return lease if lease >= lifecycle.shortest_running_lease(now_ms, message.timeout_seconds) else None
+
+
 class HeldBack(Exception):
     """The key holds this delivery back: its message went back to its queue with a delay."""
 
@@ -124,6 +135,7 @@ class LimitGate:
             delivery_id,
             limit_key=message.limit_key,
             take=take,
+            queued_lease=_queued_lease(message, now_ms) if take is not None else None,
         )
 
     def _reserve_look(self, shard: Shard, spacing_ms: int, floor_ms: int) -> int | None:

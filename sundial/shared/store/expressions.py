@@ -29,6 +29,8 @@ GUARDS = {
 }
 # A fence that finds this much lease left leaves the lease (and the index row) as they are.
 LEASE_LASTS = "#lease_until >= :lease_needed"
+# A fence that takes a slot keeps the lease only as the slot's end, so it needs that very lease.
+LEASE_IS_KEPT = "#lease_until = :kept_lease"
 
 _NAME = re.compile(r"#(\w+)")
 _VALUE = re.compile(r":(\w+)")

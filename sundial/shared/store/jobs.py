@@ -159,6 +159,7 @@ class JobStore(Transitions):
         delivery_id: str | None = None,
         limit_key: str | None = None,
         take: SlotTake | None = None,
+        queued_lease: int | None = None,
     ) -> Job:
         """QUEUED+token → RUNNING before anything runs; counts the attempt (a job waiting with its
         token, whose message the tick sent without a claim, starts from PENDING or FAILED alike; its
@@ -172,11 +173,23 @@ class JobStore(Transitions):
 
         The fence holds only for a job that names `limit_key` (None: no key); a job that names
         another raises StaleDelivery carrying it. With `take`, the key's slot and token are taken in
-        the same transaction (LimitChanged when the key's shard changed since it was read)."""
+        the same transaction (LimitChanged when the key's shard changed since it was read); the slot
+        then ends with `queued_lease` when the job still has that lease, which the attempt keeps."""
         write_id = delivery_id or x.new_write_id()
         key_is = _limit_key_is(limit_key)
         if take is not None:
-            return self._fence_taking(job_id, token, worker, now_ms, timeout_seconds, write_id, key_is, take)
+            attempt = (job_id, token, worker, now_ms, timeout_seconds, write_id, key_is, take)
+            if queued_lease is None:
+                return self._fence_taking(*attempt)
+            try:
+                return self._fence_taking(*attempt, kept_lease=queued_lease)
+            except StaleDelivery as exc:
+                current = exc.current
+                if current is None or current.status not in FENCED_FROM or current.token != token:
+                    raise
+                if current.limit_key != take.shard.key:
+                    raise
+            return self._fence_taking(*attempt)  # its lease is another: the attempt gets a fresh one
         needed = lifecycle.shortest_running_lease(now_ms, timeout_seconds)
         change = self._fence_change(worker, now_ms, needed, write_id, limit_key)
         try:
@@ -202,21 +215,29 @@ class JobStore(Transitions):
         write_id: str,
         key_is: str,
         take: SlotTake,
+        kept_lease: int | None = None,
     ) -> Job:
         """The fence and its key's slot and token in one transaction: the holder's lease is the
-        attempt's, written by both, so the slot ends when the lease does. Raises LimitChanged when
-        the shard moved on since it was read, StaleDelivery when the job did."""
-        lease_until = lifecycle.running_lease(now_ms, timeout_seconds)
-        change = self._fence_change(worker, now_ms, None, write_id, take.shard.key).set(
-            lease_until=lease_until
-        )
-        change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
+        attempt's, written by both, so the slot ends when the lease does. With `kept_lease`, that is
+        the job's lease as it stands, conditional on it, so that its index row stays where it is (a
+        move is two index writes, doubled in a transaction); otherwise a fresh one. Raises
+        LimitChanged when the shard moved on since it was read, StaleDelivery when the job did."""
+        change = self._fence_change(worker, now_ms, None, write_id, take.shard.key)
+        extra = [key_is]
+        if kept_lease is None:
+            lease_until = lifecycle.running_lease(now_ms, timeout_seconds)
+            change.set(lease_until=lease_until)
+            change.set(**{c.DUE_KEY_ATTRIBUTE: items.due_key(JobStatus.RUNNING, lease_until)})
+        else:
+            lease_until = kept_lease
+            change.condition_values[":kept_lease"] = kept_lease
+            extra.append(x.LEASE_IS_KEPT)
         change.set(limit_wait_ms=take.waited_ms)
         if take.holds_slot:
             change.set(limit_slot=slot_name(take.shard.key, take.shard.number))
         holder_lease = lease_until if take.holds_slot else None
         shard = self.shard_take(take.shard, job_id, holder_lease, take.tokens, now_ms, take.expired)
-        return self._transition(Event.FENCE, job_id, change, key_is, token=token, partners=[shard])
+        return self._transition(Event.FENCE, job_id, change, *extra, token=token, partners=[shard])
 
     def hold(
         self, job_id: str, token: str, limit_key: str, priority: str, lease_until: int, held_since: int
