@@ -343,3 +343,45 @@ def test_a_late_fence_that_takes_a_slot_gets_a_fresh_lease(engine: Engine) -> No
     assert started.lease_until > queued.lease_until
     assert engine.store.limit_shard(KEY, 0).state.holders == {job_id: started.lease_until}
 
+
+def test_a_settled_attempt_returns_its_slot_only_while_it_still_holds_it(engine: Engine) -> None:
+    """The return is its own write after the settle, conditional on the holder's end: by then a later
+    attempt of the job may hold a slot of the same shard under its own lease, and keeps it."""
+    limit(engine, max_concurrent=1)
+    job_id = create(engine, timeout_seconds=30)
+    [message] = messages_of(engine, job_id).values()
+    first = fence(engine, message)
+    assert first.limit_slot is not None and first.lease_until is not None
+    later_lease = first.lease_until + 60 * SECOND
+    engine.store.heartbeat(job_id, message.token, later_lease, engine.clock.now_ms(), first.limit_slot)
+
+    assert not engine.store.return_slot(first.limit_slot, job_id, first.lease_until, 10)
+    assert engine.store.limit_shard(KEY, 0).state.holders == {job_id: later_lease}
+    assert engine.store.return_slot(first.limit_slot, job_id, later_lease, 10)
+    assert engine.store.limit_shard(KEY, 0).state.holders == {}
+
+
+def test_a_slot_whose_return_failed_comes_back_when_the_attempts_lease_ends(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = limit(engine, max_concurrent=1)
+    ids = [create(engine, timeout_seconds=30) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    first = fence(engine, messages[ids[0]])
+
+    def throttled(*_: Any) -> bool:
+        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(engine.store, "return_slot", throttled)
+        assert settle(engine, first) is Outcome.SUCCEEDED  # the settle stands; the slot stays held
+
+    assert engine.store.get(ids[0]).status is JobStatus.SUCCEEDED
+    assert service.get(KEY).running == 1
+    with pytest.raises(HeldBack):
+        fence(engine, messages[ids[1]])
+    again = held_again(engine, ids[1])
+    assert first.lease_until is not None
+    engine.clock.advance((first.lease_until - engine.clock.now_ms()) / SECOND + 1)
+    assert service.get(KEY).running == 0
+    assert fence(engine, again).status is JobStatus.RUNNING

@@ -4,7 +4,8 @@ engine to them (docs/design.md, "Limits per key"):
 - no more attempts hold a key's slots at once than its limit allows: counted from the jobs (RUNNING,
   a lease not yet ended, a slot of the key), never from the shard the engine decides on;
 - a slot is a lease: every holder whose lease has not ended is a running attempt with that very
-  lease, and every running attempt with a slot and a live lease is its shard's holder;
+  lease (or a settled one whose worker died before the slot's own return), and every running
+  attempt with a slot and a live lease is its shard's holder;
 - a hold uses no attempt and fails nothing, and happens only when the key is full;
 - a held-back occurrence, once it starts, is not started again while that attempt stands;
 - starts under a rate keep to it: a bucket never goes below empty, and no more start in any span
@@ -95,6 +96,7 @@ class LimitSteps:
     _job: Any
     _labelled: Any
     _violation: Any
+    slots_left: set[tuple[str, int]]
     _note: Any
     _begin: Any
     _fence: Any
@@ -410,15 +412,16 @@ class LimitSteps:
     def slots_are_leases(self) -> None:
         """No slot held past its lease, none held by an attempt no longer running, and no running
         attempt with a live lease missing from its shard; no bucket below empty."""
-        self._violation(*slot_leases(self._snapshot(), self.clock.now_ms()))
+        self._violation(*slot_leases(self._snapshot(), self.clock.now_ms(), self.slots_left))
 
 
-def slot_leases(snap: Snapshot, now: int) -> list[str]:
+def slot_leases(snap: Snapshot, now: int, left: set[tuple[str, int]]) -> list[str]:
+    """`left`: the holders of workers that died between a settle and the slot's return."""
     found = []
     for slot, shard in snap.slots.items():
         for job_id, end in shard.holders.items():
-            if end < now:
-                continue  # its lease ended: the slot counts for nothing
+            if end < now or (job_id, end) in left:
+                continue  # its lease ended, or ends unreturned: the slot counts for nothing after
             job = snap.jobs.get(job_id)
             if (
                 job is None

@@ -101,6 +101,8 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 ACTORS = ("api", "tick", "worker")
+# Where a settle's worker may die after its settle write.
+SETTLE_CRASHES = (None, "before its slot's return", "before history", "before alert")
 RETRY_ERRORS = (ClientError, BotoCoreError)
 REFUSALS = (Conflict, InvalidInput, JobNotFound)
 # A claim of a missed occurrence at the very millisecond a later instant falls due.
@@ -306,6 +308,9 @@ class EngineMachine(
         self.history_checked: set[int] = set()
         self.history_excused: set[int] = set()
         self.history_faults = 0
+        # Holders (job, end) a worker left in a shard when it died between its settle and its slot's
+        # return: the slot is the key's again when that end passes, and only then.
+        self.slots_left: set[tuple[str, int]] = set()
         self.alert_violations: list[str] = []
         self.last_read: dict[str, Job] = {}  # the jobs as the invariants last read them
         self.versions: dict[str, int] = {}  # each job's version as the invariants last read it
@@ -1020,7 +1025,7 @@ class EngineMachine(
         self.settle(
             data.draw(labels, "job"),
             data.draw(which, "which"),
-            data.draw(st.sampled_from([None, "before history", "before alert"]), "crash"),
+            data.draw(st.sampled_from(SETTLE_CRASHES), "crash"),
             data.draw(faults, "fault"),
         )
 
@@ -1028,7 +1033,7 @@ class EngineMachine(
         self, job: str, which: str = "newest", crash: str | None = None, fault: str | None = None
     ) -> None:
         """The target call (when not made yet), then Worker.finish; `crash` kills the worker after its
-        settle write, before the history item or the dead-letter alert."""
+        settle write, before its slot's return, the history item or the dead-letter alert."""
         attempt = self._running(job, which)
         if attempt is None:
             return
@@ -1064,7 +1069,9 @@ class EngineMachine(
         end = AttemptEnd(_error(attempt))
         finish = getattr(attempt.worker, "finish", None) or attempt.worker._finish
         try:
-            outcome = finish(attempt.job, attempt.token, attempt.job.started_at, end, 0).outcome
+            lease_until = attempt.heartbeat.lease_until
+            settled = finish(attempt.job, attempt.token, attempt.job.started_at, end, 0, None, lease_until)
+            outcome = settled.outcome
         except StaleDelivery:
             self._settle_refused(attempt)
         except Crash as exc:
@@ -1088,7 +1095,11 @@ class EngineMachine(
             self._record_kept(attempt, holder if zombie else None)
 
     def _arm_crash(self, crash: str | None) -> None:
-        if crash == "before history":
+        if crash == "before its slot's return":
+            self.env.faults["worker"].crash_when = lambda operation, body: (
+                operation == "UpdateItem" and body.get("ConditionExpression") == "#holders.#job = :until"
+            )
+        elif crash == "before history":
             self.env.faults["worker"].crash_when = lambda operation, body: (
                 operation == "PutItem" and body["Item"][c.SORT_KEY]["S"].startswith("RUN#")
             )
@@ -1103,6 +1114,9 @@ class EngineMachine(
 
     def _settle_broken(self, attempt: Attempt, why: str) -> None:
         attempt.kept = self._kept(attempt)
+        lease_until = attempt.heartbeat.lease_until
+        if attempt.kept and attempt.job.limit_slot is not None and lease_until is not None:
+            self.slots_left.add((attempt.job.id, lease_until))
         self._abandon(attempt, "crashed" if "crash" in why else "failed")
         self._note(
             f"  → {why}; the job {'kept' if attempt.kept else 'did not keep'} the outcome",

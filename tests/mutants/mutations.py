@@ -257,10 +257,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a settle does not give its attempt's slot back: the key stays full until the lease ends",
         (
             Edit(
-                "sundial/shared/store/transitions.py",
-                r"^\s*def _settle\(",
-                r"partners = \[self\.shard_return\(.*\)\]",
-                "partners = None",
+                "sundial/shared/engine/worker.py",
+                r"^\s*def finish\(",
+                r"^(\s+)self\._return_slot\(.*\)$",
+                r"\1pass",
+            ),
+        ),
+    ),
+    Mutation(
+        "slot-lease-not-the-jobs",
+        "a fence keeps the lease its message implies without checking that the job has it: the slot "
+        "ends at another instant than the attempt's lease",
+        (
+            Edit(
+                "sundial/shared/store/jobs.py",
+                r"^\s*def _fence_taking\(",
+                r"extra\.append\(x\.LEASE_IS_KEPT\)",
+                "pass",
             ),
         ),
     ),

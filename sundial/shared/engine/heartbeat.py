@@ -37,6 +37,11 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{job.id}", daemon=True)
         self.lost = False
 
+    @property
+    def lease_until(self) -> int | None:
+        """The attempt's lease as this heartbeat last wrote it (the fence's until the first beat)."""
+        return self._lease_until
+
     def __enter__(self) -> Heartbeat:
         self._thread.start()
         return self

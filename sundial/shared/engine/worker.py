@@ -198,7 +198,7 @@ class Worker:
         # A call that may still run ends with the invocation, at its deadline: its retry waits for that.
         not_before = deadline_ms if end.still_running and deadline_ms is not None else 0
         try:
-            settled = self.finish(job, token, started, end, not_before, deadline_ms)
+            settled = self.finish(job, token, started, end, not_before, deadline_ms, heartbeat.lease_until)
         except StaleDelivery:
             return lost
         # The settle counted this death on the count the fence read (no other settle holds the token).
@@ -290,12 +290,15 @@ class Worker:
         end: AttemptEnd,
         not_before: int = 0,
         deadline_ms: int | None = None,
+        lease_until: int | None = None,
     ) -> Settled:
-        """Settles a fenced attempt that ended as `end`: the job first, then the history item (the
-        history never shows an attempt whose result the job did not keep); a dead occurrence's alert
-        is owed from the settle on, and sent after it. Both writes ride out throttles and AWS faults
-        until the invocation (ending at `deadline_ms`) must stop. Raises StaleDelivery when the
-        token is no longer ours; `not_before` holds a retry back while the call may still run."""
+        """Settles a fenced attempt that ended as `end`: the job first, then its limit's slot (held
+        until `lease_until`, the attempt's lease as last written; the fence's by default), then the
+        history item (the history never shows an attempt whose result the job did not keep); a dead
+        occurrence's alert is owed from the settle on, and sent after it. The writes ride out
+        throttles and AWS faults until the invocation (ending at `deadline_ms`) must stop. Raises
+        StaleDelivery when the token is no longer ours; `not_before` holds a retry back while the
+        call may still run."""
         now_ms = self._engine.clock.now_ms()
         patience = self._patience(now_ms, deadline_ms)
 
@@ -309,6 +312,8 @@ class Worker:
             decide = lambda current: lifecycle.after_failure(current, now_ms, started, None, not_before)  # noqa: E731
             write = self._engine.store.fail
         settled, placement, run = settle(write, job, token, decide, record, self._engine, patience)
+        if job.limit_slot is not None:
+            self._return_slot(job, lease_until or job.lease_until, run, patience)
         if lifecycle.kept_in_history(self._history, run):
             patience.call(
                 partial(self._engine.store.put_run, Run.of(job.id, run)), f"history of job {job.id}"
@@ -320,6 +325,19 @@ class Worker:
                 self.send_owed_route(job.id, routes.route_sk(run.scheduled_at, run.attempt))
             return Settled(Outcome.DEAD, missed)
         return Settled(Outcome.SUCCEEDED if end.error is None else Outcome.FAILED, missed)
+
+    def _return_slot(self, job: Job, holder_until: int | None, run: RunSummary, patience: Patience) -> None:
+        """Gives the settled attempt's slot back. One that cannot be given back (the invocation ran
+        out of patience, or died first) is the key's again when the attempt's lease ends."""
+        assert job.limit_slot is not None
+        if holder_until is None:
+            return
+        took = run.finished_at - run.started_at if run.started_at is not None and run.finished_at else None
+        write = partial(self._engine.store.return_slot, job.limit_slot, job.id, holder_until, took)
+        try:
+            patience.call(write, f"returning job {job.id}'s slot")
+        except (ClientError, BotoCoreError):
+            logger.warning("job %s's slot comes back when its lease ends", job.id, exc_info=True)
 
     def _patience(self, now_ms: int, deadline_ms: int | None) -> Patience:
         until_ms = now_ms + SETTLE_PATIENCE_SECONDS * SECOND_MS

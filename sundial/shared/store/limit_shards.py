@@ -1,8 +1,8 @@
 """A limit key's shard items (`LIMIT#<key>#<n>` / `SLOTS`): each with its share of the limit and
 its state, holders, waiters, a token bucket and a queue of looks (sundial/shared/limits/gate.py).
-These are the worker's reads and writes: the fence's take, the heartbeat's keep and the settle's
-return are partners of the job's own write, made in the same transaction; a hold's place in line and
-its instant to look again are writes of their own.
+These are the worker's reads and writes: the fence's take and the heartbeat's keep are partners of
+the job's own write, made in the same transaction; the return after a settle, a hold's place in line
+and its instant to look again are writes of their own.
 
 A shard item is never deleted (a deleted limit deactivates its shards), so an attempt that took a
 slot always finds its shard to return it to.
@@ -121,26 +121,34 @@ class LimitShards(StoreWrites):
             }
         }
 
-    def shard_return(self, slot: str, job_id: str, last_attempt_ms: int | None) -> dict[str, Any]:
-        """The shard's part of a settle: the slot given back, and the time the attempt took (it sizes
-        waits)."""
+    def return_slot(self, slot: str, job_id: str, holder_until: int, last_attempt_ms: int | None) -> bool:
+        """Gives a settled attempt's slot back, with the time the attempt took (it sizes waits).
+
+        Its own write after the settle, conditional on the holder's end being the attempt's lease
+        (`holder_until`): a later attempt of the job that took a slot of the shard since holds it
+        under its own lease, and keeps it. False when the holder is no longer this attempt's."""
         key, shard = parse_slot(slot)
         update = "REMOVE #holders.#job"
         names = {"#holders": "holders", "#job": job_id}
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {":until": {"N": str(holder_until)}}
         if last_attempt_ms is not None:
             update = f"SET #last = :last {update}"
             names["#last"] = "last_attempt_ms"
             values[":last"] = {"N": str(last_attempt_ms)}
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": shard_key(key, shard),
-            "UpdateExpression": update,
-            "ExpressionAttributeNames": names,
-        }
-        if values:
-            request["ExpressionAttributeValues"] = values
-        return {"Update": request}
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=shard_key(key, shard),
+                UpdateExpression=update,
+                ConditionExpression="#holders.#job = :until",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True
 
     def wait_in_line(
         self,

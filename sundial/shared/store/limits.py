@@ -29,8 +29,9 @@ def registry_key(key: str) -> Item:
 
 class LimitStore(LimitShards):
     """The limits' registry and shards: PUT, GET, list and DELETE, and the shard reads the worker's
-    gate decides on. The writes that take, keep and return slots are the job writes' partners
-    (shard_take, shard_keep, shard_return), made in the same transaction as the job's."""
+    gate decides on. The writes that take and keep slots are the job writes' partners (shard_take,
+    shard_keep), made in the same transaction as the job's; a settled attempt's return_slot follows
+    its settle."""
 
     # --- the API ----------------------------------------------------------------------------------
 

@@ -87,22 +87,19 @@ class Transitions(BackfillLedger, SkipLedger, OperationStore, RouteAlerts, Limit
         if placement.status is JobStatus.CANCELLED:
             change.remove("cancel_requested")
         change.set(**lifecycle.health_after(job, placement, run.status))
-        # The attempt's slot goes back with its settle; a reclaimed attempt's lease has ended, and
-        # its slot with it.
-        partners = None
-        if job.limit_slot is not None and event is not Event.RECLAIM:
-            took = _attempt_ms(run)
-            partners = [self.shard_return(job.limit_slot, job.id, took)]
+        # The attempt's slot is not given back here but by its own write after this one
+        # (LimitShards.return_slot): in this transaction it would double the units of the job's write
+        # and of its index moves. Until then the slot is held, as it would be by a running attempt.
         if not placement.alert:
-            return self._transition(event, job.id, change, partners=partners)
+            return self._transition(event, job.id, change)
         due_at = self._now() + ALERT_GRACE_MS
         alert = items.alert_item(job, run, due_at, self._written)
         in_a_row = lifecycle.route_owed(job, placement)
         if in_a_row is None:
-            return self._transition(event, job.id, change, put=alert, partners=partners)
+            return self._transition(event, job.id, change, put=alert)
         # The job's own route is owed in the same write, as the stack's alert is.
         route = routes.route_alert_item(job, run, in_a_row, due_at, self._written)
-        return self._transition(event, job.id, change, put=alert, also=route, partners=partners)
+        return self._transition(event, job.id, change, put=alert, also=route)
 
     def _user_change(
         self,
@@ -244,12 +241,6 @@ def _schedules(event: Event, placement: Placement | None) -> bool:
     return event in (Event.TRIGGER, Event.RETRY) or (
         placement is not None and placement.due_at is not None and event in (Event.RESUME, Event.UPDATE)
     )
-
-
-def _attempt_ms(run: RunSummary) -> int | None:
-    if run.started_at is None or run.finished_at is None:
-        return None
-    return max(0, run.finished_at - run.started_at)
 
 
 __all__ = ["ENDED", "FENCED_FROM", "LEGACY_TRIGGER_FLAG", "SlotTake", "Transitions", "new_token"]
