@@ -231,7 +231,22 @@ def job_to_item(job: Job, write_id: str, shards: int = c.DUE_SHARDS) -> dict[str
 _STORED_APART = frozenset({"target", "retry", "last_run", "payload", "on_dead", "calendar"})
 # Fields most jobs keep at their default, stored only once they differ: a job item stays within one
 # write unit (1 KB) for longer, and an item without them reads as the default.
-_UNSTORED_DEFAULTS = {"missed": 0, "alert_on_missed": False, "backfill_run": False}
+# Only state that starts empty is left out, never a policy whose default a later version could
+# change: an item without it would take the new default.
+_UNSTORED_DEFAULTS: dict[str, Any] = {
+    "missed": 0,
+    "alert_on_missed": False,
+    "backfill_run": False,
+    "payload_stored_apart": False,
+    "cancel_requested": False,
+    "paused": False,
+    "extra_run": False,
+    "backfill": (),
+    "triggers": 0,
+    "retried_after": 0,
+    "window_seconds": 0,
+    "consecutive_failures": 0,
+}
 
 
 def _at_default(job: Job) -> set[str]:
