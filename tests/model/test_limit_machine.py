@@ -113,3 +113,23 @@ def test_a_heartbeat_after_its_lease_ended_gives_up_the_slot_another_attempt_too
         check(machine)
     finally:
         machine.teardown()
+
+
+def test_a_slot_ends_with_the_lease_the_tick_claimed_its_job_under(model_env: Env) -> None:  # noqa: F811
+    """The create's send is refused, so the tick claims the job under the longest lease, not the one
+    its 30 s timeout implies: the fence must not keep the lease the message implies, nor give its
+    slot that end."""
+    machine = EngineMachine(model_env)
+    try:
+        machine.put_limit("k1", "max 2")
+        machine.create(
+            "A", "one-off now", "ok", 0, (5,), "high", "run_once", "skip", 30, "send refused", limit_key="k1"
+        )
+        machine.tick()
+        machine.deliver("A")
+        check(machine)
+        assert status(machine, "A") is JobStatus.RUNNING
+        machine.settle("A")
+        check(machine)
+    finally:
+        machine.teardown()

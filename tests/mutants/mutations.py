@@ -276,6 +276,10 @@ MUTATIONS: tuple[Mutation, ...] = (
                 "pass",
             ),
         ),
+        model_blind="only a job whose lease is not the one its message implies tells it apart: one "
+        "with a limit key and a 30 s timeout, claimed by a tick after its create's send was refused "
+        "and delivered on time, which the search rarely puts together within this budget "
+        "(tests/model/test_limit_machine.py's sequence of it, and tests/adapter/test_limits.py, kill it)",
     ),
     Mutation(
         "limit-one-over",
