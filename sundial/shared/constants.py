@@ -86,6 +86,11 @@ DISPATCH_HORIZON_SECONDS: Final = TICK_SECONDS + HORIZON_MARGIN_SECONDS
 # at least this long after the write that placed the row, far longer than an index lags (well under
 # a second) or clocks drift apart.
 AHEAD_MARGIN_SECONDS: Final = 60
+# A writer that places a job due within this dispatches it itself (claimed in the same write, its
+# message sent right after); beyond it the job waits ahead. Up to the horizon that is invariant 6; up
+# to the ahead rows' start, it spares the job a claim by the tick: its write and its index move, three
+# write units, for an SQS message that waits a minute longer.
+WRITER_DISPATCH_SECONDS: Final = DISPATCH_HORIZON_SECONDS + AHEAD_MARGIN_SECONDS
 # The tick's record of how far it has sent such messages: one item, written once a tick.
 SENT_UNTIL_KEY: Final = "TICK"
 # A lease outlives the job's timeout by more than any clock skew between components (invariant 10).

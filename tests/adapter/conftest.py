@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 import pytest
 
-from sundial.contract.vocabulary import Priority
+from sundial.contract.vocabulary import JobStatus, Priority
 from sundial.local_stack.resources import Resources, ensure_header_key
 from sundial.shared import constants as c
 from sundial.shared.clock import FixedClock
@@ -18,11 +19,28 @@ from sundial.shared.dispatch import Dispatcher, JobMessage
 from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.scheduler import Scheduler
 from sundial.shared.engine.worker import AttemptResult, Worker
+from sundial.shared.lifecycle import Placement
 from sundial.shared.models import Job
 from sundial.shared.service.sealing import HeaderSealer
 from sundial.shared.service.service import JobService
 from sundial.shared.store import DueRow, JobStore
 from sundial.shared.targets import Delivery
+
+
+@contextlib.contextmanager
+def placed_as_before_the_writers_reach() -> Iterator[None]:
+    """Jobs placed as a version that dispatched only what fell due within the tick's horizon placed
+    them: one due 75 to 135 s ahead gets a run row, which the tick claims (as it claims the rows such
+    a version left behind)."""
+    horizon_ms = c.DISPATCH_HORIZON_SECONDS * 1000
+
+    def dispatches_now(placement: Placement, now_ms: int) -> bool:
+        waiting = placement.status in (JobStatus.PENDING, JobStatus.FAILED)
+        return waiting and placement.due_at is not None and placement.due_at <= now_ms + horizon_ms
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(Placement, "dispatches_now", dispatches_now)
+        yield
 
 
 @dataclass

@@ -59,11 +59,15 @@ def test_placed_far_ahead_a_job_waits_with_its_token_in_an_ahead_row(engine: Eng
     assert index_rows(engine, job_id) == [items.ahead_key(run_at, job.token)]
 
 
-def test_a_job_due_before_the_margin_keeps_a_run_row_the_tick_claims(engine: Engine) -> None:
-    job_id, run_at = one_off_in(engine, 2)  # beyond the horizon, within its margin
+def test_a_job_due_before_the_ahead_rows_start_is_queued_and_sent_by_its_create(engine: Engine) -> None:
+    job_id, run_at = one_off_in(engine, 2)  # beyond the tick's horizon, within its margin
 
-    assert engine.store.get(job_id).token is None
-    assert index_rows(engine, job_id) == [items.due_key(JobStatus.PENDING, run_at)]
+    job = engine.store.get(job_id)
+    assert job.status is JobStatus.QUEUED and job.token is not None and job.lease_until is not None
+    assert index_rows(engine, job_id) == [items.due_key(JobStatus.QUEUED, job.lease_until)]
+    [message] = engine.receive()
+    assert (message.job_id, message.token, message.due_at) == (job_id, job.token, run_at)
+    assert engine.scheduler.tick().claimed == 0  # nothing for a tick to claim
 
 
 def test_the_tick_sends_an_ahead_job_without_writing_to_it_and_once(engine: Engine) -> None:

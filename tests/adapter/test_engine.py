@@ -8,7 +8,7 @@ from sundial.contract.jobs import JobCreate
 from sundial.contract.vocabulary import JobStatus
 from sundial.shared import constants as c
 from sundial.shared.engine.worker import Outcome, Worker
-from tests.adapter.conftest import Engine, python_target
+from tests.adapter.conftest import Engine, placed_as_before_the_writers_reach, python_target
 
 SECOND = 1000
 
@@ -75,9 +75,9 @@ def test_a_duplicate_delivery_is_dropped_by_the_fence(engine: Engine) -> None:
 
 
 def test_two_ticks_at_once_claim_each_job_once(engine: Engine) -> None:
-    # Due before the next tick's horizon and its margin: placed in a run row the tick claims.
     run_at = engine.clock.now_ms() + 100 * SECOND
-    ids = [create(engine, run_at=_iso(run_at)) for _ in range(6)]
+    with placed_as_before_the_writers_reach():  # run rows, which the tick claims
+        ids = [create(engine, run_at=_iso(run_at)) for _ in range(6)]
     engine.clock.set(run_at - 10 * SECOND)
 
     first, second = engine.scheduler.tick(), engine.scheduler.tick()
@@ -139,18 +139,21 @@ def test_a_retried_dead_job_gets_its_retries_afresh_and_keeps_every_attempt_in_i
 
 
 def test_a_recurring_job_moves_on_to_its_next_occurrence(engine: Engine) -> None:
+    """Two minutes apart, each occurrence is queued and sent by the completion before it, claimed
+    by no tick."""
     job_id = create(engine, schedule="rate(2 minutes)")
     first = engine.store.get(job_id)
-    assert first.status is JobStatus.PENDING and first.due_at is not None
+    assert first.status is JobStatus.QUEUED and first.due_at is not None
 
-    engine.clock.set(first.due_at - 20 * SECOND)
-    engine.scheduler.tick()
     engine.clock.set(first.due_at)
     [result] = engine.run_all()
 
     assert result.outcome is Outcome.SUCCEEDED
     after = engine.store.get(job_id)
-    assert (after.status, after.scheduled_at) == (JobStatus.PENDING, first.due_at + 120 * SECOND)
+    assert (after.status, after.scheduled_at) == (JobStatus.QUEUED, first.due_at + 120 * SECOND)
+    [message] = engine.receive()
+    assert (message.token, message.due_at) == (after.token, first.due_at + 120 * SECOND)
+    assert engine.scheduler.tick().claimed == 0
 
 
 def test_an_occurrence_before_the_next_tick_is_dispatched_by_the_completion(engine: Engine) -> None:

@@ -14,7 +14,7 @@ from sundial.contract.vocabulary import JobStatus
 from sundial.shared import constants as c
 from sundial.shared.engine.heartbeat import Heartbeat
 from sundial.shared.engine.worker import Outcome
-from tests.adapter.conftest import Engine, python_target
+from tests.adapter.conftest import Engine, placed_as_before_the_writers_reach, python_target
 from tests.adapter.lost_answers import LostAnswers
 
 SECOND = 1000
@@ -50,8 +50,9 @@ def test_create_whose_job_answer_was_lost_is_a_create(engine: Engine, lost: Lost
 
 
 def test_claim(engine: Engine, lost: LostAnswers) -> None:
-    run_at = engine.clock.now_ms() + 100 * SECOND  # near enough for a run row, which the tick claims
-    view, _ = engine.service.create(spec(run_at=_iso(run_at)))
+    run_at = engine.clock.now_ms() + 100 * SECOND
+    with placed_as_before_the_writers_reach():  # a run row, which the tick claims
+        view, _ = engine.service.create(spec(run_at=_iso(run_at)))
     engine.clock.set(run_at - 10 * SECOND)
     lost.lose("UpdateItem")
 

@@ -26,7 +26,7 @@ from sundial.shared.engine.tick_sends import PRIORITY_RANK, Due, Taken
 from sundial.shared.engine.worker import Outcome
 from sundial.shared.service.service import JobService
 from sundial.shared.store import DueShards, JobStore, SentMarks, items
-from tests.adapter.conftest import Engine, python_target
+from tests.adapter.conftest import Engine, placed_as_before_the_writers_reach, python_target
 
 SECOND = 1000
 MINUTE = 60 * SECOND
@@ -182,7 +182,8 @@ def test_two_overlapping_ticks_lose_nothing_and_their_copies_are_dropped_at_the_
     first_at = engine.clock.now_ms() + 10 * MINUTE
     ahead = ahead_jobs(engine, 20, first_at)
     engine.clock.set(first_at - 130 * SECOND)
-    claimed = [create(engine, first_at - 30 * SECOND) for _ in range(5)]  # run rows: claimed
+    with placed_as_before_the_writers_reach():  # run rows: claimed
+        claimed = [create(engine, first_at - 30 * SECOND) for _ in range(5)]
     engine.clock.set(first_at - 40 * SECOND)
     reports: list[TickReport] = []
 

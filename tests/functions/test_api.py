@@ -12,7 +12,7 @@ import pytest
 from sundial.contract.vocabulary import Priority
 from sundial.local_stack.resources import Resources
 from sundial.shared.clock import SystemClock, to_epoch_ms
-from sundial.shared.constants import DISPATCH_HORIZON_SECONDS
+from sundial.shared.constants import WRITER_DISPATCH_SECONDS
 from sundial.shared.store import JobStore
 from tests.functions.conftest import Api, api_event, invoke_api, load_event
 
@@ -20,7 +20,7 @@ NOOP = {"type": "python", "handler": "noop"}
 DAILY = {"schedule": "cron(0 9 * * ? *)", "timezone": "Europe/Berlin"}
 # Starts long after the test: a status filter must not depend on the time of day the test runs.
 LATER = {**DAILY, "start_at": "2099-01-01T00:00:00Z"}
-HORIZON_MS = DISPATCH_HORIZON_SECONDS * 1000
+HORIZON_MS = WRITER_DISPATCH_SECONDS * 1000
 
 
 def create(api: Api, **fields: Any) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def test_the_captured_create_event_makes_a_job_and_its_replay_returns_it(env: Re
 
     assert first.status == 201
     assert first.headers["Location"] == f"/v1/jobs/{first.body['id']}"  # behind the v1 stage
-    # In the minute and a quarter before 09:00 in Berlin its create dispatches it at once.
+    # In the two minutes and a quarter before 09:00 in Berlin its create dispatches it at once.
     first_run_ms = to_epoch_ms(datetime.fromisoformat(first.body["next_run_at"]))
     if first_run_ms > after_ms + HORIZON_MS:
         assert first.body["status"] == "pending"

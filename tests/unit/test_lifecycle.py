@@ -205,15 +205,17 @@ def test_a_lost_attempt_retries_at_once_and_the_last_one_dies() -> None:
     assert after_lost(job(attempt=6), T0).status is JobStatus.DEAD
 
 
-def test_dispatch_happens_only_inside_the_horizon() -> None:
-    horizon = c.DISPATCH_HORIZON_SECONDS * 1000
-    assert Placement(JobStatus.PENDING, T0, T0 + horizon, 0).dispatches_now(T0)
-    assert not Placement(JobStatus.PENDING, T0, T0 + horizon + 1, 0).dispatches_now(T0)
+def test_a_writer_dispatches_whatever_would_not_wait_ahead() -> None:
+    """Past the next tick's horizon too: no due time a writer places is left for a tick to claim."""
+    reach = c.WRITER_DISPATCH_SECONDS * 1000
+    assert reach > c.DISPATCH_HORIZON_SECONDS * 1000
+    assert Placement(JobStatus.PENDING, T0, T0 + reach, 0).dispatches_now(T0)
+    assert Placement(JobStatus.FAILED, T0, T0 + reach, 1).dispatches_now(T0)
+    assert not Placement(JobStatus.PENDING, T0, T0 + reach + 1, 0).dispatches_now(T0)
     assert not Placement(JobStatus.SUCCEEDED, T0, None, 0).dispatches_now(T0)
 
 
 def test_only_a_placement_beyond_the_horizon_and_its_margin_waits_ahead() -> None:
-    """Between the two, a run row the next tick claims: no tick could have sent it already."""
     ahead = (c.DISPATCH_HORIZON_SECONDS + c.AHEAD_MARGIN_SECONDS) * 1000
     assert Placement(JobStatus.PENDING, T0, T0 + ahead + 1, 0).waits_ahead(T0)
     assert Placement(JobStatus.FAILED, T0, T0 + ahead + 1, 1).waits_ahead(T0)

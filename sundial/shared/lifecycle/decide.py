@@ -45,21 +45,21 @@ class Placement:
     backfilled: bool = False  # the extra run placed is a backfilled instant, not a triggered run
 
     def dispatches_now(self, now_ms: int) -> bool:
-        """True when the due time falls before the next tick: the writer dispatches it itself."""
+        """True when the due time falls before a job would wait ahead: the writer dispatches it
+        itself (every due time before the next tick's horizon, and no tick claims the rest)."""
         return (
             self.status in (JobStatus.PENDING, JobStatus.FAILED)
             and self.due_at is not None
-            and self.due_at <= now_ms + c.DISPATCH_HORIZON_SECONDS * SECOND_MS
+            and self.due_at <= now_ms + c.WRITER_DISPATCH_SECONDS * SECOND_MS
         )
 
     def waits_ahead(self, now_ms: int) -> bool:
         """True when the due time is far enough that the tick sends the message without a claim: the
         job waits with its token and an implied lease (see shared.engine.scheduler)."""
-        ahead_ms = (c.DISPATCH_HORIZON_SECONDS + c.AHEAD_MARGIN_SECONDS) * SECOND_MS
         return (
             self.status in (JobStatus.PENDING, JobStatus.FAILED)
             and self.due_at is not None
-            and self.due_at > now_ms + ahead_ms
+            and self.due_at > now_ms + c.WRITER_DISPATCH_SECONDS * SECOND_MS
         )
 
 
