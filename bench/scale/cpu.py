@@ -148,17 +148,19 @@ def drift(table: CpuTable | None = None) -> float:
     """What the check scenario costs this host now over what it cost when `table` was made, at the
     host's speed: the fixed reference work timed just before and just after, so a load that comes
     and goes slows both. Measured on botocore's full path, as the table is."""
-    from bench.scale import direct
+    from bench.scale import direct, serializing
     from bench.scale.scenario import run
 
     table = table or committed()
     every, direct.FULL_PATH_EVERY = direct.FULL_PATH_EVERY, 1
+    fast, serializing.FAST = serializing.FAST, False
     try:
         before = reference_seconds()
         measured = run(check_scenario())["cpu"]["measured_s"]
         speed = table.reference_seconds / ((before + reference_seconds()) / 2)
     finally:
         direct.FULL_PATH_EVERY = every
+        serializing.FAST = fast
     return float(measured * speed / table.check_scenario_seconds)
 
 
