@@ -169,6 +169,10 @@ def settled(running: Item, run: RunSummary, updated_ms: int) -> Item:
     after["updated_at"] = {"N": str(updated_ms)}
     after["version"] = {"N": str(int(running["version"]["N"]) + 1)}
     after["last_run"] = {"S": last_run}
+    # The health a success writes (lifecycle.health_after): a new job's item holds no count of
+    # failures in a row until a settle writes one.
+    after["health"] = {"S": "ok"}
+    after["consecutive_failures"] = {"N": "0"}
     # As the store builds it, so that a repeated settle recognises its own earlier try.
     after["write_id"] = {"S": repeatable_write_id(Event.SUCCEED.value, running["token"]["S"], "", last_run)}
     return after
