@@ -380,6 +380,15 @@ SCENARIOS = (
         _minutes(6),
     ),
     Scenario(
+        "recurring rate(2 minutes), dispatched by its completion",
+        True,
+        20,
+        # Its next occurrence lies past the tick's horizon but before the ahead rows: the completion
+        # dispatches it all the same, and no tick claims it.
+        lambda n, now: _body(schedule="rate(2 minutes)", start_at=format_rfc3339(now - now % 1000 + 5_000)),
+        _minutes(12),
+    ),
+    Scenario(
         LIMITED_KIND,
         True,
         20,
@@ -772,6 +781,7 @@ PLAN: dict[str, tuple[Config, ...]] = {
     "one-off, sent by a tick": (DEFAULT, CHEAPEST),
     "recurring rate(1 minute), dispatched by its completion": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
     "recurring daily, sent by a tick": (BEFORE, DEFAULT, FAILURES, CHEAPEST),
+    "recurring rate(2 minutes), dispatched by its completion": (FAILURES,),
     LIMITED_KIND: (FAILURES,),
 }
 PEAK_KIND = "recurring rate(1 minute), dispatched by its completion"

@@ -40,6 +40,8 @@ def cost_table(figures: Iterable[dict[str, Any]]) -> str:
         f"| Sundial, recurring `rate(1 minute)`, failure history | {peak(SECOND, 'on-demand')} | "
         f"{peak(SECOND, 'provisioned')} |",
         f"| … with `sqs` precision | {peak(SQS, 'on-demand')} | {peak(SQS, 'provisioned')} |",
+        "| Sundial, recurring `rate(2 minutes)`, failure history | "
+        f"{price(f'cost: recurring rate(2 minutes), dispatched by its completion [{SECOND}]')} | |",
         f"| Sundial, recurring daily, failure history / with `sqs` precision | "
         f"{kind('recurring daily, sent by a tick')} | |",
         "| Sundial, one-off created through the API, failure history (API Gateway $3.50 of it) / with "
