@@ -581,18 +581,21 @@ def _goal(priced: Priced) -> float | None:
     return GOAL_PER_MILLION if priced.scenario.recurring else None
 
 
-def _row(priced: Priced) -> Row:
-    """An execution kind's price on-demand, beside its goal."""
-    goal = _goal(priced)
-    value = priced.per_million
+def _price_row(name: str, value: float, goal: float | None, detail: dict[str, Any]) -> Row:
     return Row(
-        f"cost: {priced.scenario.name} [{priced.config.label}]",
+        name,
         round(value, 3),
         "$/million",
         f"<= ${goal:.2f}" if goal is not None else None,
         value <= goal if goal is not None else None,
-        priced.detail,
+        detail,
     )
+
+
+def _row(priced: Priced) -> Row:
+    """An execution kind's price on-demand, beside its goal."""
+    name = f"cost: {priced.scenario.name} [{priced.config.label}]"
+    return _price_row(name, priced.per_million, _goal(priced), priced.detail)
 
 
 def http_api_row(priced: Priced) -> Row:
@@ -601,13 +604,10 @@ def http_api_row(priced: Priced) -> Row:
     calls, so the price is the only difference and nothing is run again."""
     each = priced.each
     value = each.total_dollars(m.PRICE_PER_HTTP_API_REQUEST) * 1e6
-    goal = _goal(priced)
-    return Row(
+    return _price_row(
         f"cost: {priced.scenario.name} [{priced.config.label}, sundial:api=http]",
-        round(value, 3),
-        "$/million",
-        f"<= ${goal:.2f}" if goal is not None else None,
-        value <= goal if goal is not None else None,
+        value,
+        _goal(priced),
         {
             "executions": f"the same as 'cost: {priced.scenario.name} [{priced.config.label}]', priced "
             "with the HTTP API: $1.00 a million requests in place of the REST API's $3.50",

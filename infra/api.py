@@ -113,20 +113,26 @@ def _construct_id(response_type: apigw.ResponseType) -> str:
     return "Gateway" + "".join(part.title() for part in response_type.response_type.split("_"))
 
 
+API_DESCRIPTION = "Sundial job scheduler API, version 1 (docs/api.md)"
+
+
+def access_log_group(api: Construct) -> logs.LogGroup:
+    """The group the API's stage writes its access logs to, kept as the functions' logs are."""
+    return logs.LogGroup(api, "AccessLogs", retention=LOG_RETENTION, removal_policy=LOG_REMOVAL_POLICY)
+
+
 class JobsApi(Construct):
     def __init__(
         self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction, settings: Settings
     ) -> None:
         super().__init__(scope, construct_id)
-        access_logs = logs.LogGroup(
-            self, "AccessLogs", retention=LOG_RETENTION, removal_policy=LOG_REMOVAL_POLICY
-        )
+        access_logs = access_log_group(self)
         self.rest_api = apigw.RestApi(
             self,
             "Api",
             # After the stack, so that each stage's API is told apart in the console.
             rest_api_name=Stack.of(self).stack_name,
-            description="Sundial job scheduler API, version 1 (docs/api.md)",
+            description=API_DESCRIPTION,
             endpoint_types=[apigw.EndpointType.REGIONAL],
             # Access and execution logging need the account-level role that lets API Gateway write logs.
             cloud_watch_role=True,

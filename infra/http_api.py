@@ -21,8 +21,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.api import ROUTES, ApiMetrics
-from infra.functions import LOG_REMOVAL_POLICY, LOG_RETENTION
+from infra.api import API_DESCRIPTION, ROUTES, ApiMetrics, access_log_group
 from infra.settings import Settings
 
 # The stage an HTTP API serves at its root: no stage name in its URL or in the function's paths.
@@ -65,15 +64,13 @@ class HttpJobsApi(Construct):
         self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction, settings: Settings
     ) -> None:
         super().__init__(scope, construct_id)
-        access_logs = logs.LogGroup(
-            self, "AccessLogs", retention=LOG_RETENTION, removal_policy=LOG_REMOVAL_POLICY
-        )
+        access_logs = access_log_group(self)
         self.http_api = apigwv2.HttpApi(
             self,
             "Api",
             # After the stack, so that each stage's API is told apart in the console.
             api_name=Stack.of(self).stack_name,
-            description="Sundial job scheduler API, version 1 (docs/api.md)",
+            description=API_DESCRIPTION,
             # The default stage CDK would make takes neither throttling nor access logs.
             create_default_stage=False,
             default_authorizer=authorizers.HttpIamAuthorizer(),
