@@ -38,22 +38,23 @@ def test_a_tick_killed_as_it_sends_an_ahead_row_leaves_the_row_to_the_next_tick(
         machine.teardown()
 
 
-def test_a_tick_stopped_between_its_claim_and_its_send_releases_the_job_to_the_next_tick(
+def test_a_tick_stopped_between_its_resend_and_its_send_releases_the_job_to_the_next_tick(
     model_env: Env,  # noqa: F811
 ) -> None:
-    """A job every two minutes is due in its run row, and a one-off waits ahead. The tick claims
-    the first row and its deadline passes before the send: the job is released, and the next tick
-    sends it; the ahead row, not reached, is sent then too."""
+    """A one-off waits ahead, and another's create could not send its message, so the job waits
+    for the next tick. That tick takes the job again and its deadline passes before the send: the
+    job is released, and the next tick sends it; the ahead row, not reached, is sent then too."""
     machine = EngineMachine(model_env)
     try:
-        machine.create("A", "rate(2 minutes)", "ok", 0, (5,), "high", "run_once", "skip")
         machine.create("B", "one-off in 3 min", "ok", 0, (5,), "low", "run_once", "skip")
-        machine.advance("next due")
+        machine.advance("120s")  # B due within the tick's horizon
+        machine.create("A", "one-off now", "ok", 0, (5,), "high", "run_once", "skip", 300, "send refused")
         machine.stop_tick(UNTIL_THE_FIRST_ROW, 1)
         claimed = machine.checker.get(machine.labels["A"])
         assert claimed.status is JobStatus.QUEUED
+        assert claimed.lease_until is not None and claimed.lease_until < machine.clock.now_ms()  # released
         assert sent_for(machine, "A") == sent_for(machine, "B") == []
-        assert len(machine._short.owed) == 2
+        assert [owed.job_id for owed in machine._short.owed.values()] == [machine.labels["B"]]
 
         machine.tick()
 
