@@ -332,7 +332,9 @@ class Worker:
         assert job.limit_slot is not None
         if holder_until is None:
             return
-        took = run.finished_at - run.started_at if run.started_at is not None and run.finished_at else None
+        took = None
+        if run.started_at is not None and run.finished_at is not None:
+            took = max(0, run.finished_at - run.started_at)  # it sizes the key's waits
         write = partial(self._engine.store.return_slot, job.limit_slot, job.id, holder_until, took)
         try:
             patience.call(write, f"returning job {job.id}'s slot")
