@@ -270,7 +270,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "ends at another instant than the attempt's lease",
         (
             Edit(
-                "sundial/shared/store/jobs.py",
+                "sundial/shared/store/worker_writes.py",
                 r"^\s*def _fence_taking\(",
                 r"extra\.append\(x\.LEASE_IS_KEPT\)",
                 "pass",

@@ -1,7 +1,7 @@
 """The job store's one way to write a state change: a row of the transition table (shared.lifecycle.table)
 made into a conditional write, with what a placement, a settle or a user action sets on the job,
 and the writes that go in the same transaction (an owed alert, a ledger item, a limit's shard).
-The named writes are in sundial/shared/store/jobs.py.
+The named writes are in sundial/shared/store/jobs.py, the worker's in sundial/shared/store/worker_writes.py.
 """
 
 from __future__ import annotations
