@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from sundial.shared import constants as c
 from sundial.shared.limits import ShardShare, ShardState, Waiter
 from sundial.shared.store import items
-from sundial.shared.store.writes import Item, StoreWrites
+from sundial.shared.store.writes import Item, StoreWrites, is_condition_failure
 
 SHARD_SK = "SLOTS"
 
@@ -145,7 +145,7 @@ class LimitShards(StoreWrites):
                 ExpressionAttributeValues=values,
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not is_condition_failure(exc):
                 raise
             return False
         return True
@@ -188,7 +188,7 @@ class LimitShards(StoreWrites):
         try:
             self._client.update_item(**request)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not is_condition_failure(exc):
                 raise
 
     def reserve_look(self, shard: Shard, spacing_ms: int, floor_ms: int) -> int:
@@ -225,7 +225,7 @@ class LimitShards(StoreWrites):
                 },
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not is_condition_failure(exc):
                 raise
             return max(add(), floor_ms)  # another arrival restarted it first: take the next after
         return floor_ms + spacing_ms
