@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from sundial.contract.jobs import JobCreate, JobUpdate
 from sundial.contract.occurrences import OccurrenceView
 from sundial.shared.clock import FixedClock, format_rfc3339
@@ -113,6 +115,36 @@ def test_a_trigger_is_one_more_row(engine: Engine) -> None:
         ("ran", True),
         ("waiting", False),
     ]
+
+
+@pytest.mark.parametrize("when", ["while its retry waits", "while it runs"])
+def test_a_cancel_behind_a_failed_triggered_run_keeps_the_series_on_its_grid(
+    engine: Engine, when: str
+) -> None:
+    """The triggered run fails, and the job is cancelled as its retry waits (at once) or as it runs
+    (the flag, at its settle): the series stops at the occurrence the run deferred, and the ledger
+    never counts it from the triggered run's instant."""
+    job_id = create(engine, schedule="rate(10 minutes)", max_retries=1, backoff=[60])
+    created = engine.store.get(job_id).created_at
+    step(engine, created + 10 * MINUTE + 5 * SECOND, 30 * SECOND)
+    engine.clock.advance(3 * 60)
+    engine.targets.failures[job_id] = 1
+    if when == "while it runs":
+        engine.targets.during[job_id] = lambda: engine.service.cancel(job_id)
+    engine.service.trigger(job_id)
+    step(engine, engine.clock.now_ms() + 5 * SECOND)
+    if when == "while its retry waits":
+        waiting = engine.store.get(job_id)  # its retry, a minute away, dispatched by the failure's write
+        assert (waiting.status.value, waiting.attempt, waiting.extra_run) == ("queued", 1, True)
+        engine.service.cancel(job_id)
+    job = engine.store.get(job_id)
+    assert job.status.value == "cancelled"
+
+    rows = ledger(engine, job_id, created + 1, created + 40 * MINUTE + 1)
+    grid = [created + k * 10 * MINUTE for k in range(1, 5)]
+    assert [row.scheduled_at for row in rows if not row.extra] == [format_rfc3339(t) for t in grid]
+    assert states([row for row in rows if not row.extra]) == [("ran", None)] + [("skipped", "cancelled")] * 3
+    assert [(row.state.value, row.extra) for row in rows if row.extra] == [("ran", True)]
 
 
 def test_a_tick_after_downtime_records_the_misfire_and_counts_it(engine: Engine) -> None:

@@ -9,6 +9,7 @@ from sundial.shared.errors import Conflict
 from sundial.shared.lifecycle.decide import (
     GRACE_MS,
     Placement,
+    cancelled,
     catch_up,
     extra_instant,
     is_backfill_run,
@@ -23,11 +24,7 @@ def on_cancel(job: Job) -> Placement | None:
     when the attempt settles (and drops the triggers then)."""
     if job.status is JobStatus.RUNNING:
         return None
-    if unstarted_extra(job) and job.deferred_at is not None:
-        # The triggered run never started: the series stood at the occurrence it deferred, and stops
-        # there (at the triggered run's instant, the instants before it would read as run).
-        return Placement(JobStatus.CANCELLED, job.deferred_at, None, 0, True, triggers=0, backfill=())
-    return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0, backfill=())
+    return cancelled(job)
 
 
 def on_pause(job: Job) -> Placement | None:

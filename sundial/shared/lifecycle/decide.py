@@ -132,9 +132,7 @@ def _move_on(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Plac
 def _end(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placement:
     alert = outcome is JobStatus.DEAD and not job.cancel_requested
     if job.cancel_requested:
-        return Placement(
-            JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0, backfill=()
-        )
+        return cancelled(job)
     if job.deferred_at is not None:
         # A triggered extra run is over: the schedule resumes where it was.
         due = _unless_paused(job, start_of(job, job.deferred_at))
@@ -145,6 +143,15 @@ def _end(job: Job, now_ms: int, started_ms: int, outcome: JobStatus) -> Placemen
         return Placement(outcome, job.scheduled_at, None, job.attempt, alert=alert, skipped=skipped)
     due = _unless_paused(job, start_of(job, following))
     return Placement(JobStatus.PENDING, following, due, 0, alert=alert, skipped=skipped)
+
+
+def cancelled(job: Job) -> Placement:
+    """CANCELLED where the job's own series stands, the runs waiting dropped. Behind an extra run,
+    started or not, that is the occurrence it deferred: left at the extra run's instant, the series
+    would read as counted from there, and the instants before it as run."""
+    if job.extra_run and job.deferred_at is not None:
+        return Placement(JobStatus.CANCELLED, job.deferred_at, None, 0, True, triggers=0, backfill=())
+    return Placement(JobStatus.CANCELLED, job.scheduled_at, None, job.attempt, True, triggers=0, backfill=())
 
 
 def _passed_over_after(job: Job, started_ms: int, following: int | None) -> tuple[Skip, ...]:
