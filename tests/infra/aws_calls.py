@@ -4,7 +4,8 @@
 JSON line per kind of call with its count: the function (api, scheduler or worker) whose code made
 it, the service, the operation and the parameters that name its resources. botocore's
 `before-parameter-build` hook sees every call of every client, before any fault a test injects at
-`before-call` or `before-send`. tests/infra/conftest.py installs the same recorder in a whole run.
+`before-call` or `before-send`. tests/infra/conftest.py installs the same recorder in a whole run,
+where only the calls made during the recorded suites' tests count.
 
 A call is the function's whose code is on the stack: its handler (tests/functions) or the engine
 part only it runs (tests/adapter drives those directly). Calls from anywhere else (a test's own
@@ -26,6 +27,9 @@ from typing import Any
 import pytest
 
 CALLS_ENV = "SUNDIAL_AWS_CALLS"
+# The suites whose calls are recorded: in a whole run, the calls of every other suite (the scale
+# model's, the chaos harness's) are left out.
+RECORDED_SUITES = ("tests/functions/", "tests/adapter/")
 ROOT = Path(__file__).resolve().parents[2]
 # The entry points of each function: the innermost one on the stack makes the call. A test may act
 # from inside another function's step (a cancel from a target, a tick from a fence hook): that call
@@ -115,12 +119,18 @@ def describe(service: str, operation: str, params: dict[str, Any]) -> dict[str, 
 
 
 class Recorder:
-    """Counts distinct calls: a JSON line per kind of call, so a long run stays small."""
+    """Counts distinct calls: a JSON line per kind of call, so a long run stays small. Each line names
+    the first test that made its kind of call, so that a refused call can be traced to its test."""
 
-    def __init__(self) -> None:
+    def __init__(self, suites: tuple[str, ...] = RECORDED_SUITES) -> None:
+        self.suites = suites
         self.counts: Counter[str] = Counter()
+        self.first_test: dict[str, str] = {}
 
     def on_call(self, params: dict[str, Any], model: Any, region: str, **_: Any) -> None:
+        test = current_test()
+        if test is not None and not test.startswith(self.suites):
+            return
         service = model.service_model.service_name
         line = {
             "function": owner(sys._getframe(1)),
@@ -132,11 +142,21 @@ class Recorder:
         key = json.dumps(line, sort_keys=True)
         with _lock:
             self.counts[key] += 1
+            self.first_test.setdefault(key, test or "")
 
     def lines(self) -> list[str]:
-        """One JSON object per distinct call, with its count."""
+        """One JSON object per distinct call, with its count and the first test that made it."""
         with _lock:
-            return [json.dumps({**json.loads(k), "count": n}) for k, n in sorted(self.counts.items())]
+            return [
+                json.dumps({**json.loads(k), "count": n, "first_test": self.first_test[k]})
+                for k, n in sorted(self.counts.items())
+            ]
+
+
+def current_test() -> str | None:
+    """The node id of the test running now, as pytest publishes it for each phase of a test."""
+    running = os.environ.get("PYTEST_CURRENT_TEST")
+    return running.rsplit(" ", 1)[0] if running else None
 
 
 _installed: list[Recorder] = []

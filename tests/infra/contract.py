@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sundial.shared import constants as c
@@ -49,6 +49,8 @@ class Call:
     service: str
     operation: str
     params: Mapping[str, Any]
+    # The first test that made this kind of call, to trace a refused one (not part of its key).
+    first_test: str = field(default="", compare=False)
 
     @property
     def key(self) -> str:
@@ -64,7 +66,13 @@ def load_calls(lines: Iterable[str]) -> tuple[dict[str, tuple[Call, int]], int]:
         if raw["function"] is None:
             unattributed += raw.get("count", 1)
             continue
-        call = Call(raw["function"], raw["service"], raw["operation"], _normalised(raw["params"]))
+        call = Call(
+            raw["function"],
+            raw["service"],
+            raw["operation"],
+            _normalised(raw["params"]),
+            raw.get("first_test", ""),
+        )
         seen, count = calls.get(call.key, (call, 0))
         calls[call.key] = (seen, count + raw.get("count", 1))
     return calls, unattributed

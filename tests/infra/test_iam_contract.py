@@ -10,12 +10,15 @@ the statement that grants each, is printed at the end of the run.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -23,7 +26,7 @@ from infra.api import ROUTES
 from sundial.shared import constants as c
 from sundial.shared.constants import PRIORITIES
 from tests.infra import contract
-from tests.infra.aws_calls import CALLS_ENV, install
+from tests.infra.aws_calls import CALLS_ENV, RECORDED_SUITES, Recorder, install
 from tests.infra.conftest import CONFIGURED_CONTEXT, CONTRACT_TABLE, Synthesised
 from tests.infra.contract import Call, Template, load_calls, requests
 from tests.infra.policies import ACCOUNT, REGION, Decision, Request, Statement, evaluate
@@ -32,7 +35,6 @@ from tests.infra.test_api_and_tick import _methods
 pytestmark = pytest.mark.infra
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDED_SUITES = ("tests/functions", "tests/adapter")
 _ARNS = CONFIGURED_CONTEXT["sundial:targetArns"]
 # A target call is checked as if the deployer had named its target: the configured one of its kind.
 _SECRETS = CONFIGURED_CONTEXT["sundial:secretArns"]
@@ -117,14 +119,21 @@ def test_every_recorded_call_is_granted_and_none_is_denied(
     rows, refused = [], []
     for call, count in sorted(calls.values(), key=lambda pair: pair[0].key):
         for request, decision in _decide(call, template, configured_template):
-            row = (call.function, f"{call.service}:{call.operation}", count, request, decision)
+            row = (
+                call.function,
+                f"{call.service}:{call.operation}",
+                count,
+                request,
+                decision,
+                call.first_test,
+            )
             rows.append(row)
             if not decision.allowed:
                 refused.append(row)
     CONTRACT_TABLE.append(
         f"{'function':9} {'call':32} {'calls':>6}  {'IAM action on resource':<72} granted by"
     )
-    for function, operation, count, request, decision in rows:
+    for function, operation, count, request, decision, _ in rows:
         on = f"{request.action} on {request.resource.replace(f':{REGION}:{ACCOUNT}:', ':…:')}"
         verdict = decision.label if decision.allowed else f"DENIED ({decision.label})"
         CONTRACT_TABLE.append(f"{function:9} {operation:32} {count:>6}  {on:<72} {verdict}")
@@ -132,7 +141,9 @@ def test_every_recorded_call_is_granted_and_none_is_denied(
         f"({unattributed} calls made by test setup and checks, not by a function, left out)"
     )
     assert {row[0] for row in rows} == set(contract.FUNCTIONS), "a function made no recorded call"
-    assert not refused, "\n".join(f"{r[0]} {r[1]}: {r[3].action} on {r[3].resource}" for r in refused)
+    assert not refused, "\n".join(
+        f"{r[0]} {r[1]}: {r[3].action} on {r[3].resource} (first made by {r[5]})" for r in refused
+    )
 
 
 def test_a_missing_grant_is_caught(recorded: list[str], template: Template) -> None:
@@ -361,3 +372,35 @@ def test_the_callers_policy_docs_give_allows_every_route_of_the_stage(
             assert allows(mine, method, sent), f"{method} {sent}"
             # The other kind's resource names another stage: it allows nothing here.
             assert not any(allows(other, method, sent) for other in others), f"{method} {sent}"
+
+
+# --- the recording itself ----------------------------------------------------------------------------
+
+
+def _invoke(recorder: Recorder, test: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Lambda Invoke as botocore hands it to the recorder, made by the tick's code during `test`."""
+    from sundial.shared.engine import scheduler
+
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", f"{test} (call)")
+    model = SimpleNamespace(name="Invoke", service_model=SimpleNamespace(service_name="lambda"))
+    # A frame of the tick's source file, as its claimers' invoke has.
+    call = "on_call({'FunctionName': 'sundial-scheduler'}, model, 'us-east-1')"
+    source = f"def invoke(on_call, model):\n    {call}\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, scheduler.__file__ or "", "exec"), namespace)
+    namespace["invoke"](recorder.on_call, model)
+
+
+def test_only_the_recorded_suites_calls_count_each_with_the_first_test_that_made_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A whole run records every suite's calls: the scale model's tick invokes its claimers under a
+    name no template holds, which would read as a job target the tick may not call."""
+    recorder = Recorder()
+    _invoke(recorder, "tests/bench/test_scale_collector.py::test_a", monkeypatch)
+    assert recorder.lines() == []
+    _invoke(recorder, "tests/functions/test_scheduler.py::test_b", monkeypatch)
+    _invoke(recorder, "tests/adapter/test_claimers.py::test_c", monkeypatch)
+    [line] = [json.loads(line) for line in recorder.lines()]
+    assert (line["function"], line["operation"], line["count"]) == ("scheduler", "Invoke", 2)
+    assert line["first_test"] == "tests/functions/test_scheduler.py::test_b"
