@@ -41,7 +41,7 @@ local: $(STAMP)
 # The suites that run the local stack as processes mostly wait on its ticks, targets and browser, so
 # they run beside the in-process suites rather than after them, in two groups of about the same
 # length: three runs on two cores. Their output follows the other run's, and any run's failure fails
-# the target.
+# the target. The in-process run, which sets the length, names its slowest tests.
 STACK_SUITES := tests/e2e
 CONSOLE_SUITES := tests/local_state tests/console tests/client
 PROCESS_SUITES := $(STACK_SUITES) $(CONSOLE_SUITES)
@@ -50,7 +50,7 @@ test: $(STAMP) $(NODE_STAMP) lint typecheck browser
 	stack=$$!; \
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(CONSOLE_SUITES) > .test-console.log 2>&1 & \
 	console=$$!; \
-	$(BIN)/python -m pytest -q $(addprefix --ignore=,$(PROCESS_SUITES)); in_process=$$?; \
+	$(BIN)/python -m pytest -q --durations=15 $(addprefix --ignore=,$(PROCESS_SUITES)); in_process=$$?; \
 	wait $$stack; as_stack=$$?; wait $$console; as_console=$$?; \
 	echo; echo "== $(STACK_SUITES)"; cat .test-stack.log; \
 	echo; echo "== $(CONSOLE_SUITES)"; cat .test-console.log; rm -f .test-stack.log .test-console.log; \
