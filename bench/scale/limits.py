@@ -102,6 +102,11 @@ LAMBDA_POLLER_CONFIG = (
     "AWS Lambda API Reference: ProvisionedPollerConfig — "
     "https://docs.aws.amazon.com/lambda/latest/api/API_ProvisionedPollerConfig.html"
 )
+LAMBDA_RESERVED = (
+    "AWS Lambda: Configuring reserved concurrency for a function; AWS Lambda API Reference: "
+    "PutFunctionConcurrency (leave at least 100 simultaneous executions unreserved) — "
+    "https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html"
+)
 LAMBDA_ASYNC_ERRORS = (
     "AWS Lambda: How Lambda handles errors and retries with asynchronous invocation — "
     "https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html"
@@ -192,6 +197,9 @@ FAILED_ENTRY_RATE = Figure(
 
 # --- Lambda ---------------------------------------------------------------------------------------
 ACCOUNT_CONCURRENCY = Figure(1000, "concurrent executions per account and region", LAMBDA_QUOTAS)
+# A function's reserved concurrency is its own (no other function may use it) and its most; the
+# reservations together must leave this many executions to the functions without one.
+UNRESERVED_MIN = Figure(100, "concurrent executions the account keeps unreserved at least", LAMBDA_RESERVED)
 # Every function's new environments: 1,000 every 10 seconds, refilled continuously, never saved up.
 SCALING_ENVIRONMENTS = Figure(1000, "new execution environments per function per window", LAMBDA_SCALING)
 SCALING_WINDOW_S = Figure(10, "seconds of the function scaling rate's window", LAMBDA_SCALING)

@@ -69,6 +69,8 @@ class Settings:
     # Provisioned pollers of the medium and low queues (minimum, maximum), by priority.
     other_pollers: dict[str, tuple[int, int]] = field(default_factory=dict)
     account_concurrency: int = int(limits.ACCOUNT_CONCURRENCY.value)
+    # The scheduler's reserved concurrency (sundial:schedulerReservedConcurrency); 0: none.
+    scheduler_reserved: int = 0
     # Standard queues' departures from exactly once and in order, and SendMessageBatch's failed
     # entries: shares of messages, off unless a scenario sets them (bench/scale/limits.py).
     sqs_duplicates: float = limits.DUPLICATE_RATE.value
@@ -226,15 +228,39 @@ ACCOUNT_CONCURRENCY_ENFORCED = True
 
 
 class Account:
-    """The account's concurrent executions in the region: one pool that every function draws on."""
+    """The account's concurrent executions in the region: one pool that every function draws on, less
+    what functions reserve for themselves. A function with reserved concurrency runs up to its
+    reservation, which no other function may use; the others share the rest."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
+        self.reserved = 0
         self.running = 0
+        self.unreserved_running = 0
         self.peak = 0
 
-    def has_room(self) -> bool:
-        return not ACCOUNT_CONCURRENCY_ENFORCED or self.running < self.limit
+    def reserve(self, executions: int) -> None:
+        """A function's reserved concurrency, refused as PutFunctionConcurrency refuses one that
+        would leave the functions without a reservation fewer than 100 executions."""
+        left = self.limit - self.reserved - executions
+        if executions < 0 or left < limits.UNRESERVED_MIN.value:
+            raise ValueError(
+                f"reserving {executions} of {self.limit} concurrent executions ({self.reserved} reserved "
+                f"already) leaves {left} unreserved, under the {limits.UNRESERVED_MIN.value:.0f} AWS requires"
+            )
+        self.reserved += executions
+
+    def has_room(self, reserved: int | None, running: int) -> bool:
+        """Room for one more invocation of a function that runs `running` and reserved `reserved`."""
+        if reserved is not None:
+            return running < reserved
+        return not ACCOUNT_CONCURRENCY_ENFORCED or self.unreserved_running < self.limit - self.reserved
+
+    def took(self, reserved: int | None, change: int) -> None:
+        self.running += change
+        if reserved is None:
+            self.unreserved_running += change
+        self.peak = max(self.peak, self.running)
 
 
 class LambdaFunction:
@@ -245,9 +271,19 @@ class LambdaFunction:
     function's memory's share of a vCPU."""
 
     def __init__(
-        self, sim: Sim, account: Account, name: str, module: str, memory_mb: int, warm: int = 0
+        self,
+        sim: Sim,
+        account: Account,
+        name: str,
+        module: str,
+        memory_mb: int,
+        warm: int = 0,
+        reserved: int | None = None,
     ) -> None:
         self.sim, self.account = sim, account
+        self.reserved = reserved
+        if reserved is not None:
+            account.reserve(reserved)
         self.name, self.module, self.memory_mb = name, module, memory_mb
         self.warm = [Environment(memory_mb) for _ in range(warm)]
         self.running = 0
@@ -262,7 +298,7 @@ class LambdaFunction:
 
     def start(self) -> tuple[Environment, bool] | None:
         """An environment for an invocation and whether it is new, or None: throttled."""
-        if not self.account.has_room():
+        if not self.account.has_room(self.reserved, self.running):
             self.throttles += 1
             return None
         if self.warm:
@@ -276,21 +312,20 @@ class LambdaFunction:
             env, cold = Environment(self.memory_mb), True
             self.cold_starts += 1
         self.running += 1
-        self.account.running += 1
+        self.account.took(self.reserved, 1)
         self.peak = max(self.peak, self.running)
-        self.account.peak = max(self.account.peak, self.account.running)
         return env, cold
 
     def end(self, env: Environment) -> None:
         self.running -= 1
-        self.account.running -= 1
+        self.account.took(self.reserved, -1)
         if not env.killed:  # a timed-out environment is not reused
             self.warm.append(env)
 
     def give_back(self, env: Environment, cold: bool) -> None:
         """An invocation started but never run (its poller received nothing): as if never asked."""
         self.running -= 1
-        self.account.running -= 1
+        self.account.took(self.reserved, -1)
         if cold:
             self._tokens += 1
             self.cold_starts -= 1
@@ -320,6 +355,7 @@ class World:
                 "sundial.functions.scheduler",
                 settings.tick_memory_mb,
                 warm=int(limits.WARM_SCHEDULER_ENVIRONMENTS.value),
+                reserved=settings.scheduler_reserved or None,
             ),
             "worker": LambdaFunction(
                 sim, self.account, "sundial-worker", "sundial.functions.worker", settings.worker_memory_mb

@@ -182,6 +182,31 @@ def test_every_function_draws_on_one_account_pool() -> None:
     assert world.functions["scheduler"].start() is not None  # the worker's room, taken by a tick
 
 
+def test_a_reserved_function_keeps_its_room_and_runs_no_more_than_it() -> None:
+    """Configuring reserved concurrency for a function (https://docs.aws.amazon.com/lambda/latest/dg/
+    configuration-concurrency.html): reserved concurrency is the most a function runs at once, and
+    no other function can use it; the functions without a reservation share the rest of the account.
+    """
+    _, world = _world(Settings(account_concurrency=110, scheduler_reserved=4))
+    workers = [world.functions["worker"].start() for _ in range(110)]
+    assert sum(started is not None for started in workers) == 106  # 110 less the scheduler's 4
+    assert world.functions["api"].start() is None
+    ticks = [world.functions["scheduler"].start() for _ in range(5)]
+    assert [started is not None for started in ticks] == [True] * 4 + [False]  # its own 4, no more
+    assert world.account.running == world.account.peak == 110
+
+
+def test_a_reservation_must_leave_100_unreserved() -> None:
+    """PutFunctionConcurrency (https://docs.aws.amazon.com/lambda/latest/api/
+    API_PutFunctionConcurrency.html): a function may reserve concurrency as long as at least 100
+    simultaneous executions stay unreserved for the functions without a limit of their own."""
+    _world(Settings(account_concurrency=1000, scheduler_reserved=900))
+    with pytest.raises(ValueError, match="leaves 99 unreserved"):
+        _world(Settings(account_concurrency=1000, scheduler_reserved=901))
+    with pytest.raises(ValueError, match="under the 100"):
+        _world(Settings(account_concurrency=60, scheduler_reserved=2))
+
+
 def test_the_account_limit_is_one_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     """The switch a model mutation turns off (bench/scale/world.py, ACCOUNT_CONCURRENCY_ENFORCED)."""
     monkeypatch.setattr(world_module, "ACCOUNT_CONCURRENCY_ENFORCED", False)
