@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from sundial.commands.connection import API_URL_ENV
+from sundial.local_stack.child import tell_port
 from sundial.local_stack.emulator import DEFAULT_PORT as EMULATOR_PORT
 from sundial.local_stack.emulator import FAULT_SEED_ENV, FAULTS_ENV, Emulator, FaultSpec
 from sundial.local_stack.logs import configure_logging
@@ -35,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "emulator":
             path = state_dir(_given(args, "state_dir"), _given(args, "ephemeral"))
-            _leave(run_emulator(args.port, args.faults, args.fault_seed, path))
+            _leave(run_emulator(args.port, args.faults, args.fault_seed, path, args.ready_fd))
         if args.command == "smoke":
             return _run_smoke(args)
         _hand_faults_to_child(args)
@@ -46,7 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_emulator(
-    port: int, faults: FaultSpec | None = None, fault_seed: int | None = None, state: Path | None = None
+    port: int,
+    faults: FaultSpec | None = None,
+    fault_seed: int | None = None,
+    state: Path | None = None,
+    ready_fd: int | None = None,
 ) -> int:
     """The emulator in the foreground until SIGINT or SIGTERM, which also interrupt its start (a
     restore included); its tables in `state` (None: memory). Returns the exit status. Raises
@@ -73,6 +78,8 @@ def run_emulator(
     if emulator.faults.spec:
         spec, seed = emulator.faults.spec, emulator.faults.seed
         print(f"emulator faults: {spec} (seed {seed}); counts at GET /_sundial/faults", flush=True)
+    if ready_fd is not None:
+        tell_port(ready_fd, emulator.port)
     signals.wait_for_stop()
     emulator.stop()
     return 0
@@ -165,6 +172,8 @@ def _parser() -> argparse.ArgumentParser:
         "emulator", help="the AWS emulator (moto server) on 127.0.0.1", formatter_class=shown
     )
     emulator.add_argument("--port", type=int, default=EMULATOR_PORT, help="its port on 127.0.0.1")
+    # `sundial local`'s child: the port it got from --port 0, written here once it serves.
+    emulator.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     _state_options(emulator)
     _fault_options(emulator, from_environment=True)
     local = commands.add_parser(

@@ -458,9 +458,12 @@ class Emulator:
         self._thread = threading.Thread(target=self._server.serve_forever, name="emulator", daemon=True)
 
     @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
     def endpoint_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"http://{self._server.server_address[0]!s}:{self.port}"
 
     def start(self) -> Emulator:
         self._thread.start()

@@ -23,7 +23,7 @@ import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from sundial.local_stack.banner import banner
-from sundial.local_stack.child import EmulatorProcess, free_port
+from sundial.local_stack.child import EmulatorProcess
 from sundial.local_stack.environment import handler_settings, use_emulator
 from sundial.local_stack.gateway import Gateway
 from sundial.local_stack.options import LocalOptions, pool_sizes, state_environment
@@ -111,7 +111,7 @@ def _claim_state(path: Path | None) -> tuple[DirectoryLock | None, bool]:
 
 def _start_emulator() -> EmulatorProcess:
     try:
-        return EmulatorProcess(free_port(HOST), HOST).start()
+        return EmulatorProcess(HOST).start()
     except (RuntimeError, TimeoutError) as exc:
         # It printed why (a state directory in use, from a newer format...) before it exited.
         raise StateError(f"the emulator did not start: {exc}") from None
