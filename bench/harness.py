@@ -22,7 +22,7 @@ from ulid import ULID
 
 from sundial.contract.targets import Target
 from sundial.contract.vocabulary import JobStatus, Priority
-from sundial.local_stack.child import EmulatorProcess, free_port
+from sundial.local_stack.child import EmulatorProcess
 from sundial.local_stack.environment import use_emulator
 from sundial.local_stack.resources import Resources, ensure_resources
 from sundial.shared import constants as c
@@ -116,7 +116,7 @@ class Aws:
 
     @classmethod
     def start(cls, prefix: str) -> Aws:
-        return cls(EmulatorProcess(free_port()).start(), prefix)
+        return cls(EmulatorProcess().start(), prefix)
 
     def on_same_emulator(self, prefix: str) -> Aws:
         return Aws(self.emulator, prefix)

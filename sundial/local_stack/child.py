@@ -14,6 +14,7 @@ import ctypes
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,6 +24,30 @@ import time
 READY_TIMEOUT_SECONDS = 300.0
 STOP_TIMEOUT_SECONDS = 5.0
 _PR_SET_PDEATHSIG = 1
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on right now, for the tests and benches that start a process on it:
+    another process can take it before that one binds it (the local stack's emulator picks its own)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for_port(host: str, port: int, timeout: float, alive: subprocess.Popen[bytes] | None = None) -> None:
+    """Returns once something accepts connections on host:port. Raises TimeoutError or RuntimeError
+    (the process that should have opened it exited)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if alive is not None and alive.poll() is not None:
+            raise RuntimeError(f"the process exited with code {alive.returncode} before it listened")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"nothing listened on {host}:{port} within {timeout:.0f} s")
 
 
 def _port_told(ready: int, process: subprocess.Popen[bytes], timeout: float) -> int:

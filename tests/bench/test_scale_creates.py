@@ -45,3 +45,18 @@ def test_one_import_with_requests_in_flight_creates_every_line_once_and_faster()
         assert report["requests"] == 12
     assert one_at_a_time["peak_invocations"] == 1 < side_by_side["peak_invocations"] <= 4
     assert side_by_side["virtual_seconds"] < one_at_a_time["virtual_seconds"] / 2
+
+
+def test_the_same_imports_repeat_exactly_charged_from_the_cpu_table() -> None:
+    """The api function's CPU comes from the committed table (bench/scale/cpu.py), its kinds among
+    them, so the figures do not follow the host: two runs give the same report."""
+    imports = Imports("repeat", importers=4, jobs_each=300, in_flight=2)
+    first, second = run(imports), run(imports)
+
+    assert first["cpu"]["source"] == "table" and first["cpu"]["uncalibrated_segments"] == 0
+    for report in (first, second):
+        del report["wall_seconds"]
+        report["cpu"] = {
+            k: v for k, v in report["cpu"].items() if k.startswith(("source", "charged", "segments"))
+        }
+    assert first == second

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from sundial.local_stack.child import free_port
 from tests.client.test_signing import JOB, JOB_ID
-from tests.support.ports import free_port
 from tests.support.sigv4_stub import Reply, StubApi
 
 SCRIPT = Path(sys.executable).parent / "sundial"

@@ -20,9 +20,9 @@ from botocore.credentials import Credentials
 
 from sundial.client.signing import Signer
 from sundial.console.server import CONSOLE_HEADER, Target, build_server
+from sundial.local_stack.child import free_port, wait_for_port
 from tests.console.browser import Browser
 from tests.console.conftest import Stack
-from tests.support.ports import free_port, wait_for_port
 from tests.support.sigv4_stub import Received, Reply, StubApi
 
 pytestmark = pytest.mark.e2e

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.support.ports import free_port, wait_for_port
+from sundial.local_stack.child import free_port, wait_for_port
 
 STARTUP_SECONDS = 60.0
 STOP_SECONDS = 20.0

@@ -9,8 +9,8 @@ from typing import Any
 
 import boto3
 
+from sundial.local_stack.child import free_port, wait_for_port
 from tests.e2e.processes import Process
-from tests.support.ports import free_port, wait_for_port
 
 TABLE = "things"
 STARTUP_SECONDS = 60.0

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from sundial.local_stack.child import free_port
 from sundial.local_stack.state.records import encode
 from tests.local_state.helpers import create_table, dynamodb, run_emulator, snapshot_of, start_emulator
-from tests.support.ports import free_port
 
 
 def _local(state: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from sundial.local_stack.child import free_port, wait_for_port
 from sundial.local_stack.state import directory
 from sundial.local_stack.state.directory import DirectoryLock
 from tests.e2e.processes import Process
 from tests.local_state import large_state
 from tests.local_state.helpers import dynamodb
-from tests.support.ports import free_port, wait_for_port
 
 EXIT_SECONDS = 5.0
 # A restore of 100,000 jobs takes seconds on a quiet machine; a shared one may be much slower.

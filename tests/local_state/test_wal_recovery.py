@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sundial.local_stack.child import free_port, wait_for_port
 from sundial.local_stack.state.records import encode
 from tests.local_state.helpers import create_table, dynamodb, items, key, start_emulator
-from tests.support.ports import free_port, wait_for_port
 
 WRITERS = 4
 
