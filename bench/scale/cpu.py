@@ -3,15 +3,16 @@
 A simulation counts its tasks' CPU in segments (bench/scale/runtime.py): a segment runs from the
 request or wait that resumed a task to the next one. Its kind is the task's function and those two
 ends, e.g. `sundial.functions.worker.handler|dynamodb.UpdateItem|sqs.SendMessageBatch`. The table
-holds the mean CPU of each kind, measured here on calibration scenarios by `make scale-calibrate`
-(`python -m bench.scale.cpu`), with the machine it ran on. A run charges each segment its kind's
-mean, and a kind the table lacks the mean over every segment measured; the report says how many
-such segments there were, and how far this host's measurement of the same run is from what the
-table charged (`cpu` in a scenario's report). `make scale` first holds the table to the code
-(`--check`): a small check scenario must cost within 20% of what it cost when the table was made, at
-the speed the host runs a fixed reference piece of work now against the speed it ran it then. The
-check wants a quiet machine: with three test suites side by side on two cores the same table
-measured 1.24-1.35x, so `make test` asserts only that the check tells a stale table.
+holds the mean CPU of each kind, measured here on calibration scenarios and imports (the api
+function's batch creates) by `make scale-calibrate` (`python -m bench.scale.cpu`), with the machine
+it ran on; `--add-missing` measures only the kinds the table lacks and adds them at its speed. A run
+charges each segment its kind's mean, and a kind the table lacks the mean over every segment
+measured; the report says how many such segments there were, and how far this host's measurement of
+the same run is from what the table charged (`cpu` in a scenario's report). `make scale` first holds
+the table to the code (`--check`): a small check scenario must cost within 20% of what it cost when
+the table was made, at the speed the host runs a fixed reference piece of work now against the speed
+it ran it then. The check wants a quiet machine: with three test suites side by side on two cores
+the same table measured 1.24-1.35x, so `make test` asserts only that the check tells a stale table.
 """
 
 from __future__ import annotations
@@ -102,6 +103,56 @@ def _scenarios() -> list[Any]:
     ]
 
 
+def _imports() -> list[Any]:
+    """The api function's kinds of work, as `make scale`'s import goals run it: batch creates from
+    imports side by side, from one import with many requests in flight, and on a table too small
+    for them, whose throttled writes the batch's writers wait out."""
+    from bench.scale.creates import RECOMMENDED_DUE_SHARDS, RECOMMENDED_STAGE, Imports
+    from bench.scale.goals import RECOMMENDED
+
+    settings = {**RECOMMENDED, "due_shards": RECOMMENDED_DUE_SHARDS, "cpu": "measured"}
+    return [
+        Imports("side-by-side", 30, 200, *RECOMMENDED_STAGE, settings),
+        Imports("one", 1, 3_000, *RECOMMENDED_STAGE, settings, in_flight=30),
+        Imports("throttled", 10, 300, *RECOMMENDED_STAGE, {**settings, "quota_wcu": "1500"}),
+    ]
+
+
+def _measure_imports(totals: dict[str, list[float]]) -> None:
+    from bench.scale import creates
+
+    for imports in _imports():
+        for kind, (count, seconds) in creates.measure_cpu(imports).items():
+            tally = totals.setdefault(kind, [0, 0.0])
+            tally[0] += count
+            tally[1] += seconds
+
+
+def add_missing(path: Path = TABLE_PATH) -> list[str]:
+    """Adds to the table at `path` the kinds of segment its scenarios never measured (the imports'),
+    measured here and brought to the speed the table was made at; the kinds it has stay as they are.
+    The kinds added."""
+    data = json.loads(path.read_text())
+    totals: dict[str, list[float]] = {}
+    before = reference_seconds()
+    _measure_imports(totals)
+    speed = data["reference_seconds"] / ((before + reference_seconds()) / 2)
+    added = sorted(kind for kind in totals if kind not in data["seconds"])
+    for kind in added:
+        count, seconds = totals[kind]
+        data["seconds"][kind] = round(seconds * speed / count, 9)
+        data["segments_by_kind"][kind] = int(count)
+    data["seconds"] = dict(sorted(data["seconds"].items()))
+    data["segments_by_kind"] = dict(sorted(data["segments_by_kind"].items()))
+    data["added"] = {
+        "measured_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "kinds": len(added),
+        "speed_over_table": round(1 / speed, 3),
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return added
+
+
 def check_scenario() -> Any:
     """The small run the table is checked on (tests/bench/test_scale_repeats.py): created through
     the API's code, every write a request, failing targets and an overlapping tick's copies. The
@@ -122,6 +173,7 @@ def calibrate() -> dict[str, Any]:
             tally = totals.setdefault(kind, [0, 0.0])
             tally[0] += count
             tally[1] += seconds
+    _measure_imports(totals)
     checks = [sum(seconds for _, seconds in measure_cpu(check_scenario()).values()) for _ in range(3)]
     segments = sum(count for count, _ in totals.values())
     spent = sum(seconds for _, seconds in totals.values())
@@ -133,7 +185,7 @@ def calibrate() -> dict[str, Any]:
             "python": platform.python_version(),
             "platform": platform.platform(),
         },
-        "scenarios": len(_scenarios()),
+        "scenarios": len(_scenarios()) + len(_imports()),
         "wall_seconds": round(time.perf_counter() - started, 1),
         "segments": int(segments),
         "reference_seconds": round((reference + reference_seconds()) / 2, 6),
@@ -187,7 +239,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="check the committed table against this host; measure nothing"
     )
+    parser.add_argument(
+        "--add-missing",
+        action="store_true",
+        help="measure only the kinds the table lacks (the imports'), at its speed, and add them",
+    )
     args = parser.parse_args(argv)
+    if args.add_missing:
+        added = add_missing(args.out)
+        print(f"{len(added)} kinds of segment added to {args.out}", file=sys.stderr)
+        return 0
     if args.check:
         drifts = check()
         holds = within(drifts[-1])

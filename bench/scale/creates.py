@@ -27,11 +27,11 @@ import logging
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.scale import limits
+from bench.scale import cpu, limits
 from bench.scale.native import NativeTable
 from bench.scale.runtime import GreenEvent, GreenExecutor, Sim, green
 from bench.scale.world import LambdaFunction, Settings, World
@@ -201,10 +201,23 @@ def _quiet_and_green(sim: Sim) -> Iterator[None]:
 
 
 def run(imports: Imports) -> dict[str, Any]:
+    """The imports' report, their CPU charged from the committed table (bench/scale/cpu.py), so that
+    a run repeats on any machine; with the setting `cpu=measured`, as this host measures it."""
+    report, _ = _simulate(imports)
+    return report
+
+
+def measure_cpu(imports: Imports) -> dict[str, list[float]]:
+    """Each kind of segment's count and CPU seconds, as this host measured them over the imports."""
+    _, sim = _simulate(replace(imports, settings={**imports.settings, "cpu": "measured"}))
+    return sim.cpu.measured
+
+
+def _simulate(imports: Imports) -> tuple[dict[str, Any], Sim]:
     settings = Settings()
     for key, value in imports.settings.items():
         settings.set(key, value)
-    sim = Sim(START_S)
+    sim = Sim(START_S, cpu=cpu.committed() if settings.cpu == "table" else None)
     exits: list[int] = []
     errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="sundial-scale-import-") as temp, _quiet_and_green(sim):
@@ -229,7 +242,7 @@ def run(imports: Imports) -> dict[str, Any]:
         sim.run()
         wall = time.monotonic() - started
     report = _report(imports, api.counts, exits, world, wall)
-    return report | {"import_errors": errors[:5]}
+    return report | {"import_errors": errors[:5], "cpu": sim.cpu.summary()}, sim
 
 
 def _report(imports: Imports, counts: Counts, exits: list[int], world: World, wall: float) -> dict[str, Any]:

@@ -543,6 +543,9 @@ class GreenExecutor:
 
     def __init__(self, max_workers: int | None = None, thread_name_prefix: str = "", **_: Any) -> None:
         self._max = max(1, max_workers or 1)
+        # A named pool's lanes are a kind of their own (the batch create's writers, say), so that the
+        # CPU table does not charge them as the tick's lanes.
+        self._kind = f"{_kind(self._lane)}[{thread_name_prefix}]" if thread_name_prefix else None
         self._queue: deque[tuple[GreenFuture, Callable[[], Any]]] = deque()
         self._lanes: list[Task] = []
         self._busy = 0
@@ -554,7 +557,7 @@ class GreenExecutor:
         # As concurrent.futures does: a new lane for work no idle lane will take, up to the maximum.
         # A lane spawned but not yet running counts as idle, so a burst of submits spawns one each.
         if len(live) < self._max and len(self._queue) > len(live) - self._busy:
-            self._lanes = [*live, sim().spawn(self._lane)]
+            self._lanes = [*live, sim().spawn(self._lane, kind=self._kind)]
         return future
 
     def map(self, fn: Callable[..., Any], *iterables: Any, timeout: float | None = None) -> Iterator[Any]:
