@@ -372,20 +372,29 @@ class LimitSteps:
         self._violation(*found)
 
     def _needless(self, job_id: str, key: str, max_concurrent: int, rank: str, now: int) -> list[str]:
-        """A hold with a slot free and no better-ranked occurrence waiting for it."""
+        """A hold with a slot free and no better-ranked occurrence waiting for it. A slot a worker died
+        holding, between its settle and the slot's return, is not free until its lease ends."""
         jobs = [j for other in set(self.labels.values()) if (j := self._job(other)) is not None]
         holding = self._live_slots(jobs, key, now, job_id)
+        unreturned = [
+            holder
+            for slot, shard in self._snapshot().slots.items()
+            if parse_slot(slot)[0] == key
+            for holder, end in shard.holders.items()
+            if end >= now and (holder, end) in self.slots_left and holder != job_id
+        ]
         shard = self.checker.limit_shard(key, 0)
         ahead = [
             other
             for other, waiter in shard.state.waiters.items()
             if other != job_id and waiter.until >= now and waiter.rank < rank
         ]
-        if max_concurrent - len(holding) <= len(ahead):
+        if max_concurrent - len(holding) - len(unreturned) <= len(ahead):
             return []
         return [
             f"{short(job_id)} was held back by {key} (limit {max_concurrent}) with {len(holding)} running "
-            f"({', '.join(short(j.id) for j in holding) or 'none'}) and {len(ahead)} waiting ahead"
+            f"({', '.join(short(j.id) for j in holding) or 'none'}), {len(unreturned)} left unreturned "
+            f"and {len(ahead)} waiting ahead"
         ]
 
     # --- the invariants, after every step -----------------------------------------------------------

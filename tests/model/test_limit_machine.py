@@ -133,3 +133,25 @@ def test_a_slot_ends_with_the_lease_the_tick_claimed_its_job_under(model_env: En
         check(machine)
     finally:
         machine.teardown()
+
+
+def test_a_slot_a_dead_worker_left_unreturned_holds_the_next_back_until_its_lease_ends(
+    model_env: Env,  # noqa: F811
+) -> None:
+    """Found by the search at 300 examples of 40 steps. A's worker dies after its settle, before
+    its slot's return: the slot stays held until A's lease ends, as designed, and B, held back
+    meanwhile with no attempt running, is not held back for nothing. Once the lease ends B runs."""
+    machine = EngineMachine(model_env)
+    try:
+        start(machine, AT_ITS_LIMIT)
+        machine.user("A", "pause")
+        machine.settle("A", crash="before its slot's return")
+        machine.work("B")
+        check(machine)
+        assert status(machine, "B") is JobStatus.QUEUED
+        machine.advance("181s")
+        machine.work("B")
+        check(machine)
+        assert status(machine, "B") is not JobStatus.QUEUED
+    finally:
+        machine.teardown()
