@@ -13,7 +13,8 @@ from typing import Any, NoReturn
 from sundial.commands.connection import API_URL_ENV
 from sundial.local_stack.child import tell_port
 from sundial.local_stack.emulator import DEFAULT_PORT as EMULATOR_PORT
-from sundial.local_stack.emulator import FAULT_SEED_ENV, FAULTS_ENV, Emulator, FaultSpec
+from sundial.local_stack.emulator import Emulator
+from sundial.local_stack.faults import FAULT_SEED_ENV, FAULTS_ENV, FaultSpec
 from sundial.local_stack.logs import configure_logging
 from sundial.local_stack.options import (
     DEFAULT_PORT,

@@ -18,7 +18,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sundial.local_stack.emulator import FAULT_KINDS, FAULTS_PATH, Emulator, FaultSpec
+from sundial.local_stack.emulator import Emulator
+from sundial.local_stack.faults import FAULT_KINDS, FAULTS_PATH, FaultSpec
 
 # Standard mode, as the Lambda functions' clients; a fixed number of attempts in all (botocore's default
 # for DynamoDB differs between versions), so that the tests can count them.

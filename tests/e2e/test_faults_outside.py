@@ -1,7 +1,7 @@
 """`sundial local` on an emulator that misbehaves as AWS does, seen from outside over HTTP.
 
 The emulator loses the answers of applied DynamoDB writes, throttles, refuses and duplicates SQS sends
-(sundial/local_stack/emulator.py, FaultyApp); Sundial sees those faults only as HTTP answers after its SDK's
+(sundial/local_stack/faults.py, FaultyApp); Sundial sees those faults only as HTTP answers after its SDK's
 retries. Whatever it sees, every one-off must run exactly once, every recurring occurrence must start
 on schedule, and every failing job must use up its retries and die, no more and no fewer.
 """
