@@ -518,15 +518,18 @@ class EngineMachine(
         if action == "trigger" and answer != "refused":
             intent.triggered_at.add(now)
         if action == "trigger" and answer == "ack":
-            # Its run is an extra run, or (the answer says) a retry that waited for its backoff.
+            # Its run is an extra run, or (the answer says) a retry that waited for its backoff. The
+            # answer decides, not the job's state after it: a second trigger behind a retry that
+            # waits finds the same state as the trigger that runs that retry.
             effects = [(e.subject, e.fate) for e in self.answer.effects] if self.answer else []
+            retrying = ("retry", "runs_now") in effects
             if intent.cancelled_at is not None:
                 self._violation(
                     f"{checks.short(job_id)}: a trigger was acknowledged ({effects}) after a cancel was "
                     f"acknowledged at step {intent.cancelled_step}: it never runs"
                 )
             else:
-                intent.owed += 0 if ("retry", "runs_now") in effects else 1
+                intent.owed += 0 if retrying else 1
         if action == "trigger" and answer != "refused" and not retrying:
             intent.triggers.append((now, self.step))  # an extra run, now or after the running attempt
         elif action == "pause" and answer == "ack":
@@ -1627,5 +1630,39 @@ def test_a_zombie_s_target_call_after_a_reclaim_whose_lost_row_failed_is_not_tak
         rows = {(run.scheduled_at, run.attempt) for run in machine._snapshot().runs[attempt.job.id]}
         assert attempt.state == "lost" and attempt.effect is not None
         assert (attempt.job.scheduled_at, attempt.job.attempt) not in rows  # the tick's write that failed
+    finally:
+        machine.teardown()
+
+
+def test_a_second_trigger_behind_a_paused_job_s_held_retry_is_an_extra_run_of_its_own(
+    model_env: Env,
+) -> None:
+    """A paused job's attempt failed and its retry is held. One trigger runs the held retry; a second
+    one, asked while that retry waits, is an extra run behind it (its answer says it waits). Once the
+    retry settles, the extra run starts a new occurrence: what the user asked, though the job is
+    paused. The checker used to read the second trigger from the job's state after the call (a retry
+    waiting) and took it for the retry's trigger, so the new occurrence looked like one a pause
+    forbade (found by the search; a sequence of the model, not an engine bug)."""
+    machine = EngineMachine(model_env)
+    try:
+        machine.create("A", "rate(1 minute)", "flaky", 1, (5,), "high", "run_once", "skip")
+        job_id = machine.labels["A"]
+        machine.work("A")
+        machine.user("A", "pause")
+        machine.advance("600s")
+        machine.user("A", "trigger")
+        assert machine.answer is not None
+        assert ("retry", "runs_now") in [(e.subject, e.fate) for e in machine.answer.effects]
+        machine.user("A", "trigger")
+        assert ("trigger", "waits") in [(e.subject, e.fate) for e in machine.answer.effects]
+        machine.work("A", "oldest")
+        machine.work("A", "newest")
+        machine.work("A", "newest")
+        job = machine.checker.get(job_id)
+        assert (job.attempt, job.paused) == (1, True)
+        runs, _ = machine.checker.runs(job_id, 10, None)
+        assert [run.attempt for run in runs].count(1) == 2
+        machine.intent_holds()
+        machine.triggers_kept()
     finally:
         machine.teardown()
