@@ -38,23 +38,34 @@ test mutants: export SUNDIAL_MODEL_STEPS ?= $(MODEL_STEPS)
 local: $(STAMP)
 	$(BIN)/sundial local
 
-# The suites that run the local stack as processes mostly wait on its ticks, targets and browser, so
-# they run beside the in-process suites rather than after them, in two groups of about the same
-# length: three runs on two cores. Their output follows the other run's, and any run's failure fails
-# the target. The in-process run, which sets the length, names its slowest tests.
+# Five runs side by side on two cores, in two kinds. The suites that run the local stack as processes
+# mostly wait on its ticks, targets and browser: the e2e suite in two runs, each with its own stack,
+# and the console's suites in one. The in-process suites, which keep the cores busy, in two runs of
+# about the same length: the one that records every AWS call (tests/functions and tests/adapter) with
+# the IAM contract that checks them after it (tests/infra), and the rest (the model, chaos and scale
+# searches among them), whose output is shown as it comes. Each in-process run names its slowest
+# tests; the other runs' output follows, and any run's failure fails the target.
 STACK_SUITES := tests/e2e
+STACK_SUITES_FIRST := $(addprefix tests/e2e/,test_limits.py test_user_actions_outside.py \
+	test_occurrences.py test_crash.py test_bulk_crash.py test_startup.py test_faults_outside.py)
 CONSOLE_SUITES := tests/local_state tests/console tests/client
 PROCESS_SUITES := $(STACK_SUITES) $(CONSOLE_SUITES)
+RECORDED_SUITES := tests/functions tests/adapter tests/infra tests/unit
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 test: $(STAMP) $(NODE_STAMP) lint typecheck browser
-	@$(BIN)/python -m pytest -q -p no:cacheprovider $(STACK_SUITES) > .test-stack.log 2>&1 & \
-	stack=$$!; \
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(CONSOLE_SUITES) > .test-console.log 2>&1 & \
-	console=$$!; \
-	$(BIN)/python -m pytest -q --durations=15 $(addprefix --ignore=,$(PROCESS_SUITES)); in_process=$$?; \
-	wait $$stack; as_stack=$$?; wait $$console; as_console=$$?; \
-	echo; echo "== $(STACK_SUITES)"; cat .test-stack.log; \
-	echo; echo "== $(CONSOLE_SUITES)"; cat .test-console.log; rm -f .test-stack.log .test-console.log; \
-	[ $$in_process -eq 0 ] && [ $$as_stack -eq 0 ] && [ $$as_console -eq 0 ]
+	@$(PYTEST) $(STACK_SUITES_FIRST) > .test-stack-1.log 2>&1 & stack_1=$$!; \
+	$(PYTEST) $(STACK_SUITES) $(addprefix --ignore=,$(STACK_SUITES_FIRST)) > .test-stack-2.log 2>&1 & stack_2=$$!; \
+	$(PYTEST) $(CONSOLE_SUITES) > .test-console.log 2>&1 & console=$$!; \
+	$(PYTEST) --durations=15 $(RECORDED_SUITES) > .test-recorded.log 2>&1 & recorded=$$!; \
+	$(PYTEST) --durations=15 $(addprefix --ignore=,$(PROCESS_SUITES) $(RECORDED_SUITES)); rest=$$?; \
+	failed=$$([ $$rest -eq 0 ] || echo "the rest of the in-process suites"); \
+	for run in recorded:$$recorded:"$(RECORDED_SUITES)" stack-1:$$stack_1:"$(STACK_SUITES) (first part)" \
+		stack-2:$$stack_2:"$(STACK_SUITES) (second part)" console:$$console:"$(CONSOLE_SUITES)"; do \
+		log=$${run%%:*}; rest_of=$${run#*:}; pid=$${rest_of%%:*}; name=$${rest_of#*:}; \
+		wait $$pid || failed="$$failed, $$name"; \
+		echo; echo "== $$name"; cat .test-$$log.log; rm -f .test-$$log.log; \
+	done; \
+	if [ -n "$$failed" ]; then echo; echo "make test: failed in $${failed#, }"; exit 1; fi
 
 # The console's browser tests drive Debian's headless Chromium through its chromium-driver. Installed
 # only when missing, and only where that is possible (root with apt-get, as CI runs on a fresh
