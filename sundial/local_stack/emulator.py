@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from moto import backends as moto_backends
-from moto.core.utils import unix_time
+from moto.core.utils import unix_time, unix_time_millis
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 from moto.dynamodb.parsing.validators import Validator
@@ -31,7 +31,7 @@ from moto.moto_server.werkzeug_app import (
     MotoRequestHandler,
     create_backend_app,
 )
-from moto.sqs.models import Message, SQSBackend
+from moto.sqs.models import Message, Queue, SQSBackend
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from sundial.local_stack import index_partitions
@@ -130,6 +130,30 @@ def _retained(self: SQSBackend, queue_name: str, message: Message) -> bool:
 
 
 SQSBackend.is_message_valid_based_on_retention_period = _retained  # type: ignore[method-assign]
+
+
+def _wait_for_messages(self: Queue, timeout: int) -> None:
+    """moto's long poll, woken when a message arrives or when one becomes visible.
+
+    moto waits up to `timeout` (a second) for a message to arrive; a delayed message whose delay ends,
+    or one whose visibility timeout ends, wakes nothing, so a long poll answered it up to a second
+    late. It waits until the first of those instants instead, so that the local stack's workers can
+    long-poll and still start a job on its instant.
+    """
+    with self._messages_lock:
+        self._messages_lock.wait_for(lambda: self.messages, timeout=min(timeout, _until_one_is_visible(self)))
+
+
+def _until_one_is_visible(queue: Queue) -> float:
+    """Seconds until the first message held back (delayed or in flight) becomes visible; moto calls it
+    visible a millisecond past its instant."""
+    now = unix_time_millis()
+    instants = [max(m.visible_at, m.delayed_until) for m in queue._messages]
+    upcoming = [instant for instant in instants if instant >= now]
+    return (min(upcoming) - now + 1) / 1000 if upcoming else float("inf")
+
+
+Queue.wait_for_messages = _wait_for_messages  # type: ignore[method-assign]
 
 
 # moto parses an UpdateExpression twice per write (to check it, then to apply it) and deep-copies

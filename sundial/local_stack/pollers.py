@@ -10,9 +10,10 @@ it could not be seen by anything else. Places are counted in jobs rather than in
 every job here writes to one emulator, which runs a few dozen executions a second: ten jobs per
 invocation thread would let a low flood queue hundreds of writes ahead of a high job's fence.
 
-Short polls, often: a delayed message that becomes visible wakes no long poll on the emulator and
-could come back up to a second late; messages arrive a second or two early (invariant 6) and the
-worker waits out the rest, so a 150 ms poll keeps starts on their instant.
+Long polls of a second, as the event source mapping's are long (of 20 s): the emulator wakes a waiting
+poll when a delayed message becomes visible (sundial/local_stack/emulator.py), so a message is
+received on its instant, and an idle stack asks each queue once a second rather than every 150 ms
+(which kept a core 8% busy doing nothing). A second, not 20, so that a stop does not wait for a poll.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], Any]
 POLL_INTERVAL_SECONDS = 0.15
+LONG_POLL_SECONDS = 1
 ERROR_PAUSE_SECONDS = 1.0
 
 
@@ -95,8 +97,6 @@ class QueuePoller:
             self._give_back(places - len(messages))
             if messages:
                 self._handoff.put(messages)
-            else:
-                self._stop.wait(POLL_INTERVAL_SECONDS)
 
     def _take_idle(self) -> int:
         """Reserves the free places for the next batch, up to a batch; 0 if none came free in a poll
@@ -119,7 +119,7 @@ class QueuePoller:
         response = self._sqs.receive_message(
             QueueUrl=self._url,
             MaxNumberOfMessages=places,
-            WaitTimeSeconds=0,  # never a long poll: see the module's docstring
+            WaitTimeSeconds=LONG_POLL_SECONDS,
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         )

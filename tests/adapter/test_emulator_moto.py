@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from typing import Any
 from unittest import mock
@@ -10,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from moto.core.utils import unix_time_millis
 from moto.dynamodb.models.table import Table
 from moto.sqs.models import Queue, sqs_backends
 
@@ -203,3 +206,41 @@ def test_an_index_query_answers_as_moto_does_after_every_kind_of_write(
             from_moto = _every_answer(dynamodb, table)
 
         assert from_partitions == from_moto
+
+
+def _long_poll(sqs: Any, url: str, answers: dict[str, Any]) -> threading.Thread:
+    def poll() -> None:
+        answers["messages"] = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5).get("Messages", [])
+        answers["at_ms"] = unix_time_millis()
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    return thread
+
+
+def test_a_long_poll_answers_a_delayed_message_when_its_delay_ends_not_at_its_next_second(sqs: Any) -> None:
+    """moto's long poll checks again each second from its start; a message whose delay ends between
+    two checks was answered up to a second late (0.8 s here). The emulator wakes it at that instant."""
+    url, queue = _queue(sqs, retention_seconds=60)
+    answers: dict[str, Any] = {}
+    poll = _long_poll(sqs, url, answers)
+    time.sleep(0.2)
+    sqs.send_message(QueueUrl=url, MessageBody="delayed", DelaySeconds=1)
+    (message,) = queue._messages
+    poll.join(10)
+    assert [m["Body"] for m in answers["messages"]] == ["delayed"]
+    assert 0 <= answers["at_ms"] - message.delayed_until < 400
+
+
+def test_a_long_poll_answers_a_message_whose_visibility_timeout_ends_at_that_instant(sqs: Any) -> None:
+    url, queue = _queue(sqs, retention_seconds=60)
+    sqs.send_message(QueueUrl=url, MessageBody="again")
+    (first,) = sqs.receive_message(QueueUrl=url, VisibilityTimeout=1)["Messages"]
+    (message,) = queue._messages
+    visible_at = message.visible_at
+    time.sleep(0.7)
+    answers: dict[str, Any] = {}
+    poll = _long_poll(sqs, url, answers)  # its checks each second from now miss that instant by 0.7 s
+    poll.join(10)
+    assert [m["MessageId"] for m in answers["messages"]] == [first["MessageId"]]
+    assert 0 <= answers["at_ms"] - visible_at < 400
