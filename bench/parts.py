@@ -23,6 +23,7 @@ from bench import (
     cost,
     dead_listing,
     idle,
+    idle_local,
     lateness,
     ledger,
     local_state,
@@ -79,7 +80,9 @@ def _on_local_stack(context: Context) -> list[Row]:
     listener = Listener()
     try:
         with running(context.work, WORKERS, TICK_SECONDS) as stack:
-            rows = lateness.measure(stack, listener)
+            _say("the stack idle, for a minute")
+            rows = [idle_local.measure(stack.pid)]
+            rows += lateness.measure(stack, listener)
             # Before the flood, whose long jobs would still hold the emulator during the bursts.
             _say("three bursts of 1,000 jobs due in one second")
             rows += burst.measure(stack, listener, writes_per_execution)

@@ -135,6 +135,10 @@ class LocalStack:
             time.sleep(0.1)
         raise RuntimeError(f"sundial local was not ready within {STARTUP_SECONDS:.0f} s")
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
     def stop(self) -> None:
         processes.end(self._process, STOP_SECONDS)
 
