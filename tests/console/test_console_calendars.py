@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.console.browser import Browser
+from tests.console.browser import WAIT_SECONDS, Browser
 from tests.console.conftest import Stack
 from tests.console.flows import error_at, field, open_job, type_into, unique
 
@@ -19,6 +19,13 @@ NOOP = {"type": "python", "handler": "noop"}
 def days_ahead(*offsets: int) -> list[str]:
     today = datetime.now(UTC).date()
     return [(today + timedelta(days=n)).isoformat() for n in offsets]
+
+
+def preview_excluding(browser: Browser, excluded: list[str]) -> list[list[str]] | None:
+    """The preview's next runs once its list of what the calendar passes over holds `excluded`."""
+    passed_over = browser.find("list", "Excluded by the calendar")
+    shown = {item.text.split()[0] for item in browser.find_all("listitem", within=passed_over)}
+    return browser.rows(browser.find("table", "Next 10 runs in UTC")) if set(excluded) <= shown else None
 
 
 def test_new_job_takes_a_calendar_previews_what_it_excludes_and_shows_it(
@@ -33,10 +40,10 @@ def test_new_job_takes_a_calendar_previews_what_it_excludes_and_shows_it(
     type_into(browser.find("textbox", "Excluded dates", within=calendar), ", ".join(excluded))
     type_into(browser.find("textbox", "Holidays", within=calendar), "DE-BY")
 
-    passed_over = browser.find("list", "Excluded by the calendar")
-    shown = [item.text.split()[0] for item in browser.find_all("listitem", within=passed_over)]
-    runs = browser.rows(browser.find("table", "Next 10 runs in UTC"))
-    assert set(sorted(excluded)) <= set(shown)
+    # The preview re-renders as the inputs change: read it whole once it lists what was typed last.
+    runs = browser.wait(
+        lambda: preview_excluding(browser, excluded), WAIT_SECONDS, "no preview lists the dates"
+    )
     assert not {row[0].split()[0] for row in runs} & set(excluded)
 
     browser.find("button", "Create job").click()
@@ -47,7 +54,9 @@ def test_new_job_takes_a_calendar_previews_what_it_excludes_and_shows_it(
     assert field(browser, "calendar") == (
         f"no runs on the public holidays of DE-BY; nor on {', '.join(sorted(excluded))}"
     )
-    upcoming = browser.rows(browser.find("table", "Next 10 runs in UTC"))
+    upcoming = browser.wait(
+        lambda: browser.rows(browser.find("table", "Next 10 runs in UTC")), WAIT_SECONDS, "no runs"
+    )
     assert not {row[0].split()[0] for row in upcoming} & set(excluded)
 
 
