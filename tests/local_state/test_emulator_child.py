@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import boto3
 import pytest
@@ -13,7 +14,10 @@ import pytest
 from sundial.local_stack.child import EmulatorProcess, _port_told
 
 
-def test_the_child_serves_on_the_port_it_tells_and_stops_with_its_parent_asking() -> None:
+def test_the_child_serves_on_the_port_it_tells_and_stops_with_its_parent_asking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no state directory of a stack run here before (.sundial)
     child = EmulatorProcess().start()
     try:
         assert child.running() and child.port is not None
