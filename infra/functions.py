@@ -26,6 +26,7 @@ from infra.targets import grant_secrets, grant_target_keys, grant_targets
 from sundial.contract.bounds import WORKER_FUNCTION_TIMEOUT_SECONDS
 from sundial.contract.vocabulary import Priority
 from sundial.shared import constants as c
+from sundial.shared.targets.sealing import CONTEXT_KEY as SEALING_CONTEXT_KEY
 
 # API Gateway answers 504 after 29 s. The function stops well before, so that it never works on for
 # a client that was already told the request failed, and its own log says what took so long.
@@ -87,7 +88,7 @@ class Functions(Construct):
         grant_target_keys(_role(self.worker), settings.target_kms_key_arns)
         grant_secrets(_role(self.worker), settings.secret_arns)
         self.signing_secret = self._signing_secret()
-        self.header_key = self._header_key()
+        self.stage_key = self._stage_key()
         for fn in self.all:
             _acknowledge(fn)
 
@@ -144,21 +145,30 @@ class Functions(Construct):
         )
         return secret
 
-    def _header_key(self) -> kms.Key:
-        """Seals inline header values (docs/operations.md: sealed header values): the API may only
-        encrypt with it, the worker only decrypt, so a reader of the table or its backups reads
-        ciphertext and no function but the worker opens it."""
+    def _stage_key(self) -> kms.Key:
+        """The stage's one customer managed key ($1 a month each). It seals inline header values
+        (docs/operations.md: sealed header values): the API may only encrypt with it and the worker
+        only decrypt, each only under a job's encryption context, so a reader of the table or its
+        backups reads ciphertext and no function but the worker opens it. The alarm topic is
+        encrypted with it too (Monitoring), CloudWatch's use bound to that topic's context; a
+        ciphertext opens only under the context it was sealed with, so neither use can open the
+        other's."""
         key = kms.Key(
             self,
+            # The id the key had when it sealed header values alone: a new id would be a new key,
+            # and the values sealed under the old one would no longer open.
             "HeaderKey",
-            description="Seals the inline header values of Sundial's http targets",
+            description="Seals Sundial's inline header values and encrypts its alarm topic",
             enable_key_rotation=True,
             # A deleted key makes every sealed value unreadable: a deleted stack keeps it (a failed
             # first create, which sealed nothing yet, does not).
             removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
         )
+        sealed_for_a_job = {"StringLike": {f"kms:EncryptionContext:{SEALING_CONTEXT_KEY}": "*"}}
         for function, action in ((self.api, "kms:Encrypt"), (self.worker, "kms:Decrypt")):
-            iam.Grant.add_to_principal(grantee=_role(function), actions=[action], resource_arns=[key.key_arn])
+            _role(function).add_to_principal_policy(
+                iam.PolicyStatement(actions=[action], resources=[key.key_arn], conditions=sealed_for_a_job)
+            )
             function.add_environment(c.ENV_HEADER_KEY_ARN, key.key_arn)
         return key
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -19,6 +19,9 @@ from infra.queues import JobQueues
 from infra.settings import Settings
 from sundial.contract.bounds import WORKER_FUNCTION_TIMEOUT_SECONDS
 from sundial.shared import constants as c
+
+# The encryption context key SNS puts on every data key of an encrypted topic.
+SNS_CONTEXT_KEY = "aws:sns:topicArn"
 
 # Alarm when a tick's longest run reaches this share of its timeout: the next step is lost ticks.
 SCHEDULER_DURATION_SHARE = 0.8
@@ -45,7 +48,7 @@ class Monitoring(Construct):
         settings: Settings,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.topic = self._topic(settings.alarm_email)
+        self.topic = self._topic(settings.alarm_email, functions.stage_key)
         self.alarms: list[cw.Alarm] = []
         self._job_alarms(queues, settings.start_lateness_p99_threshold_ms)
         self._streak_alarm(settings.dead_occurrences_in_a_row)
@@ -76,22 +79,31 @@ class Monitoring(Construct):
             else None
         )
 
-    def _topic(self, email: str | None) -> sns.Topic:
-        # CloudWatch alarms cannot publish with the AWS managed SNS key, so the topic has its own
-        # key whose policy lets CloudWatch use it.
-        key = kms.Key(
-            self,
-            "AlarmKey",
-            description="Sundial alarm topic",
-            enable_key_rotation=True,
-            # It encrypts only alarm messages in flight; a failed create must not leave it behind.
-            removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
-        )
-        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+    def _topic(self, email: str | None, key: kms.IKey) -> sns.Topic:
+        # CloudWatch alarms cannot publish with the AWS managed SNS key, so the topic takes the
+        # stage's key (Functions), whose policy lets CloudWatch use it for this topic alone: SNS
+        # names the topic in the encryption context of every key it asks for.
         topic = sns.Topic(self, "Alarms", display_name="Sundial alarms", master_key=key, enforce_ssl=True)
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsEncryptForTheAlarmTopic",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
+                    # The topic's own ARN would make the key and the topic each other's dependency.
+                    "StringLike": {f"kms:EncryptionContext:{SNS_CONTEXT_KEY}": self._own_topics_arn()},
+                },
+            )
+        )
         if email:
             topic.add_subscription(subscriptions.EmailSubscription(email))
         return topic
+
+    def _own_topics_arn(self) -> str:
+        stack = Stack.of(self)
+        return f"arn:{stack.partition}:sns:{stack.region}:{stack.account}:*"
 
     def _let_alarms_publish(self) -> None:
         """A topic policy replaces SNS's default one: with only enforce_ssl's Deny in it, nothing may

@@ -113,6 +113,9 @@ def describe(service: str, operation: str, params: dict[str, Any]) -> dict[str, 
         named["TransactItems"] = [
             [kind, body["TableName"]] for item in params["TransactItems"] for kind, body in item.items()
         ]
+    if "EncryptionContext" in params:
+        # The keys alone: a key policy's condition is on them, and values (job ids) vary per call.
+        named["EncryptionContextKeys"] = sorted(params["EncryptionContext"])
     if "Entries" in params and service == "events":
         named["EventBusNames"] = sorted({e.get("EventBusName", "default") for e in params["Entries"]})
     return named

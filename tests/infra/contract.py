@@ -223,7 +223,10 @@ def requests(call: Call, template: Template, stand_ins: Mapping[str, str]) -> li
     if service == "kms":
         # Decrypt names no key (the ciphertext does); the local stack has one key, the stage's.
         (key,) = (k for k in template.of_type("AWS::KMS::Key") if k.startswith(HEADER_KEY))
-        return [(Request(action, template.arn(key)), key)]
+        sealed_under = params.get("EncryptionContextKeys", ())
+        context = {f"kms:EncryptionContext:{k}": "recorded" for k in sealed_under}
+        context["aws:SecureTransport"] = "true"
+        return [(Request(action, template.arn(key), context=context), key)]
     raise ValueError(f"no IAM mapping for {service}:{call.operation}")
 
 

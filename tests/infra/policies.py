@@ -119,7 +119,7 @@ class Request:
 
 @dataclass(frozen=True)
 class Statement:
-    where: str  # e.g. "FunctionsWorkerRoleDefaultPolicy#2" or "key policy of MonitoringAlarmKey"
+    where: str  # e.g. "FunctionsWorkerRoleDefaultPolicy#2" or "FunctionsHeaderKey key policy#3"
     body: Mapping[str, Any]
 
     @property

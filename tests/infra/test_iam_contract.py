@@ -15,7 +15,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,6 +25,7 @@ import pytest
 from infra.api import ROUTES
 from sundial.shared import constants as c
 from sundial.shared.constants import PRIORITIES
+from sundial.shared.targets.sealing import CONTEXT_KEY as SEALING_CONTEXT_KEY
 from tests.infra import contract
 from tests.infra.aws_calls import CALLS_ENV, RECORDED_SUITES, Recorder, install
 from tests.infra.conftest import CONFIGURED_CONTEXT, CONTRACT_TABLE, Synthesised
@@ -206,14 +207,40 @@ def test_another_accounts_alarm_may_not_publish(template: Template) -> None:
     assert not evaluate(template.resource_statements(topic_id), request).allowed
 
 
-def test_cloudwatch_may_use_the_topics_key(template: Template) -> None:
+def _as_cloudwatch(action: str, key: str, context: Mapping[str, str]) -> Request:
+    return Request(
+        action,
+        key,
+        service="cloudwatch.amazonaws.com",
+        context={"aws:SecureTransport": "true", "aws:SourceAccount": ACCOUNT, **context},
+    )
+
+
+def test_cloudwatch_may_use_the_topics_key_for_the_topic_alone(template: Template) -> None:
     for topic_id, topic in template.of_type("AWS::SNS::Topic").items():
         key_id = topic["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
+        key, policy = template.arn(key_id), template.resource_statements(key_id)
         for action in ("kms:GenerateDataKey", "kms:Decrypt"):
-            request = Request(action, template.arn(key_id), service="cloudwatch.amazonaws.com")
-            decision = evaluate(template.resource_statements(key_id), request)
+            # SNS asks for the topic's data keys under the topic's ARN as encryption context.
+            topics = {"kms:EncryptionContext:aws:sns:topicArn": template.arn(topic_id)}
+            decision = evaluate(policy, _as_cloudwatch(action, key, topics))
             assert decision.allowed, f"{topic_id}'s key refuses {action} to CloudWatch"
             CONTRACT_TABLE.append(f"hop  SNS {topic_id} -> {action} for CloudWatch: {decision.label}")
+            # The same key seals header values under a job's context: CloudWatch may not open them.
+            sealed = {f"kms:EncryptionContext:{SEALING_CONTEXT_KEY}": "01JD0000000000000000000000"}
+            assert not evaluate(policy, _as_cloudwatch(action, key, sealed)).allowed, action
+            assert not evaluate(policy, _as_cloudwatch(action, key, {})).allowed, action
+
+
+def test_the_functions_use_the_stage_key_under_a_job_s_context_alone(template: Template) -> None:
+    (key_id,) = template.of_type("AWS::KMS::Key")
+    key = template.arn(key_id)
+    topics = {"aws:SecureTransport": "true", "kms:EncryptionContext:aws:sns:topicArn": "arn:aws:sns:…"}
+    sealed = {"aws:SecureTransport": "true", f"kms:EncryptionContext:{SEALING_CONTEXT_KEY}": "01JD"}
+    for function, action in (("api", "kms:Encrypt"), ("worker", "kms:Decrypt")):
+        statements = template.role_statements(function)
+        assert evaluate(statements, Request(action, key, context=sealed)).allowed, function
+        assert not evaluate(statements, Request(action, key, context=topics)).allowed, function
 
 
 def test_eventbridge_may_invoke_the_scheduler(template: Template) -> None:

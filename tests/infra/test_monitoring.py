@@ -79,9 +79,12 @@ def test_an_alarm_fires_when_the_tick_stops(synthesised: Synthesised) -> None:
     assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] <= 10
 
 
-def test_the_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesised: Synthesised) -> None:
+def test_the_topic_is_encrypted_with_the_stage_s_one_key(synthesised: Synthesised) -> None:
     (topic,) = synthesised.of_type("AWS::SNS::Topic").values()
-    (key_id,) = (k for k in synthesised.of_type("AWS::KMS::Key") if k.startswith("MonitoringAlarmKey"))
+    # One customer managed key a stage ($1 a month each): the header sealing key. test_iam_contract.py
+    # holds each use of it to its own encryption context.
+    (key_id,) = synthesised.of_type("AWS::KMS::Key")
+    assert key_id.startswith("FunctionsHeaderKey")
     assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     key = synthesised.resources[key_id]["Properties"]
     assert key["EnableKeyRotation"] is True
