@@ -91,6 +91,8 @@ class EmulatorProcess:
 
     @property
     def endpoint_url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the emulator child has no port before start() has returned")
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> EmulatorProcess:

@@ -36,12 +36,11 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from sundial.local_stack import index_partitions
 from sundial.local_stack.faults import FaultSpec, FaultyApp, new_seed
-from sundial.local_stack.state.app import PersistentApp
+from sundial.local_stack.state.app import PersistentApp, WsgiApp
 from sundial.local_stack.state.services import KeptServicesApp, ServicesOnDisk
 from sundial.local_stack.state.tables_on_disk import Restored, TablesOnDisk
 
 _DYNAMODB = "DynamoDB_20120810"
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 DEFAULT_PORT = 4566
 # How long a stop waits for a request under way (a snapshot of 100,000 items takes about 3 s).
 STOP_WAIT_SECONDS = 5.0

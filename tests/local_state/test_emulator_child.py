@@ -56,3 +56,8 @@ def test_a_child_that_says_nothing_in_time_times_out() -> None:
         process.wait()
         os.close(ready)
         os.close(told)
+
+
+def test_an_unstarted_child_has_no_endpoint_to_give() -> None:
+    with pytest.raises(RuntimeError, match="no port before start"):
+        _ = EmulatorProcess().endpoint_url

@@ -32,11 +32,10 @@ from moto.secretsmanager.models import secretsmanager_backends
 from moto.ssm.models import ssm_backends
 
 from sundial.local_stack.state import records
-from sundial.local_stack.state.app import whole_response
+from sundial.local_stack.state.app import WsgiApp, whole_response
 from sundial.local_stack.state.directory import StateError
 
 logger = logging.getLogger(__name__)
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 # X-Amz-Target's service part -> (the file's name, moto's backends)
 KEPT: dict[str, tuple[str, BackendDict[Any]]] = {
