@@ -500,27 +500,29 @@ class EngineMachine(
         answer = self._call(action, job_id, getattr(self.service, action), fault, race)
         after = self._job(job_id)
         # Read after the call: a race may have changed what the call decided from.
-        retrying = (
+        state_says_retrying = (
             after is not None and after.attempt > 0 and after.status in (JobStatus.FAILED, JobStatus.QUEUED)
         )
         if answer == "ack" and after is not None and after.status is JobStatus.RUNNING:
             self.env.seen["user call acknowledged while an attempt ran"] += 1
         if action in ("trigger", "retry") and answer != "refused":
             intent.revived()
-        self._remember(job_id, action, answer, now, retrying)
+        self._remember(job_id, action, answer, now, state_says_retrying)
         if answer == "error" and after is not None and action in ("trigger", "pause", "cancel"):
             self.intents[job_id].owed = lifecycle.waiting_triggers(after)  # applied or not: unknown
         return answer
 
-    def _remember(self, job_id: str, action: str, answer: str, now: int, retrying: bool) -> None:
+    def _remember(self, job_id: str, action: str, answer: str, now: int, state_says_retrying: bool) -> None:
         """What the user was told: the intents the invariants hold the engine to."""
         intent = self.intents[job_id]
+        # Whether a trigger ran a retry that waited for its backoff rather than asking for an extra
+        # run. An answer that came decides, not the job's state after it: a second trigger behind a
+        # retry that waits finds the same state as the trigger that runs that retry. A lost answer
+        # leaves the state's guess, which can only be stricter.
+        retrying = state_says_retrying
         if action == "trigger" and answer != "refused":
             intent.triggered_at.add(now)
         if action == "trigger" and answer == "ack":
-            # Its run is an extra run, or (the answer says) a retry that waited for its backoff. The
-            # answer decides, not the job's state after it: a second trigger behind a retry that
-            # waits finds the same state as the trigger that runs that retry.
             effects = [(e.subject, e.fate) for e in self.answer.effects] if self.answer else []
             retrying = ("retry", "runs_now") in effects
             if intent.cancelled_at is not None:
