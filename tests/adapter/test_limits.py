@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -385,3 +387,33 @@ def test_a_slot_whose_return_failed_comes_back_when_the_attempts_lease_ends(
     engine.clock.advance((first.lease_until - engine.clock.now_ms()) / SECOND + 1)
     assert service.get(KEY).running == 0
     assert fence(engine, again).status is JobStatus.RUNNING
+
+
+def test_deliveries_of_one_key_side_by_side_in_a_worker_take_their_slots_without_losing_a_write(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A batch's records run side by side; each take is a transaction conditional on the shard's
+    # version. Taken one at a time in the process, none loses its write and tries again.
+    limit(engine, max_concurrent=20)
+    ids = [create(engine) for _ in range(8)]
+    messages = messages_of(engine, *ids)
+    fences, lock = [0], threading.Lock()
+    store_fence = engine.store.fence
+
+    def counted(*args: Any, **kwargs: Any) -> Job:
+        with lock:
+            fences[0] += 1
+        return store_fence(*args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "fence", counted)
+    together = threading.Barrier(len(ids))
+
+    def deliver(job_id: str) -> Job:
+        together.wait()
+        return fence(engine, messages[job_id])
+
+    with ThreadPoolExecutor(len(ids)) as pool:
+        started = list(pool.map(deliver, ids))
+    assert all(job.status is JobStatus.RUNNING for job in started)
+    assert LimitService(engine.store, engine.clock).get(KEY).running == len(ids)
+    assert fences[0] == len(ids)  # one transaction each: none lost to another of the batch

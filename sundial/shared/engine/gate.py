@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import zlib
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -36,6 +37,8 @@ SHARD_COUNT_TTL_MS = 1000
 # A hold's lease reaches this far past the instant the occurrence looks again, so that later holds
 # of a long wait rarely need to move it.
 HOLD_LEASE_SLACK_MS = 120 * SECOND_MS
+# Locks a process's takes of one key share (keys may share one): a bounded set however many keys.
+TAKE_LOCKS = 256
 
 
 def _queued_lease(message: JobMessage, now_ms: int) -> int | None:
@@ -67,6 +70,7 @@ class LimitGate:
         self._engine = engine
         self._counts: dict[str, tuple[int, int]] = {}  # key → (shard count, read at)
         self._lock = threading.Lock()
+        self._takes = [threading.Lock() for _ in range(TAKE_LOCKS)]
 
     def fence(self, message: JobMessage, worker: str, delivery_id: str) -> Job:
         """Fences the delivery of a job that names `message.limit_key`, taking its slot and token in
@@ -78,42 +82,47 @@ class LimitGate:
         tried: set[int] = set()
         shard: Shard | None = None
         admission: Admission | None = None
-        for _ in range(SHARD_TRIES):
-            shard = self._shard(key, tried)
-            # Read after the shard: a time older than the one another worker saved in it would count
-            # the same refill of the bucket twice.
-            now_ms = max(self._engine.clock.now_ms(), shard.state.refilled_at or 0)
-            if shard.share is None and shard.number < shard.shards:
-                return self._fence(message, worker, delivery_id, now_ms)  # no limit: runs unlimited
-            if shard.share is None:
-                # A shard the key no longer uses (its limit was lowered since the count was read):
-                # read the count again rather than take the job for unlimited.
-                with self._lock:
-                    self._counts.pop(key, None)
-                continue
-            admission = admit(
-                shard.share,
-                shard.state,
-                message.job_id,
-                rank,
-                now_ms,
-                message.held_since,
-                message.looks_at,
-            )
-            if not admission.admitted:
-                tried.add(shard.number)
-                if len(tried) < shard.shards:
-                    continue  # another shard of a hot key may have room
-                break
-            waited = now_ms - message.held_since if message.held_since is not None else None
-            take = SlotTake(shard, admission.tokens, admission.expired, waited)
-            try:
-                return self._fence(message, worker, delivery_id, now_ms, take)
-            except LimitChanged:
-                continue  # another attempt took or returned a slot first: read the shard again
-            except StaleDelivery:
-                self._engine.store.leave_line(shard, message.job_id)
-                raise
+        # One take of a key at a time in this process: the records of a batch run side by side, and a
+        # take is a transaction conditional on the shard's version, so the deliveries of one key in a
+        # batch would each read the shard, all but one lose the transaction, and each loser read and
+        # write again. Deliveries in other processes still race, and lose as they did.
+        with self._take_lock(key):
+            for _ in range(SHARD_TRIES):
+                shard = self._shard(key, tried)
+                # Read after the shard: a time older than the one another worker saved in it would count
+                # the same refill of the bucket twice.
+                now_ms = max(self._engine.clock.now_ms(), shard.state.refilled_at or 0)
+                if shard.share is None and shard.number < shard.shards:
+                    return self._fence(message, worker, delivery_id, now_ms)  # no limit: runs unlimited
+                if shard.share is None:
+                    # A shard the key no longer uses (its limit was lowered since the count was read):
+                    # read the count again rather than take the job for unlimited.
+                    with self._lock:
+                        self._counts.pop(key, None)
+                    continue
+                admission = admit(
+                    shard.share,
+                    shard.state,
+                    message.job_id,
+                    rank,
+                    now_ms,
+                    message.held_since,
+                    message.looks_at,
+                )
+                if not admission.admitted:
+                    tried.add(shard.number)
+                    if len(tried) < shard.shards:
+                        continue  # another shard of a hot key may have room
+                    break
+                waited = now_ms - message.held_since if message.held_since is not None else None
+                take = SlotTake(shard, admission.tokens, admission.expired, waited)
+                try:
+                    return self._fence(message, worker, delivery_id, now_ms, take)
+                except LimitChanged:
+                    continue  # another attempt took or returned a slot first: read the shard again
+                except StaleDelivery:
+                    self._engine.store.leave_line(shard, message.job_id)
+                    raise
         assert shard is not None
         try:
             held = self._hold(message, shard, admission)
@@ -121,6 +130,9 @@ class LimitGate:
             self._engine.store.leave_line(shard, message.job_id)
             raise
         raise held
+
+    def _take_lock(self, key: str) -> threading.Lock:
+        return self._takes[zlib.crc32(key.encode()) % TAKE_LOCKS]
 
     def _fence(
         self, message: JobMessage, worker: str, delivery_id: str, now_ms: int, take: SlotTake | None = None
