@@ -133,7 +133,7 @@ def test_checked_addresses(host: str, allow_private: bool, loopback_only: bool, 
 
 def test_a_slow_resolver_runs_out_the_attempts_time() -> None:
     def slow(host: str, port: int) -> Sequence[str]:
-        time.sleep(1.0)
+        time.sleep(5.0)
         return ["93.184.216.34"]
 
     started = time.monotonic()
@@ -141,4 +141,4 @@ def test_a_slow_resolver_runs_out_the_attempts_time() -> None:
         checked_addresses(
             "slow.test", 443, allow_private=False, loopback_only=False, resolver=slow, timeout=0.2
         )
-    assert time.monotonic() - started < 0.6
+    assert time.monotonic() - started < 2.5  # far from the resolver's 5 s, whatever the load
