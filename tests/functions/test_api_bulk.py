@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 from botocore.awsrequest import AWSResponse
 
+from sundial.contract.vocabulary import Priority
 from sundial.functions import clients
 from sundial.functions.scheduler import handler as tick
 from sundial.local_stack.lambda_context import new_context
+from sundial.shared.clock import SystemClock, format_rfc3339
 from tests.functions.conftest import Api, load_event
 
 NOOP = {"type": "python", "handler": "noop"}
@@ -233,3 +235,74 @@ def test_a_create_the_table_throttles_is_a_503_to_send_again_and_makes_nothing(a
     again = api("POST", "/jobs", _job("busy"), headers={"Idempotency-Key": "busy-1"})
     assert again.status == 201, again.body
     assert _names(api) == ["busy"]
+
+
+def _delayed(api: Api) -> int:
+    medium = clients.settings().queue_urls[Priority.MEDIUM]
+    attributes = (
+        clients.clients()
+        .sqs()
+        .get_queue_attributes(QueueUrl=medium, AttributeNames=["ApproximateNumberOfMessagesDelayed"])[
+            "Attributes"
+        ]
+    )
+    return int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+
+def _sends_counted(counted: list[int], fail: bool = False) -> Any:
+    """Counts the api's SendMessageBatch requests; with `fail`, answers each a 500 unsent."""
+
+    def before_send(request: Any, **_: Any) -> AWSResponse | None:
+        target = request.headers.get("X-Amz-Target", b"")
+        target = target.decode() if isinstance(target, bytes) else target
+        if not target.endswith(".SendMessageBatch"):
+            return None
+        counted.append(len(json.loads(request.body)["Entries"]))
+        if not fail:
+            return None
+        body = json.dumps({"__type": "com.amazonaws.sqs#InternalError", "message": "unavailable"})
+        return AWSResponse(
+            request.url, 500, {"x-amzn-query-error": "InternalError;Receiver"}, _Raw(body.encode())
+        )
+
+    return before_send
+
+
+def _due_in_a_minute(n: int) -> dict[str, Any]:
+    run_at = format_rfc3339(SystemClock().now_ms() + 60_000 + n * 10)
+    return {"name": f"soon-{n:03}", "target": NOOP, "run_at": run_at}
+
+
+def test_a_batch_s_messages_go_ten_to_a_request(api: Api) -> None:
+    assert api("GET", "/jobs").status == 200  # the api's clients built, to hook the queues'
+    sent: list[int] = []
+    hook = _sends_counted(sent)
+    sqs = clients.clients().sqs()
+    sqs.meta.events.register("before-send.sqs", hook)
+    try:
+        answer = api("POST", "/jobs/batch", {"jobs": [_due_in_a_minute(n) for n in range(100)]})
+    finally:
+        sqs.meta.events.unregister("before-send.sqs", hook)
+
+    assert answer.body["created"] == 100
+    assert sent == [10] * 10  # 100 messages in 10 requests, not 100
+    assert _delayed(api) == 100
+    listed = api("GET", "/jobs", query={"limit": "100", "name_prefix": "soon-"}).body["jobs"]
+    assert [job["status"] for job in listed] == ["queued"] * 100
+
+
+def test_a_batch_s_messages_that_could_not_be_sent_are_left_to_the_next_tick(api: Api) -> None:
+    assert api("GET", "/jobs").status == 200
+    sent: list[int] = []
+    hook = _sends_counted(sent, fail=True)
+    sqs = clients.clients().sqs()
+    sqs.meta.events.register("before-send.sqs", hook)
+    try:
+        answer = api("POST", "/jobs/batch", {"jobs": [_due_in_a_minute(n) for n in range(25)]})
+    finally:
+        sqs.meta.events.unregister("before-send.sqs", hook)
+    assert answer.body["created"] == 25 and sent and _delayed(api) == 0
+
+    tick(load_event("eventbridge_scheduled.json"), new_context("scheduler", "us-east-1"))
+
+    assert _delayed(api) == 25  # each released job resent by the tick, none lost

@@ -12,7 +12,7 @@ import pytest
 from sundial.contract.vocabulary import Priority
 from sundial.shared import constants as c
 from sundial.shared.clock import FixedClock
-from sundial.shared.dispatch import JobMessage, SharedSends, delay_seconds
+from sundial.shared.dispatch import GATHER_FROM_MS, Dispatcher, JobMessage, SharedSends, delay_seconds
 
 NOW = 1_796_000_000_000
 
@@ -66,12 +66,14 @@ class StubSqs:
 
     def __init__(self, refuse: set[str] = frozenset()) -> None:  # type: ignore[assignment]
         self.calls: list[list[str]] = []
+        self.urls: list[str] = []
         self._refuse = refuse
         self._lock = threading.Lock()
 
     def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
         with self._lock:
             self.calls.append([JobMessage.model_validate_json(e["MessageBody"]).job_id for e in Entries])
+            self.urls.append(QueueUrl)
         failed = [
             e for e in Entries if JobMessage.model_validate_json(e["MessageBody"]).job_id in self._refuse
         ]
@@ -110,3 +112,56 @@ def test_a_lone_shared_send_leaves_after_the_window() -> None:
     shared = SharedSends(sqs, urls, "https://dead", FixedClock(NOW), window_seconds=0.05)  # type: ignore[arg-type]
     assert shared.send([_message(1)]) == []
     assert sqs.calls == [["job-1"]]
+
+
+URLS = {p: f"https://queue/{p.value}" for p in c.PRIORITIES}
+
+
+def _gathering(sqs: StubSqs, clock: FixedClock) -> Any:
+    return Dispatcher(sqs, URLS, "https://dead", clock).gathering()  # type: ignore[arg-type]
+
+
+def _due(n: int, in_ms: int, priority: Priority = Priority.MEDIUM) -> JobMessage:
+    return JobMessage(job_id=f"job-{n}", token="t", due_at=NOW + in_ms, priority=priority)
+
+
+def test_a_batch_s_messages_gather_by_queue_and_leave_ten_to_a_request() -> None:
+    sqs, clock = StubSqs(), FixedClock(NOW)
+    gathering = _gathering(sqs, clock)
+    for n in range(25):
+        assert gathering.send([_due(n, 60_000)]) == []
+        assert sum(map(len, sqs.calls)) == 10 * ((n + 1) // 10)  # nothing leaves before ten gathered
+    assert sqs.calls == [[f"job-{n}" for n in range(10)], [f"job-{n}" for n in range(10, 20)]]
+    assert [m.job_id for m in gathering.rest()] == [f"job-{n}" for n in range(20, 25)]
+    assert gathering.rest() == []  # taken once
+
+
+def test_each_queue_gathers_its_own_ten() -> None:
+    sqs, clock = StubSqs(), FixedClock(NOW)
+    gathering = _gathering(sqs, clock)
+    for n in range(19):
+        gathering.send([_due(n, 60_000, Priority.HIGH if n % 2 else Priority.LOW)])
+    assert sqs.urls == [URLS[Priority.LOW]]  # the tenth low one; nine high ones wait
+    gathering.send([_due(19, 60_000, Priority.HIGH)])
+    assert sqs.urls == [URLS[Priority.LOW], URLS[Priority.HIGH]]
+    assert all(len(call) == 10 for call in sqs.calls)
+
+
+def test_a_message_that_starts_soon_leaves_at_once_and_one_that_came_close_with_the_next_send() -> None:
+    sqs, clock = StubSqs(), FixedClock(NOW)
+    gathering = _gathering(sqs, clock)
+    gathering.send([_due(1, GATHER_FROM_MS - 1)])
+    assert sqs.calls == [["job-1"]]
+    gathering.send([_due(2, GATHER_FROM_MS + 2_000)])
+    assert sqs.calls == [["job-1"]]  # gathering
+    clock.advance(2.5)  # the batch's writes were slow: job-2 now starts within GATHER_FROM_MS
+    gathering.send([_due(3, 60_000)])
+    assert sqs.calls == [["job-1"], ["job-2"]]
+    assert [m.job_id for m in gathering.rest()] == ["job-3"]
+
+
+def test_a_send_answers_the_failed_messages_of_what_it_sent_whoever_gathered_them() -> None:
+    sqs, clock = StubSqs(refuse={"job-4"}), FixedClock(NOW)
+    gathering = _gathering(sqs, clock)
+    failed = [m.job_id for n in range(10) for m in gathering.send([_due(n, 60_000)])]
+    assert failed == ["job-4"]  # returned by the tenth send, which sent all ten

@@ -3,7 +3,8 @@
 Each item goes through JobService.create: the same validation, and the same conditional writes (the
 Idempotency-Key's reservation, then the job's put if absent). BatchWriteItem takes no conditions,
 and a transaction per item would pay double for what the reservation already makes safe to repeat;
-the items are independent, so they are written side by side.
+the items are independent, so they are written side by side. Their messages go ten to a
+SendMessageBatch (JobService.sends_gathered), each after its job's write.
 
 A throttle the SDK's own retries did not ride out refuses its item with a 429 rather than failing
 the request: the items made stand and are answered, and the items not yet begun are refused the
@@ -37,8 +38,11 @@ AGAIN = "send it again, with its idempotency key, after a pause"
 
 def create_batch(service: JobService, jobs: list[Any]) -> BatchAnswer:
     shedding = threading.Event()
-    with ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs)), thread_name_prefix="batch") as pool:
-        results = list(pool.map(lambda pair: _create_one(service, shedding, *pair), enumerate(jobs)))
+    with (
+        service.sends_gathered() as gathering,
+        ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs)), thread_name_prefix="batch") as pool,
+    ):
+        results = list(pool.map(lambda pair: _create_one(gathering, shedding, *pair), enumerate(jobs)))
     counted = [result.status for result in results]
     return BatchAnswer(
         results=results,

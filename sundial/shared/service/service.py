@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -87,6 +88,19 @@ class JobService:
         acting._store = self._store.for_operation(operation_id)
         acting._operation = operation_id
         return acting
+
+    @contextlib.contextmanager
+    def sends_gathered(self) -> Iterator[JobService]:
+        """This service for one batch of creates made side by side: their messages go ten to a
+        request (shared.dispatch.GatheredSends), what gathered last when the block ends. A message
+        that cannot be sent releases its job to the next tick, as any create's does."""
+        gathering = self._dispatcher.gathering()
+        acting = copy.copy(self)
+        acting._dispatcher = gathering
+        try:
+            yield acting
+        finally:
+            send(EngineContext(self._store, self._dispatcher, self._clock), gathering.rest())
 
     def traced(self, traceparent: str | None) -> JobService:
         """This service for a call whose W3C `traceparent` (sundial/shared/tracing.py) goes with the runs
