@@ -273,16 +273,22 @@ def _due_in_a_minute(n: int) -> dict[str, Any]:
     return {"name": f"soon-{n:03}", "target": NOOP, "run_at": run_at}
 
 
-def test_a_batch_s_messages_go_ten_to_a_request(api: Api) -> None:
+def _batch_counting_sends(api: Api, jobs: int, fail: bool = False) -> tuple[Any, list[int]]:
+    """POST /jobs/batch of `jobs` one-offs due in a minute; its answer and the entries of each of
+    the api's SendMessageBatch requests (each answered a 500 with `fail`)."""
     assert api("GET", "/jobs").status == 200  # the api's clients built, to hook the queues'
     sent: list[int] = []
-    hook = _sends_counted(sent)
+    hook = _sends_counted(sent, fail)
     sqs = clients.clients().sqs()
     sqs.meta.events.register("before-send.sqs", hook)
     try:
-        answer = api("POST", "/jobs/batch", {"jobs": [_due_in_a_minute(n) for n in range(100)]})
+        return api("POST", "/jobs/batch", {"jobs": [_due_in_a_minute(n) for n in range(jobs)]}), sent
     finally:
         sqs.meta.events.unregister("before-send.sqs", hook)
+
+
+def test_a_batch_s_messages_go_ten_to_a_request(api: Api) -> None:
+    answer, sent = _batch_counting_sends(api, 100)
 
     assert answer.body["created"] == 100
     assert sent == [10] * 10  # 100 messages in 10 requests, not 100
@@ -292,15 +298,7 @@ def test_a_batch_s_messages_go_ten_to_a_request(api: Api) -> None:
 
 
 def test_a_batch_s_messages_that_could_not_be_sent_are_left_to_the_next_tick(api: Api) -> None:
-    assert api("GET", "/jobs").status == 200
-    sent: list[int] = []
-    hook = _sends_counted(sent, fail=True)
-    sqs = clients.clients().sqs()
-    sqs.meta.events.register("before-send.sqs", hook)
-    try:
-        answer = api("POST", "/jobs/batch", {"jobs": [_due_in_a_minute(n) for n in range(25)]})
-    finally:
-        sqs.meta.events.unregister("before-send.sqs", hook)
+    answer, sent = _batch_counting_sends(api, 25, fail=True)
     assert answer.body["created"] == 25 and sent and _delayed(api) == 0
 
     tick(load_event("eventbridge_scheduled.json"), new_context("scheduler", "us-east-1"))
