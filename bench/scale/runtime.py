@@ -650,6 +650,7 @@ _real_sleep = time.sleep
 
 GREEN_MODULES = (
     "sundial.shared.dispatch",
+    "sundial.shared.engine.gate",
     "sundial.shared.engine.heartbeat",
     "sundial.shared.engine.scheduler",
     "sundial.shared.engine.tick_report",
