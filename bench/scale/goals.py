@@ -301,7 +301,8 @@ def _print(goal: Goal, report: dict[str, Any], scale: float) -> None:
         strata = sampling["strata"]
         print(
             f"             sampled: the real worker on one in {sampling['every']} deliveries of the "
-            f"stand-in's path ({sum(s['sample']['deliveries'] for s in strata.values())} sampled, "
+            f"stand-in's path, one in {sampling['every_early']} of those early "
+            f"({sum(s['sample']['deliveries'] for s in strata.values())} sampled, "
             f"{sum(s['stand_in']['deliveries'] for s in strata.values())} stood in, "
             f"{sum(sampling['real_by_reason'].values())} of other paths real; "
             f"{sampling['items_checked']} sampled deliveries' items checked)"

@@ -6,10 +6,10 @@ a stand-in (bench/scale/standins.py) the rest. The tick runs for every row whate
 
 Strata: a delivery of the one path a stand-in knows (a one-off job's first attempt, its fence
 holding, its target answering) is sampled within its priority and whether it came early (the worker
-then waits for its instant first): those whose job id hashes to one in `every` run the real worker,
-a choice blind to when a delivery comes. Every other delivery - a retry, a limit key's, a copy or
-stale one, one held or more than the worker's wait early, a recurring job's - runs the real worker,
-and is counted by why.
+then waits for its instant first): those whose job id hashes to one in `every` run the real worker
+(EARLY_DENSER times as many in the early strata, up to one in five), a choice blind to when a
+delivery comes. Every other delivery - a retry, a limit key's, a copy or stale one, one held or
+more than the worker's wait early, a recurring job's - runs the real worker, and is counted by why.
 
 The check: per stratum, the sample's mean figures a delivery (the CPU its tasks were charged, the
 write units it used on the table and on the indexes, how long it took from its start, or from its
@@ -47,8 +47,15 @@ TOLERANCE = 0.05
 # varies with its retries' random backoff, and a few hundred sampled deliveries are far from exact).
 CHANCE = 3.0
 MIN_COMPARED = 30
+# The early strata are a small share of a burst (8,800 of a million due at once, the deliveries that
+# beat their instant): at one in 50 each compared a few dozen deliveries, whose skewed durations
+# moved their mean past the check by chance, one way in one run and the other way in the next
+# (docs/operations.md). They are sampled this many times more densely.
+EARLY_DENSER = 10
+EARLY_EVERY_AT_MOST = 5
 FIGURES = ("cpu_s", "table_wcu", "index_wcu", "duration_s", "to_call_s")
 
+EARLY = "early"
 REAL = "real"
 SAMPLE = "sample"
 STAND_IN = "stand-in"
@@ -112,9 +119,16 @@ class Sampler:
             return REAL, None
         stratum = _stratum(message, now_ms)
         self.seen[stratum] += 1
-        if zlib.crc32(message.job_id.encode()) % self.every == 0:
+        if zlib.crc32(message.job_id.encode()) % self.every_in(stratum) == 0:
             return SAMPLE, Meter(stratum, writes=[])
         return STAND_IN, Meter(stratum)
+
+    def every_in(self, stratum: str) -> int:
+        """One delivery in this many of `stratum` runs the real worker."""
+        if not stratum.endswith(f"/{EARLY}"):
+            return self.every
+        # Never all of them: a sample, not the real worker instead of the stand-ins.
+        return min(self.every, max(EARLY_EVERY_AT_MOST, self.every // EARLY_DENSER))
 
     def done(
         self,
@@ -207,6 +221,7 @@ class Sampler:
         }
         return {
             "every": self.every,
+            "every_early": self.every_in(f"any/{EARLY}"),
             "tolerance": self.tolerance,
             "strata": strata,
             "real_by_reason": dict(sorted(self.real_by_reason.items())),
@@ -219,7 +234,7 @@ class Sampler:
 def _stratum(message: JobMessage, now_ms: int) -> str:
     """The priority, and whether the delivery came before its instant: the worker then waits in
     its own task first, a segment more."""
-    return f"{message.priority.value}/{'early' if message.starts_after > now_ms else 'on time'}"
+    return f"{message.priority.value}/{EARLY if message.starts_after > now_ms else 'on time'}"
 
 
 def _apart(mine: float, theirs: float) -> float:

@@ -86,3 +86,11 @@ def test_a_stand_in_that_writes_another_item_fails_the_run(monkeypatch: pytest.M
     # Its bigger item costs more write units a settle, and the units' check sees that too.
     assert any("table_wcu" in error for error in errors), errors
     assert report["error"]
+
+
+def test_the_early_strata_are_sampled_ten_times_as_densely_and_never_wholly() -> None:
+    # A burst's early deliveries are a small share of it: at one in 50 a stratum compared a few
+    # dozen, too few for the mean of a skewed duration (docs/operations.md).
+    assert sampling.Sampler(every=50).every_in("high/early") == 5
+    assert sampling.Sampler(every=50).every_in("high/on time") == 50
+    assert sampling.Sampler(every=5).every_in("low/early") == 5
