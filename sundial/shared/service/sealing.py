@@ -8,6 +8,7 @@ import base64
 from typing import Any
 
 from sundial.contract.targets import AnyTarget, HttpTarget, Sealed
+from sundial.shared.models import Job
 from sundial.shared.targets.models import is_shown_header, masked_url, plain_query
 from sundial.shared.targets.sealing import context
 
@@ -18,6 +19,14 @@ class HeaderSealer:
     def __init__(self, kms: Any, key_id: str) -> None:
         self._kms = kms
         self._key_id = key_id
+
+    def sealed_job(self, job: Job) -> Job:
+        """The job as its item holds it: its target's and alert route's inline header values sealed
+        for its id (docs/operations.md: sealed header values)."""
+        sealed: dict[str, Any] = {"target": self.sealed(job.target, job.id)}
+        if job.on_dead is not None:
+            sealed["on_dead"] = self.sealed(job.on_dead, job.id)
+        return job.model_copy(update=sealed)
 
     def sealed(self, target: AnyTarget, job_id: str) -> AnyTarget:
         """`target` with every non-empty inline header value that answers mask sealed for `job_id`, and its

@@ -26,7 +26,7 @@ from sundial.contract.jobs import (
 from sundial.contract.vocabulary import JobStatus
 from sundial.shared import constants as c
 from sundial.shared import lifecycle
-from sundial.shared.clock import Clock, format_rfc3339, to_epoch_ms
+from sundial.shared.clock import Clock, to_epoch_ms
 from sundial.shared.dispatch import Dispatcher, JobMessage
 from sundial.shared.engine.context import EngineContext
 from sundial.shared.engine.settle import send
@@ -46,7 +46,7 @@ from sundial.shared.service.requests import (
     payload_json,
 )
 from sundial.shared.service.sealing import HeaderSealer
-from sundial.shared.service.views import job_view, run_view
+from sundial.shared.service.views import backfill_view, job_view, run_view
 from sundial.shared.store import IdempotencyRecord, JobStore, new_token
 
 SECOND_MS = 1000
@@ -299,17 +299,7 @@ class JobService:
             ), placement
 
         view = self._act(job_id, decide, "backfill")
-        done = planned[0]
-        return BackfillView(
-            job_id=job_id,
-            from_=format_rfc3339(from_ms),
-            to=format_rfc3339(done.until),
-            instants=[format_rfc3339(instant) for instant in done.runs],
-            skipped=[format_rfc3339(instant) for instant in done.skipped],
-            already=[format_rfc3339(instant) for instant in done.already],
-            dry_run=request.dry_run,
-            job=None if request.dry_run else view,
-        )
+        return backfill_view(job_id, from_ms, planned[0], request.dry_run, view)
 
     def retry(self, job_id: str) -> JobView:
         """Revives a dead job: it runs now, its retry policy counted afresh. Raises Conflict unless dead."""
@@ -364,14 +354,7 @@ class JobService:
         return self._store.get(job_id)
 
     def _sealed(self, job: Job) -> Job:
-        """The job as its item holds it: inline header values sealed for its id (docs/operations.md:
-        sealed header values)."""
-        if self._sealer is None:
-            return job
-        sealed: dict[str, Any] = {"target": self._sealer.sealed(job.target, job.id)}
-        if job.on_dead is not None:
-            sealed["on_dead"] = self._sealer.sealed(job.on_dead, job.id)
-        return job.model_copy(update=sealed)
+        return job if self._sealer is None else self._sealer.sealed_job(job)
 
     def _route_changes(self, job: Job, patch: JobUpdate) -> dict[str, Any]:
         """The alert route a PATCH sets, its inline header values sealed as a create seals them."""

@@ -8,10 +8,11 @@ from typing import Any
 from pydantic import PrivateAttr
 
 from sundial.contract.bulk import OperationView
-from sundial.contract.jobs import Effect, JobView, LastRun, RunView
+from sundial.contract.jobs import BackfillView, Effect, JobView, LastRun, RunView
 from sundial.contract.vocabulary import JobStatus, OperationState
 from sundial.shared.clock import format_rfc3339
 from sundial.shared.lifecycle import waiting_triggers
+from sundial.shared.lifecycle.backfill import BackfillPlan
 from sundial.shared.models import Job, Operation, Run, RunSummary
 from sundial.shared.service.conditions import etag
 from sundial.shared.targets.models import masked
@@ -131,3 +132,17 @@ def _next_run_at(job: Job) -> int | None:
 
 def _time(epoch_ms: int | None) -> str | None:
     return format_rfc3339(epoch_ms) if epoch_ms is not None else None
+
+
+def backfill_view(job_id: str, from_ms: int, done: BackfillPlan, dry_run: bool, job: JobView) -> BackfillView:
+    """A backfill's answer: what it ran, skipped and found run already; the job unless a dry run."""
+    return BackfillView(
+        job_id=job_id,
+        from_=format_rfc3339(from_ms),
+        to=format_rfc3339(done.until),
+        instants=[format_rfc3339(instant) for instant in done.runs],
+        skipped=[format_rfc3339(instant) for instant in done.skipped],
+        already=[format_rfc3339(instant) for instant in done.already],
+        dry_run=dry_run,
+        job=None if dry_run else job,
+    )
