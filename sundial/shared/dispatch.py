@@ -246,11 +246,10 @@ class GatheredSends(Dispatcher):
 
     def send(self, messages: Sequence[JobMessage]) -> list[JobMessage]:
         now_ms = self._clock.now_ms()
-        leaving = [m for m in messages if m.starts_after - now_ms < GATHER_FROM_MS]
+        leaving: list[JobMessage] = []
         with self._lock:
             for message in messages:
-                if message.starts_after - now_ms >= GATHER_FROM_MS:
-                    self._gathered.setdefault(message.priority, []).append(message)
+                self._gathered.setdefault(message.priority, []).append(message)
             for priority, gathered in self._gathered.items():
                 soon = [m for m in gathered if m.starts_after - now_ms < GATHER_FROM_MS]
                 later = [m for m in gathered if m.starts_after - now_ms >= GATHER_FROM_MS]
