@@ -120,3 +120,28 @@ def test_the_http_api_figure_is_the_same_executions_priced_again() -> None:
     assert row.value == pytest.approx(priced.per_million - 2.50, abs=0.001)
     assert row.goal == f"<= ${cost.GOAL_ONE_OFF_PER_MILLION:.2f}"
     assert row.detail["saved_per_million_against_the_rest_api"] == pytest.approx(2.50)
+
+
+def test_a_limit_row_meets_its_goal_at_exactly_the_goal() -> None:
+    """Per-execution means are floats: 4.48 - 2.48 is a hair over 2 in binary, and must still meet
+    a goal of 2 write requests, as the figure printed says."""
+    from bench import cost
+
+    scenario = next(s for s in cost.SCENARIOS if s.name == cost.PEAK_KIND)
+    plain = cost.Priced(
+        scenario,
+        cost.FAILURES,
+        m.Bill(write_units=4),
+        {"write_requests_per_execution": {"UpdateItem": 2.0, "PutItem": 0.48}},
+    )
+    limited = cost.Priced(
+        scenario,
+        cost.FAILURES,
+        m.Bill(write_units=8),
+        {"write_requests_per_execution": {"UpdateItem": 2.0, "TransactWriteItems": 1.0, "PutItem": 1.48}},
+    )
+
+    row = cost.limit_row(plain, limited)
+
+    assert row.value == 2.0
+    assert row.met is True
