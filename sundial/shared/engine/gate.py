@@ -70,7 +70,7 @@ class LimitGate:
         self._engine = engine
         self._counts: dict[str, tuple[int, int]] = {}  # key → (shard count, read at)
         self._lock = threading.Lock()
-        self._takes = [threading.Lock() for _ in range(TAKE_LOCKS)]
+        self._takes: dict[int, threading.Lock] = {}  # made on first use: most workers meet few keys
 
     def fence(self, message: JobMessage, worker: str, delivery_id: str) -> Job:
         """Fences the delivery of a job that names `message.limit_key`, taking its slot and token in
@@ -132,7 +132,12 @@ class LimitGate:
         raise held
 
     def _take_lock(self, key: str) -> threading.Lock:
-        return self._takes[zlib.crc32(key.encode()) % TAKE_LOCKS]
+        stripe = zlib.crc32(key.encode()) % TAKE_LOCKS
+        lock = self._takes.get(stripe)
+        if lock is None:
+            with self._lock:
+                lock = self._takes.setdefault(stripe, threading.Lock())
+        return lock
 
     def _fence(
         self, message: JobMessage, worker: str, delivery_id: str, now_ms: int, take: SlotTake | None = None
