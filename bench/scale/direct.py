@@ -55,6 +55,12 @@ class DirectClient:
             return found
         return lambda **params: self._call(name, operation, params)
 
+    def get_paginator(self, operation_name: str) -> Any:
+        """The client's paginator, its pages asked through this client: a tick's due rows would
+        otherwise take botocore's full path, page by page of up to a megabyte."""
+        paginator = self._client.get_paginator(operation_name)
+        return type(paginator)(getattr(self, operation_name), paginator._pagination_cfg, paginator._model)
+
     def _call(self, method: str, operation: str, params: dict[str, Any]) -> Any:
         self._calls += 1
         if self._calls % FULL_PATH_EVERY == 0:
