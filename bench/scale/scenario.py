@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from bench.scale import cpu, limits, sampling
-from bench.scale.runtime import Sim, green
+from bench.scale.runtime import Sim, collector_tuned, green
 from bench.scale.tables import CrossChecked
 from bench.scale.world import CallRecord, Settings, World, occurrences
 from sundial.contract.jobs import JobCreate
@@ -182,7 +182,8 @@ def _allowed_calls(spec: JobCreate) -> int:
 
 
 def run(scenario: Scenario, end_s: float | None = None) -> dict[str, Any]:
-    return report(scenario, *_simulate(scenario, end_s))
+    with collector_tuned():
+        return report(scenario, *_simulate(scenario, end_s))
 
 
 def measure_cpu(scenario: Scenario) -> dict[str, list[float]]:
@@ -218,7 +219,7 @@ def report(scenario: Scenario, world: World, sim: Sim) -> dict[str, Any]:
     names = {job_id: priority for job_id, (priority, _) in world.jobs.items()}
     per_priority: dict[str, dict[str, Any]] = {}
     grouped = occurrences(world.target.calls)
-    expected = _expected(world)
+    expected = _expected(world, grouped)
     start = _starts(scenario, world, set(grouped) | expected)
     for priority in c.PRIORITIES:
         mine = {key: calls for key, calls in grouped.items() if names.get(key[0]) == priority}
@@ -393,10 +394,10 @@ def _first_attempts(calls: list[CallRecord]) -> int:
     return max(attempts.count(a) for a in set(attempts))
 
 
-def _expected(world: World) -> set[tuple[str, int]]:
+def _expected(world: World, called: dict[tuple[str, int], list[CallRecord]]) -> set[tuple[str, int]]:
     """Every occurrence that should have been called: the one-offs' instants, and each recurring
     job's instants that were called (the run ends mid-series)."""
-    expected = set(occurrences(world.target.calls))
+    expected = set(called)
     expected |= {(job_id, due_ms) for job_id, (_, due_ms) in world.jobs.items() if due_ms is not None}
     return expected
 

@@ -32,6 +32,7 @@ that the engine's fence and settle keep exactly once comes from the deliveries t
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Callable
@@ -284,18 +285,16 @@ class StandIn:
         worker's patience, and after the client gives up the store's look at the item, whether an
         earlier try was applied (a throttled one never is). Answers the item written, or None when
         its condition failed. `after_of` is given the item and the instant the try was built."""
-        sim, dynamodb = self.world.sim, self.world.aws.dynamodb
-        latency = limits.LATENCY_S[("dynamodb", operation)].value
+        sim = self.world.sim
         tries = 0
         while True:
             attempts, context = 1, dict[str, Any]()
             tried_ms = sim.now_ms()
             while True:
-                sim.request(f"dynamodb.{operation}")
-                sim.sleep(latency / 2)
-                after = after_of(dynamodb.table.item(key), tried_ms)
-                code = dynamodb.stand_in_write(operation, key, after, sim.time())
-                sim.sleep(latency / 2, charge=False)
+                written: tuple[Item | None, str | None] = self._ask(
+                    operation, functools.partial(self._apply, operation, key, after_of, tried_ms)
+                )
+                after, code = written
                 delay = self._retry(operation, attempts, context, code)
                 if code is None:
                     return after
@@ -310,38 +309,53 @@ class StandIn:
             sim.sleep(wait)
             tries += 1
 
+    def _apply(
+        self,
+        operation: str,
+        key: tuple[str, str],
+        after_of: Callable[[Item | None, int], Item | None],
+        tried_ms: int,
+    ) -> tuple[Item | None, str | None]:
+        """The model's answer to one try: the item it would write, and the error code, if any."""
+        dynamodb = self.world.aws.dynamodb
+        after = after_of(dynamodb.table.item(key), tried_ms)
+        return after, dynamodb.stand_in_write(operation, key, after, self.world.sim.time())
+
     def _look(self, key: tuple[str, str]) -> None:
         """The store's consistent GetItem of the item after a write failed, with the client's
         retries; what it finds changes nothing here, since a throttled write was not applied."""
         sim, dynamodb = self.world.sim, self.world.aws.dynamodb
-        latency = limits.LATENCY_S[("dynamodb", "GetItem")].value
         attempts, context = 1, dict[str, Any]()
         while True:
-            sim.request("dynamodb.GetItem")
-            sim.sleep(latency / 2)
-            code = dynamodb.stand_in_read(key, sim.time())
-            sim.sleep(latency / 2, charge=False)
+            code: str | None = self._ask("GetItem", lambda: dynamodb.stand_in_read(key, sim.time()))
             delay = self._retry("GetItem", attempts, context, code)
             if code is None or delay is None:
                 return
             sim.sleep(delay)
             attempts += 1
 
+    def _ask(self, operation: str, answer: Callable[[], Any]) -> Any:
+        """A request's latency, the model answering it halfway through, as bench/scale/world.py's
+        Aws answers the real worker's; the answer is taken from the simulation's loop, without a
+        switch into this task."""
+        sim = self.world.sim
+        latency = limits.LATENCY_S[("dynamodb", operation)].value
+        answered: list[Any] = []
+        sim.request(f"dynamodb.{operation}")
+        sim.sleep_around(latency / 2, lambda: answered.append(answer()), latency / 2)
+        return answered[0]
+
     def _retry(
         self, operation: str, attempts: int, context: dict[str, Any], code: str | None
     ) -> float | None:
         """What the client's retry handler says after this answer (a delay, or None: no retry), and
         the client's `after-call` once the call is over, as bench/scale/direct.py asks them."""
-        client = self.world.store._client
-        model = client.meta.service_model
-        operation_model = model.operation_model(operation)
+        operation_model, service, events = _client_parts(self.world.store._client, operation)
         status = 200 if code is None else 400
         parsed: dict[str, Any] = {"ResponseMetadata": {"HTTPStatusCode": status}}
         if code is not None:
             parsed["Error"] = {"Code": code, "Message": "throttled"}
         response = SimpleNamespace(status_code=status, headers={}, content=b"")
-        events = client.meta.events
-        service = model.service_id.hyphenize()
         delay = None
         if code is not None:
             delay = first_non_none_response(
@@ -366,3 +380,11 @@ class StandIn:
             )
             return None
         return float(delay)
+
+
+@functools.lru_cache(maxsize=16)
+def _client_parts(client: Any, operation: str) -> tuple[Any, str, Any]:
+    """The operation's model, the service's event name and the client's events: looked up once, not
+    on each of a million stand-ins' writes."""
+    model = client.meta.service_model
+    return model.operation_model(operation), model.service_id.hyphenize(), client.meta.events

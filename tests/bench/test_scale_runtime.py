@@ -1,0 +1,141 @@
+"""The scale model's own machinery, where it was made cheaper for a million jobs: each shortcut must
+leave what a run reports as it was."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import pytest
+
+from bench.scale import cpu, scenario
+from bench.scale.dynamo import DueIndex
+from bench.scale.runtime import COLLECTOR_THRESHOLDS, Sim, collector_tuned, green
+from bench.scale.world import Aws, Settings
+from sundial.local_stack.resources import table_definition
+from sundial.shared import constants as c
+
+
+def _two_tasks(midway: bool) -> list[tuple[str, float, str]]:
+    """Two tasks whose steps fall on the same instants: one asks the way under test, the other
+    sleeps beside it. Answers what ran, when, and as which task."""
+    sim = Sim(0.0)
+    seen: list[tuple[str, float, str]] = []
+
+    def me() -> str:
+        task = sim.current()
+        assert task is not None
+        return task.kind.rsplit(".", 1)[-1]
+
+    def asking() -> None:
+        def step() -> None:
+            seen.append(("answered", sim.time(), me()))
+
+        if midway:
+            sim.sleep_around(0.5, step, 0.5)
+        else:
+            sim.sleep(0.5)
+            step()
+            sim.sleep(0.5, charge=False)
+        seen.append(("resumed", sim.time(), me()))
+
+    def beside() -> None:
+        for _ in range(3):
+            seen.append(("beside", sim.time(), me()))
+            sim.sleep(0.5)
+
+    with green(sim):
+        # The other task first: at each instant it runs before the asking one, so a resume queued
+        # at the first sleep, rather than by the step, would come before its third step.
+        sim.spawn(beside)
+        sim.spawn(asking)
+        sim.run()
+    return seen
+
+
+def test_a_step_taken_midway_runs_as_the_task_when_and_in_the_order_its_sleeps_would() -> None:
+    midway = _two_tasks(midway=True)
+
+    assert ("answered", 0.5, "asking") in midway
+    assert ("resumed", 1.0, "asking") in midway
+    assert midway == _two_tasks(midway=False)
+
+
+def test_the_collector_stays_tuned_until_the_outermost_run_ends() -> None:
+    before = gc.get_threshold()
+    with collector_tuned():
+        with collector_tuned():
+            assert gc.get_threshold() == COLLECTOR_THRESHOLDS
+        # A report is built here, after the simulation's own use ended.
+        assert gc.get_threshold() == COLLECTOR_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_report_is_built_with_the_collector_the_run_had(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[int, int, int]] = []
+    build = scenario.report
+
+    def report(*args: Any) -> dict[str, Any]:
+        seen.append(gc.get_threshold())
+        return build(*args)
+
+    monkeypatch.setattr(scenario, "report", report)
+    scenario.run(scenario.Scenario(due_at_once=30))
+    assert seen == [COLLECTOR_THRESHOLDS]
+
+
+def test_the_due_index_answers_a_shard_in_order_after_entries_move_and_leave() -> None:
+    index = DueIndex()
+    index.put(("JOB#b", "JOB"), ("high#0", "0000000000002#run"))
+    index.put(("JOB#a", "JOB"), ("high#0", "0000000000002#run"))
+    index.put(("JOB#c", "JOB"), ("high#0", "0000000000001#run"))
+    assert [row[1] for row in index.query("high#0", None, None, 10)] == ["JOB#c", "JOB#a", "JOB#b"]
+
+    index.put(("JOB#c", "JOB"), ("high#1", "0000000000001#run"))  # a new shard: read again
+    index.put(("JOB#a", "JOB"), None)
+    index.put(("JOB#d", "JOB"), ("high#0", "0000000000003#lease"))
+
+    assert index.query("high#0", None, None, 10) == [
+        ("0000000000002#run", "JOB#b", "JOB"),
+        ("0000000000003#lease", "JOB#d", "JOB"),
+    ]
+    assert index.query("high#0", "0000000000002#~", None, 10) == [("0000000000002#run", "JOB#b", "JOB")]
+    assert index.query("high#0", None, ("0000000000002#run", "JOB#b", "JOB"), 10) == [
+        ("0000000000003#lease", "JOB#d", "JOB")
+    ]
+    assert index.query("high#0", None, None, 1) == [("0000000000002#run", "JOB#b", "JOB")]
+    assert index.query("high#1", None, None, 10) == [("0000000000001#run", "JOB#c", "JOB")]
+    assert index.query("low#0", None, None, 10) == []
+
+
+def test_a_paginated_query_takes_the_direct_path_as_every_other_call() -> None:
+    aws = Aws(Sim(0.0, cpu=cpu.committed()), Settings())
+    client: Any = aws.client("dynamodb")
+    client.create_table(**table_definition(c.TABLE_NAME))
+    for n in range(3):
+        client.put_item(
+            TableName=c.TABLE_NAME,
+            Item={
+                c.PARTITION_KEY: {"S": f"JOB#{n}"},
+                c.SORT_KEY: {"S": "JOB"},
+                c.DUE_SHARD_ATTRIBUTE: {"S": "high#0"},
+                c.DUE_KEY_ATTRIBUTE: {"S": f"{n:013d}#run"},
+            },
+        )
+    direct_before = client.direct_calls
+
+    pages = client.get_paginator("query").paginate(
+        TableName=c.TABLE_NAME,
+        IndexName=c.DUE_INDEX_NAME,
+        KeyConditionExpression="#shard = :shard",
+        ExpressionAttributeNames={"#shard": c.DUE_SHARD_ATTRIBUTE},
+        ExpressionAttributeValues={":shard": {"S": "high#0"}},
+        Limit=2,
+    )
+    rows = [item[c.PARTITION_KEY]["S"] for page in pages for item in page["Items"]]
+
+    assert rows == ["JOB#0", "JOB#1", "JOB#2"]
+    assert client.direct_calls - direct_before == 2  # two pages, each a direct call
+    assert client.full_path_calls == 0
