@@ -57,7 +57,7 @@ class Environment:
 
 @dataclass(eq=False)
 class Task:
-    glet: greenlet
+    glet: greenlet | None  # None: a task of steps (`Sim.spawn_steps`)
     env: Environment | None
     kind: str = ""  # the function the task runs: the first part of its segments' kinds
     at: float = 0.0  # the task's own virtual time while it runs
@@ -75,6 +75,7 @@ class Task:
     result: Any = None
     error: BaseException | None = None
     joiners: list[Callable[[], None]] = field(default_factory=list)
+    resume: Callable[[bool], None] | None = None  # a task of steps: the one it takes next
 
 
 class CpuCharges:
@@ -219,10 +220,48 @@ class Sim:
     ) -> Task:
         """A new task, in `env` (the running task's when None and one runs, unless `detached`: in no
         environment, as an invocation of another function), starting at `at`."""
+        task = Task(greenlet(self._body(fn, args), parent=self._hub), None, kind or _kind(fn))
+        return self._start(task, env, at, detached)
+
+    def spawn_steps(self, first: Callable[[bool], None], kind: str) -> Task:
+        """A task of the running task's environment whose code is steps the loop calls, not a
+        greenlet: each step ends by `sleep_step`, `GreenEvent.wait_step` or `finish`, and is
+        charged as the same code would be in a task of its own. A stand-in's heartbeat and attempt
+        are two such tasks for each of a million deliveries, which greenlets made dear."""
+        task = Task(None, None, kind)
+        task.resume = first
+        return self._start(task, None, None, False)
+
+    def sleep_step(self, seconds: float, then: Callable[[bool], None]) -> None:
+        """`sleep`, in a task of steps: `then` is its next step."""
+        task = self._running()
+        self._end_segment(task, True, "sleep")
+        task.resume = then
+        self._schedule(task, task.at + max(0.0, seconds), None)
+
+    def park_step(self, timeout: float | None, then: Callable[[bool], None]) -> tuple[Task, object]:
+        """`park` and its wait, in a task of steps: `then` is given whether it was woken."""
+        task = self._running()
+        token = self._arm(task)
+        if timeout is not None:
+            self._timeout(task, token, task.at + max(0.0, timeout))
+        task.resume = then
+        return task, token
+
+    def finish(self, result: Any = None) -> None:
+        """A task of steps ends, as a greenlet's body does."""
+        task = self._running()
+        task.result = result
+        self._end_segment(task, True, "end")
+        task.done = True
+        for joiner in task.joiners:
+            joiner()
+
+    def _start(self, task: Task, env: Environment | None, at: float | None, detached: bool) -> Task:
         parent = self._current
         if env is None and parent is not None and not detached:
             env = parent.env
-        task = Task(greenlet(self._body(fn, args), parent=self._hub), env, kind or _kind(fn))
+        task.env = env
         if parent is not None and not detached:
             task.meter, task.stand_in = parent.meter, parent.stand_in
         if env is not None:
@@ -285,6 +324,11 @@ class Sim:
                 continue
             if not task.stand_in:  # a stand-in's own CPU is never measured: the host's clock is slow to ask
                 task.segment_start = time.thread_time()
+            if task.glet is None:
+                assert task.resume is not None
+                task.resume(woken)
+                self._current = None
+                continue
             self.switches += 1
             if task.glet:
                 task.glet.switch(woken)
@@ -429,6 +473,14 @@ class GreenEvent:
         self._waiters.append((task, token))
         block()
         return self._flag
+
+    def wait_step(self, timeout: float | None, then: Callable[[bool], None]) -> None:
+        """`wait`, in a task of steps (`Sim.spawn_steps`): `then` is given whether the event is set."""
+        if self._flag:
+            then(True)
+            return
+        task, token = sim().park_step(timeout, lambda _: then(self._flag))
+        self._waiters.append((task, token))
 
 
 class GreenCondition:

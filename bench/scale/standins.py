@@ -232,20 +232,21 @@ class StandIn:
         sim, target = self.world.sim, self.world.target
         stop = GreenEvent()
 
-        def heartbeat() -> None:
-            stop.wait(c.HEARTBEAT_EVERY_SECONDS)
+        def heartbeat(_: bool) -> None:
+            stop.wait_step(c.HEARTBEAT_EVERY_SECONDS, lambda _: sim.finish())
 
-        def attempt() -> None:
+        def attempt(_: bool) -> None:
             target.record(
                 self.message.job_id, int(running["scheduled_at"]["N"]), int(running["attempt"]["N"])
             )
-            try:
-                sim.sleep(limits.TARGET_S.value)
-            finally:
-                target.hung_up()
+            sim.sleep_step(limits.TARGET_S.value, hung_up)
 
-        beating = sim.spawn(heartbeat, kind=HEARTBEAT)
-        calling = sim.spawn(attempt, kind=ATTEMPT)
+        def hung_up(_: bool) -> None:
+            target.hung_up()
+            sim.finish()
+
+        beating = sim.spawn_steps(heartbeat, HEARTBEAT)
+        calling = sim.spawn_steps(attempt, ATTEMPT)
         sim.join(calling)
         stop.set()
         sim.join(beating)

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from bench.scale import cpu, scenario
+from bench.scale.cpu import CpuTable
 from bench.scale.dynamo import DueIndex
-from bench.scale.runtime import COLLECTOR_THRESHOLDS, Sim, collector_tuned, green
+from bench.scale.runtime import COLLECTOR_THRESHOLDS, Environment, GreenEvent, Sim, collector_tuned, green
 from bench.scale.world import Aws, Settings
 from sundial.local_stack.resources import table_definition
 from sundial.shared import constants as c
@@ -59,6 +60,67 @@ def test_a_step_taken_midway_runs_as_the_task_when_and_in_the_order_its_sleeps_w
     assert ("answered", 0.5, "asking") in midway
     assert ("resumed", 1.0, "asking") in midway
     assert midway == _two_tasks(midway=False)
+
+
+def _delivery(steps: bool) -> list[tuple[str, float]]:
+    """A stand-in's shape: a delivery's task starts a heartbeat that waits on an event and an
+    attempt that sleeps, joins the attempt, sets the event, joins the heartbeat; a second delivery
+    shares the environment's CPU. Every segment is charged from a table, a different figure per
+    kind, so that any change of order or of charge moves an instant."""
+    kinds = ["delivery", "beat", "call"]
+    seconds = {
+        f"{kind}|{opened}|{closing}": 0.001 * (n + 1) + 0.0001 * m + 0.00001 * k
+        for n, kind in enumerate(kinds)
+        for m, opened in enumerate(["start", "wait", "sleep"])
+        for k, closing in enumerate(["wait", "sleep", "end"])
+    }
+    sim = Sim(0.0, cpu=CpuTable(seconds, 0.5, 1.0, 1.0))
+    env = Environment(1769)
+    seen: list[tuple[str, float]] = []
+
+    def delivery(name: str) -> None:
+        me = sim.current()
+        assert me is not None
+        me.stand_in = True
+        stop = GreenEvent()
+        if steps:
+
+            def beat(_: bool) -> None:
+                stop.wait_step(30.0, lambda _: sim.finish())
+
+            def call(_: bool) -> None:
+                seen.append((f"{name} calls", sim.time()))
+                sim.sleep_step(0.05, lambda _: sim.finish())
+
+            beating, calling = sim.spawn_steps(beat, "beat"), sim.spawn_steps(call, "call")
+        else:
+
+            def beat_task() -> None:
+                stop.wait(30.0)
+
+            def call_task() -> None:
+                seen.append((f"{name} calls", sim.time()))
+                sim.sleep(0.05)
+
+            beating, calling = sim.spawn(beat_task, kind="beat"), sim.spawn(call_task, kind="call")
+        sim.join(calling)
+        stop.set()
+        sim.join(beating)
+        seen.append((f"{name} done", sim.time()))
+
+    with green(sim):
+        for name in ("first", "second"):
+            sim.spawn(delivery, name, env=env, kind="delivery")
+        sim.run()
+    assert sim.cpu.uncalibrated == {}  # every segment was of a kind the table has
+    return [*seen, ("environment's CPU", env.cpu_seconds)]
+
+
+def test_a_task_of_steps_is_charged_and_ordered_as_the_same_code_in_a_greenlet() -> None:
+    steps = _delivery(steps=True)
+
+    assert [what for what, _ in steps[:4]] == ["first calls", "second calls", "first done", "second done"]
+    assert steps == _delivery(steps=False)
 
 
 def test_the_collector_stays_tuned_until_the_outermost_run_ends() -> None:
