@@ -10,7 +10,6 @@ size (`active` in the report), which at 10 GB a partition does not bind before a
 
 from __future__ import annotations
 
-import gc
 import math
 import random
 import statistics
@@ -197,8 +196,6 @@ def _simulate(scenario: Scenario, end_s: float | None) -> tuple[World, Sim]:
     sim = Sim(START_S - LEAD_S - 1, cpu=table, seed=scenario.seed)
     with green(sim):
         world, _ = build(scenario, sim)
-        # The jobs' items live as long as the run: frozen, no collection walks them again.
-        gc.freeze()
         end = end_s if end_s is not None else START_S + scenario.minutes * 60 + 240 + scenario.window_seconds
         first_tick = START_S - LEAD_S + 30
         extra = [] if scenario.overlap_tick_at is None else [first_tick + 60 * 2 + scenario.overlap_tick_at]

@@ -11,7 +11,7 @@ import pytest
 from bench.scale import cpu, scenario
 from bench.scale.cpu import CpuTable
 from bench.scale.dynamo import DueIndex
-from bench.scale.runtime import COLLECTOR_THRESHOLDS, Environment, GreenEvent, Sim, collector_tuned, green
+from bench.scale.runtime import Environment, GreenEvent, Sim, collector_tuned, green
 from bench.scale.world import Aws, Settings
 from sundial.local_stack.resources import table_definition
 from sundial.shared import constants as c
@@ -123,29 +123,29 @@ def test_a_task_of_steps_is_charged_and_ordered_as_the_same_code_in_a_greenlet()
     assert steps == _delivery(steps=False)
 
 
-def test_the_collector_stays_tuned_until_the_outermost_run_ends() -> None:
-    before = gc.get_threshold()
+def test_the_collector_stays_off_until_the_outermost_run_ends() -> None:
+    assert gc.isenabled()
     with collector_tuned():
         with collector_tuned():
-            assert gc.get_threshold() == COLLECTOR_THRESHOLDS
+            assert not gc.isenabled()
         # A report is built here, after the simulation's own use ended.
-        assert gc.get_threshold() == COLLECTOR_THRESHOLDS
+        assert not gc.isenabled()
         assert gc.get_freeze_count() > 0
-    assert gc.get_threshold() == before
+    assert gc.isenabled()
     assert gc.get_freeze_count() == 0
 
 
 def test_a_report_is_built_with_the_collector_the_run_had(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[int, int, int]] = []
+    seen: list[bool] = []
     build = scenario.report
 
     def report(*args: Any) -> dict[str, Any]:
-        seen.append(gc.get_threshold())
+        seen.append(gc.isenabled())
         return build(*args)
 
     monkeypatch.setattr(scenario, "report", report)
     scenario.run(scenario.Scenario(due_at_once=30))
-    assert seen == [COLLECTOR_THRESHOLDS]
+    assert seen == [False]
 
 
 def test_the_due_index_answers_a_shard_in_order_after_entries_move_and_leave() -> None:
