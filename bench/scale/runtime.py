@@ -187,11 +187,9 @@ class Sim:
         def midway() -> None:
             step()
             self._end_segment(task, False, "sleep")
-            self._wait_from_loop(task, task.at + max(0.0, then))
+            self._schedule(task, task.at + max(0.0, then), None)
 
-        token = object()
-        task.token = token
-        heapq.heappush(self._heap, (task.at + max(0.0, first), next(self._seq), task, token, midway))
+        self._schedule(task, task.at + max(0.0, first), None, woken=midway)
         self._hub.switch()
 
     def request(self, name: str) -> None:
@@ -411,13 +409,9 @@ class Sim:
         self._schedule(task, at, token)
         self._hub.switch()
 
-    def _wait_from_loop(self, task: Task, at: float) -> None:
-        """As `_wait`, from a step the loop runs for the task: the task stays parked."""
-        token = object()
-        task.token = token
-        self._schedule(task, at, token)
-
-    def _schedule(self, task: Task, at: float, token: object | None, woken: bool = False) -> None:
+    def _schedule(self, task: Task, at: float, token: object | None, woken: Any = False) -> None:
+        """Queues the task at `at`; `woken` is whether a wake did it, or the step the loop takes in
+        the task's place (`sleep_around`)."""
         if token is None:
             token = object()
         task.token = token
@@ -789,7 +783,7 @@ def green(simulation: Sim) -> Iterator[Sim]:
     random_state = random.getstate()
     random.seed(simulation.seed)
     try:
-        with collector_tuned():
+        with collector_off():
             for module, name, value in swaps:
                 setattr(module, name, value)
             yield simulation
@@ -800,11 +794,11 @@ def green(simulation: Sim) -> Iterator[Sim]:
         _sim = None
 
 
-_tuned_depth = 0
+_off_depth = 0
 
 
 @contextmanager
-def collector_tuned() -> Iterator[None]:
+def collector_off() -> Iterator[None]:
     """The collector off until the outermost of these ends, the heap as it was frozen. A run
     allocates millions of short-lived objects (requests, answers, items) and makes few cycles: with
     Python's default thresholds the collector took about a third of a 20,000-job run's CPU, and with
@@ -816,23 +810,23 @@ def collector_tuned() -> Iterator[None]:
     jobs' items again and again while the report grouped their calls. What a run reports does not
     depend on when the collector runs (tests/bench/test_scale_collector.py), only the CPU the host
     spends."""
-    global _tuned_depth  # noqa: PLW0603 - nested runs share the one collector
-    if _tuned_depth:
-        _tuned_depth += 1
+    global _off_depth  # noqa: PLW0603 - nested runs share the one collector
+    if _off_depth:
+        _off_depth += 1
         try:
             yield
         finally:
-            _tuned_depth -= 1
+            _off_depth -= 1
         return
     gc.collect()
     gc.freeze()
     was_enabled = gc.isenabled()
     gc.disable()
-    _tuned_depth = 1
+    _off_depth = 1
     try:
         yield
     finally:
-        _tuned_depth = 0
+        _off_depth = 0
         if was_enabled:
             gc.enable()
         gc.unfreeze()

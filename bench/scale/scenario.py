@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from bench.scale import cpu, limits, sampling
-from bench.scale.runtime import Sim, collector_tuned, green
+from bench.scale.runtime import Sim, collector_off, green
 from bench.scale.tables import CrossChecked
 from bench.scale.world import CallRecord, Settings, World, occurrences
 from sundial.contract.jobs import JobCreate
@@ -181,7 +181,7 @@ def _allowed_calls(spec: JobCreate) -> int:
 
 
 def run(scenario: Scenario, end_s: float | None = None) -> dict[str, Any]:
-    with collector_tuned():
+    with collector_off():
         return report(scenario, *_simulate(scenario, end_s))
 
 

@@ -1,5 +1,5 @@
 """A run's figures do not depend on when Python's garbage collector runs. The model turns the
-collector off for speed (bench/scale/runtime.py's `collector_tuned`), but a collection asked for
+collector off for speed (bench/scale/runtime.py's `collector_off`), but a collection asked for
 may still fall inside a run, and it may free objects, close generators or end greenlets at whatever
 switch it falls on: none of that may reach a figure. The same sampled scenario (the real worker and
 its stand-ins, a tick handing shares to claimers) runs with the collector off and with a full

@@ -11,7 +11,7 @@ import pytest
 from bench.scale import cpu, scenario
 from bench.scale.cpu import CpuTable
 from bench.scale.dynamo import DueIndex
-from bench.scale.runtime import Environment, GreenEvent, Sim, collector_tuned, green
+from bench.scale.runtime import Environment, GreenEvent, Sim, collector_off, green
 from bench.scale.world import Aws, Settings
 from sundial.local_stack.resources import table_definition
 from sundial.shared import constants as c
@@ -125,8 +125,8 @@ def test_a_task_of_steps_is_charged_and_ordered_as_the_same_code_in_a_greenlet()
 
 def test_the_collector_stays_off_until_the_outermost_run_ends() -> None:
     assert gc.isenabled()
-    with collector_tuned():
-        with collector_tuned():
+    with collector_off():
+        with collector_off():
             assert not gc.isenabled()
         # A report is built here, after the simulation's own use ended.
         assert not gc.isenabled()
