@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 from bench.scale import creates, listing
 from bench.scale.cpu import repeat_exactly
-from bench.scale.scenario import Scenario, run
+from bench.scale.scenario import Scenario, run_apart
 from bench.scale.world import Settings
 
 RECOMMENDED = {
@@ -36,6 +35,21 @@ RECOMMENDED = {
     # The scheduler's reserved concurrency for a peak of a million due at once, 2 + ceil(B / 30,000)
     # (docs/operations.md): the ticks and their claimers keep their room whatever the workers take.
     "scheduler_reserved": "36",
+}
+
+# For a peak of a million due at once (docs/operations.md, "A million due at once"): a start and a
+# finish write about three units on the table, so starting them within seconds takes more than the
+# per-table quota of 40,000 write units a second. The doc names the increase to request (Service
+# Quotas, DynamoDB "Table-level write throughput limit", to 300,000), and the table and every index
+# are warmed to it; every queue's pollers are kept warm, 800 invocations of the account's 1,000.
+MILLION = {
+    **RECOMMENDED,
+    "provisioned_pollers": "30,30",
+    "provisioned_pollers.medium": "30,30",
+    "provisioned_pollers.low": "20,20",
+    "quota_wcu": "300000",
+    "warm_wcu": "300000",
+    "index_warm_wcu": "300000",
 }
 
 
@@ -162,9 +176,16 @@ def goals() -> list[Goal]:
         ),
         Goal(
             "1M-at-09:00",
-            Scenario(due_at_once=1_000_000, settings=recommended),
-            "sent before its instant; exactly once; within 10 min wall",
-            lambda r: _exactly_once(r) and r["sent_after_instant"] == 0 and r["wall_seconds"] <= 600,
+            # Sized for the peak with the quota increase the doc names; what the recommended
+            # settings do at the default quota is in docs/operations.md beside it.
+            Scenario(due_at_once=1_000_000, settings=_settings(MILLION)),
+            "sent before its instant; exactly once; no tick past its deadline; within 15 min wall",
+            lambda r: (
+                _exactly_once(r)
+                and r["sent_after_instant"] == 0
+                and _no_tick_past_deadline(r)
+                and r["wall_seconds"] <= 900
+            ),
         ),
         # Each goal below is sized so that one limit of AWS binds in a run of a minute or two on
         # two cores (`python -m tests.mutants --model-mutations` runs each with and without its
@@ -246,11 +267,8 @@ def main() -> None:
         if args.only and goal.name not in args.only:
             continue
         scenario = scaled(goal.scenario, args.scale)
-        started, cpu = time.monotonic(), time.process_time()
-        report = run(scenario)
-        report["wall_seconds"] = round(time.monotonic() - started, 1)
         # The machine's other work stretches the wall time; the model's own CPU does not.
-        report["cpu_seconds"] = round(time.process_time() - cpu, 1)
+        report = run_apart(scenario)
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / f"{goal.name.replace(':', '')}.json").write_text(json.dumps(report, indent=2))
@@ -265,6 +283,9 @@ def main() -> None:
 
 
 def _print(goal: Goal, report: dict[str, Any], scale: float) -> None:
+    if "priorities" not in report:  # the run itself failed: its error is all there is
+        print(f"== {goal.name}  (scale {scale:g})\n   ERROR:    {report.get('error')}\n   holds:    NO")
+        return
     lateness = {p: v["lateness_ms"] for p, v in report["priorities"].items()}
     counts = {
         p: {k: v[k] for k in ("occurrences", "never_called", "called_twice", "called_early")}
