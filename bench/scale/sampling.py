@@ -5,11 +5,13 @@ A run of a million deliveries due at once is too long to give every one of them 
 a stand-in (bench/scale/standins.py) the rest. The tick runs for every row whatever the sampling.
 
 Strata: a delivery of the one path a stand-in knows (a one-off job's first attempt, its fence
-holding, its target answering) is sampled within its priority and whether it came early (the worker
-then waits for its instant first): those whose job id hashes to one in `every` run the real worker
-(EARLY_DENSER times as many in the early strata, up to one in five), a choice blind to when a
-delivery comes. Every other delivery - a retry, a limit key's, a copy or stale one, one held or
-more than the worker's wait early, a recurring job's - runs the real worker, and is counted by why.
+holding, its target answering) is sampled within its priority, whether it came early (the worker
+then waits for its instant first) and whether its fence finds the lease too short (a late delivery:
+the fence then writes a fresh lease in a second request): those whose job id hashes to one in
+`every` run the real worker (EARLY_DENSER times as many in the early strata, up to one in five), a
+choice blind to when a delivery comes. Every other delivery - a retry, a limit key's, a copy or
+stale one, one held or more than the worker's wait early, a recurring job's - runs the real worker,
+and is counted by why.
 
 The check: per stratum, the sample's mean figures a delivery (the CPU its tasks were charged, the
 write units it used on the table and on the indexes, how long it took from its start, or from its
@@ -56,6 +58,7 @@ EARLY_EVERY_AT_MOST = 5
 FIGURES = ("cpu_s", "table_wcu", "index_wcu", "duration_s", "to_call_s")
 
 EARLY = "early"
+RENEWS = "lease renewed"
 REAL = "real"
 SAMPLE = "sample"
 STAND_IN = "stand-in"
@@ -117,7 +120,7 @@ class Sampler:
         if not standins.takes(message, item, now_ms):
             self.real_by_reason[_reason(message, item, now_ms)] += 1
             return REAL, None
-        stratum = _stratum(message, now_ms)
+        stratum = _stratum(message, item, now_ms)
         self.seen[stratum] += 1
         if zlib.crc32(message.job_id.encode()) % self.every_in(stratum) == 0:
             return SAMPLE, Meter(stratum, writes=[])
@@ -125,7 +128,7 @@ class Sampler:
 
     def every_in(self, stratum: str) -> int:
         """One delivery in this many of `stratum` runs the real worker."""
-        if not stratum.endswith(f"/{EARLY}"):
+        if EARLY not in stratum.split("/"):
             return self.every
         # Never all of them: a sample, not the real worker instead of the stand-ins.
         return min(self.every, max(EARLY_EVERY_AT_MOST, self.every // EARLY_DENSER))
@@ -164,13 +167,22 @@ class Sampler:
         self.items_checked += 1
         job = [w for w in writes if w[0][1] == "JOB"]
         runs = [w for w in writes if w[0][1] != "JOB"]
+        # A fence whose condition on the lease failed wrote nothing; the next one wrote a fresh lease.
+        renewed = len(job) == 3 and job[0][1] == job[0][2]
+        if renewed:
+            job = job[1:]
         if len(job) != 2 or len(runs) != 1:
             self._differs(message, f"{len(job)} writes of the job and {len(runs)} others, not 2 and 1")
             return
         (_, before, running), (_, _, ended), (_, _, kept) = job[0], job[1], runs[0]
-        fenced = standins.fenced(
-            before, int(running["started_at"]["N"]), running["worker"]["S"], running["write_id"]["S"]
-        )
+        started = int(running["started_at"]["N"])
+        lease = standins.fresh_lease(before, started, message.timeout_seconds)
+        if renewed != (lease is not None):
+            self._differs(
+                message, f"the fence {'renewed' if renewed else 'kept'} the lease, not as the stand-in"
+            )
+            return
+        fenced = standins.fenced(before, started, running["worker"]["S"], running["write_id"]["S"], lease)
         last_run = json.loads(ended.get("last_run", {}).get("S", "{}"))
         run = standins.summary(running, int(last_run.get("finished_at", 0)))
         expected = [
@@ -231,10 +243,14 @@ class Sampler:
         }
 
 
-def _stratum(message: JobMessage, now_ms: int) -> str:
-    """The priority, and whether the delivery came before its instant: the worker then waits in
-    its own task first, a segment more."""
-    return f"{message.priority.value}/{EARLY if message.starts_after > now_ms else 'on time'}"
+def _stratum(message: JobMessage, item: Any, now_ms: int) -> str:
+    """The priority; whether the delivery came before its instant (the worker then waits in its own
+    task first, a segment more); and whether its fence will find the lease too short and write a
+    fresh one (a request more, and the index row moved)."""
+    fenced_at = max(now_ms, message.starts_after)
+    renews = standins.lease_too_short(item, fenced_at, message.timeout_seconds)
+    when = EARLY if message.starts_after > now_ms else "on time"
+    return f"{message.priority.value}/{when}{'/' + RENEWS if renews else ''}"
 
 
 def _apart(mine: float, theirs: float) -> float:
@@ -262,7 +278,7 @@ def _reason(message: JobMessage, item: Any, now_ms: int) -> str:
         return "early or held"
     if item.get("attempt", {}).get("N") != "0":
         return "retry"
-    return "other (recurring, failing target, short lease, ...)"
+    return "other (recurring, failing target, ...)"
 
 
 def report_of(sampler: Sampler | None) -> dict[str, Any]:

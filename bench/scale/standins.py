@@ -1,5 +1,7 @@
 """A stand-in for the worker's commonest delivery: a one-off job's first attempt whose fence holds
-and whose target answers 200, on time or a little early (the worker then waits for its instant).
+and whose target answers 200, on time, a little early (the worker then waits for its instant) or
+late enough that the job's lease no longer covers the attempt (the fence's condition on the lease
+fails, and a second write fences with a fresh lease, moving the job's index row).
 It costs the model a small share of what the real worker does, and lets a million deliveries run at
 full size (bench/scale/sampling.py decides which deliveries take it; the others, and every delivery
 of any other kind, run the real worker).
@@ -8,9 +10,10 @@ What it keeps, so that the run's figures stay those of the real worker:
 - its CPU: each segment the real worker's tasks are charged for this path (the delivery's own task,
   its heartbeat's and its attempt's), at the committed table's figure for that kind of segment, on
   the same environment's CPU, in the same order between the same requests;
-- its requests: the fence, the settle and the history item, each an UpdateItem or PutItem at the
-  same latency, written to the model as the same item the engine would write, so that the table's,
-  each index's and each partition's units, throttles and the due index move as they would;
+- its requests: the fence (its two writes when it renews the lease), the settle and the history
+  item, each an UpdateItem or PutItem at the same latency, written to the model as the same item the
+  engine would write, so that the table's, each index's and each partition's units, throttles and
+  the due index move as they would;
 - a throttled write: retried after the delay the client's own retry handler gives (botocore's
   standard mode, its retry quota shared with the real calls), then with the worker's patience
   (sundial/shared/engine/patience.py: its backoff, its deadline), then given up as the worker does:
@@ -22,8 +25,8 @@ What it keeps, so that the run's figures stay those of the real worker:
 
 What it cannot prove: that the engine would have done the same. It writes what the sample's real
 deliveries wrote for the same path (the sampler compares its items with theirs, write by write), it
-takes a delivery only when the item shows the fence would hold (the status, the token, a lease with
-five seconds to spare, no limit key) and when the job's target answers 200 - every copy, retry,
+takes a delivery only when the item shows the fence would hold (the status, the token, no limit
+key) and when the job's target answers 200 - every copy, retry,
 limit key, early or held delivery, recurring job and failing target runs the real worker - and a
 fence that another copy won between its check and its write is refused as the store refuses it.
 So a stand-in's call counts towards exactly once as the real worker's would, but the run's proof
@@ -46,7 +49,7 @@ from botocore.hooks import first_non_none_response
 from bench.scale import limits
 from bench.scale.runtime import GreenEvent
 from sundial.contract.bounds import SETTLE_HEADROOM_SECONDS
-from sundial.contract.vocabulary import RunStatus
+from sundial.contract.vocabulary import JobStatus, RunStatus
 from sundial.shared import constants as c
 from sundial.shared import tracing
 from sundial.shared.clock import format_rfc3339
@@ -54,7 +57,7 @@ from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine import worker as engine_worker
 from sundial.shared.engine.heartbeat import Heartbeat
 from sundial.shared.engine.patience import FIRST_WAIT_SECONDS, LONGEST_WAIT_SECONDS
-from sundial.shared.lifecycle import Event, shortest_running_lease
+from sundial.shared.lifecycle import Event, running_lease, shortest_running_lease
 from sundial.shared.models import Run, RunSummary
 from sundial.shared.store import items
 from sundial.shared.store.expressions import repeatable_write_id
@@ -66,9 +69,6 @@ if TYPE_CHECKING:
 
 Item = dict[str, Any]
 SECOND_MS = 1000
-# The fence's lease must cover the attempt with this much to spare when the stand-in checks it: a
-# lease shorter than the fence needs takes the engine's other fence, which the stand-in does not make.
-LEASE_SPARE_MS = 5_000
 FENCED = frozenset(status.value for status in FENCED_FROM)
 HEARTBEAT = f"{Heartbeat._loop.__module__}.{Heartbeat._loop.__qualname__}"
 ATTEMPT = (
@@ -101,6 +101,13 @@ class LostFence(RuntimeError):
     """Another delivery's fence or settle came first: the store would refuse this one."""
 
 
+class Throttled:
+    """A write the client gave up on, throttled: the worker's patience decides what follows."""
+
+
+THROTTLED = Throttled()
+
+
 def _s(item: Item, name: str) -> str | None:
     value = item.get(name)
     return None if value is None else value.get("S")
@@ -109,6 +116,24 @@ def _s(item: Item, name: str) -> str | None:
 def _n(item: Item, name: str) -> int | None:
     value = item.get(name)
     return None if value is None else int(value["N"])
+
+
+def _timeout_seconds(item: Item) -> int:
+    """The job's own timeout, which a fresh lease is sized by (the message's may be older)."""
+    return int(json.loads(_s(item, "retry") or "{}")["timeout_seconds"])
+
+
+def lease_too_short(item: Item, now_ms: int, timeout_seconds: int) -> bool:
+    """Whether a fence at `now_ms` finds the job's lease too short for the attempt, and writes a
+    fresh one (sundial/shared/store/worker_writes.py)."""
+    return (_n(item, "lease_until") or 0) < shortest_running_lease(now_ms, timeout_seconds)
+
+
+def fresh_lease(item: Item, now_ms: int, timeout_seconds: int) -> int | None:
+    """The lease a fence at `now_ms` writes: None when the job's own lease covers the attempt."""
+    if not lease_too_short(item, now_ms, timeout_seconds):
+        return None
+    return running_lease(now_ms, _timeout_seconds(item))
 
 
 def takes(message: JobMessage, item: Item | None, now_ms: int) -> bool:
@@ -127,16 +152,17 @@ def takes(message: JobMessage, item: Item | None, now_ms: int) -> bool:
         return False
     if item.get("payload_stored_apart", {}).get("BOOL") or item.get("backfill", {}).get("L"):
         return False
-    lease = _n(item, "lease_until") or 0
-    fenced_at = max(now_ms, message.starts_after)
-    if lease < shortest_running_lease(fenced_at + LEASE_SPARE_MS, message.timeout_seconds):
-        return False
     target = json.loads(_s(item, "target") or "{}")
     return not urlparse(str(target.get("url", ""))).path.startswith("/fail")
 
 
-def fenced(before: Item, now_ms: int, worker: str, write_id: str) -> Item:
+def fenced(before: Item, now_ms: int, worker: str, write_id: str, lease_until: int | None = None) -> Item:
+    """The job after its fence; with `lease_until`, the fresh lease a late delivery's fence writes,
+    its index row moved with it."""
     after = {name: value for name, value in before.items() if name not in FENCE_REMOVES}
+    if lease_until is not None:
+        after["lease_until"] = {"N": str(lease_until)}
+        after[c.DUE_KEY_ATTRIBUTE] = {"S": items.due_key(JobStatus.RUNNING, lease_until)}
     after["status"] = {"S": "running"}
     after["attempt"] = {"N": str(int(before["attempt"]["N"]) + 1)}
     after["worker"] = {"S": worker}
@@ -210,18 +236,44 @@ class StandIn:
         self._settle(running, finished)
 
     def _fence(self, me: Task) -> Item:
+        """The engine's fence: conditional on a lease that covers the attempt, and when the lease
+        is too short (a late delivery) a second write with a fresh one, each round of the worker's
+        patience making both."""
         started = self.world.sim.now_ms()
         fence_id = new_token()
 
-        def fence(before: Item | None, _: int) -> Item | None:
-            if before is None or _s(before, "status") not in FENCED:
-                return None
-            if _s(before, "token") != self.message.token:
-                return None
-            return fenced(before, started, self.worker_id, fence_id)
+        def ours(before: Item | None) -> bool:
+            return (
+                before is not None
+                and _s(before, "status") in FENCED
+                and _s(before, "token") == self.message.token
+            )
+
+        def round_of_patience() -> Item | Throttled | None:
+            short: list[Item] = []
+
+            def fence(before: Item | None, _: int) -> Item | None:
+                short.clear()
+                if not ours(before):
+                    return None
+                assert before is not None
+                if lease_too_short(before, started, self.message.timeout_seconds):
+                    short.append(before)
+                    return None
+                return fenced(before, started, self.worker_id, fence_id)
+
+            running = self._call("UpdateItem", self._key, fence)
+            if running is not None or not short:
+                return running
+            lease = fresh_lease(short[0], started, self.message.timeout_seconds)
+
+            def renew(before: Item | None, _: int) -> Item | None:
+                return fenced(before, started, self.worker_id, fence_id, lease) if ours(before) else None
+
+            return self._call("UpdateItem", self._key, renew)
 
         until = started + engine_worker.FENCE_PATIENCE_SECONDS * SECOND_MS
-        running = self._write("UpdateItem", self._key, fence, until)
+        running = self._patiently("UpdateItem", round_of_patience, until)
         if running is None:
             raise LostFence(self.message.job_id)
         return running
@@ -281,34 +333,52 @@ class StandIn:
         after_of: Callable[[Item | None, int], Item | None],
         until_ms: int,
     ) -> Item | None:
-        """The write as the store's client makes it (bench/scale/world.py's Aws answers it so): the
-        request's latency, the model's answer, botocore's retries of a throttle and then the
-        worker's patience, and after the client gives up the store's look at the item, whether an
-        earlier try was applied (a throttled one never is). Answers the item written, or None when
-        its condition failed. `after_of` is given the item and the instant the try was built."""
+        """One write as the store makes it, with the worker's patience: the item written, or None
+        when its condition failed."""
+        return self._patiently(operation, lambda: self._call(operation, key, after_of), until_ms)
+
+    def _patiently(
+        self, operation: str, round_of: Callable[[], Item | Throttled | None], until_ms: int
+    ) -> Item | None:
+        """Rounds of the worker's patience (sundial/shared/engine/patience.py) while a round's write
+        stays throttled after the client's retries: its backoff, then GaveUp at its deadline."""
         sim = self.world.sim
         tries = 0
         while True:
-            attempts, context = 1, dict[str, Any]()
-            tried_ms = sim.now_ms()
-            while True:
-                written: tuple[Item | None, str | None] = self._ask(
-                    operation, functools.partial(self._apply, operation, key, after_of, tried_ms)
-                )
-                after, code = written
-                delay = self._retry(operation, attempts, context, code)
-                if code is None:
-                    return after
-                if delay is None:
-                    break
-                sim.sleep(delay)
-                attempts += 1
-            self._look(key)
+            done = round_of()
+            if not isinstance(done, Throttled):
+                return done
             wait = min(LONGEST_WAIT_SECONDS, FIRST_WAIT_SECONDS * 2**tries) * random.random()
             if sim.now_ms() + wait * SECOND_MS >= until_ms:
                 raise GaveUp(f"{operation} of job {self.message.job_id} throttled past the worker's patience")
             sim.sleep(wait)
             tries += 1
+
+    def _call(
+        self, operation: str, key: tuple[str, str], after_of: Callable[[Item | None, int], Item | None]
+    ) -> Item | Throttled | None:
+        """The write as the store's client makes it (bench/scale/world.py's Aws answers it so): the
+        request's latency, the model's answer, botocore's retries of a throttle, and after the client
+        gives up the store's look at the item, whether an earlier try was applied (a throttled one
+        never is). Answers the item written, None when its condition failed, or THROTTLED. `after_of`
+        is given the item and the instant the try was built."""
+        sim = self.world.sim
+        attempts, context = 1, dict[str, Any]()
+        tried_ms = sim.now_ms()
+        while True:
+            written: tuple[Item | None, str | None] = self._ask(
+                operation, functools.partial(self._apply, operation, key, after_of, tried_ms)
+            )
+            after, code = written
+            delay = self._retry(operation, attempts, context, code)
+            if code is None:
+                return after
+            if delay is None:
+                break
+            sim.sleep(delay)
+            attempts += 1
+        self._look(key)
+        return THROTTLED
 
     def _apply(
         self,

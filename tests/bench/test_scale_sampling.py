@@ -94,3 +94,42 @@ def test_the_early_strata_are_sampled_ten_times_as_densely_and_never_wholly() ->
     assert sampling.Sampler(every=50).every_in("high/early") == 5
     assert sampling.Sampler(every=50).every_in("high/on time") == 50
     assert sampling.Sampler(every=5).every_in("low/early") == 5
+
+
+# Four concurrent executions in the account for 3,000 jobs due at once: deliveries come up to 50 s
+# after their instant, past the 30 s a placed job's lease covers, so their fence finds the lease too
+# short and writes a fresh one (sundial/shared/store/worker_writes.py), a request more.
+LATE = Scenario(
+    due_at_once=3_000,
+    failing=0.02,
+    settings=_settings({**RECOMMENDED, "account_concurrency": "4", "scheduler_reserved": "0"}),
+)
+
+
+def test_late_deliveries_renew_their_lease_on_the_stand_in_as_on_the_real_worker() -> None:
+    full, sampled = run(LATE), run(Scenario(**{**LATE.__dict__, "sample_every": 5}))
+    assert sampled.get("error") is None, sampled.get("error")
+    renewed = {k: v for k, v in sampled["sampling"]["strata"].items() if k.endswith(f"/{sampling.RENEWS}")}
+    assert sum(s["stand_in"]["deliveries"] for s in renewed.values()) > 500
+    assert sum(s["sample"]["deliveries"] for s in renewed.values()) > 100
+    # Every figure of the run is the one the real worker gave every delivery: the lateness, the
+    # calls, the throttles, the CPU charged (only the sampling, the task switches and how the CPU was
+    # charged differ).
+    differ = ("scenario", "sampling", "cpu", "green_switches", "botocore_calls")
+    assert {k: v for k, v in sampled.items() if k not in differ} == {
+        k: v for k, v in full.items() if k not in differ
+    }
+    assert sampled["cpu"]["charged_s"] == full["cpu"]["charged_s"]
+
+
+def test_a_stand_in_that_keeps_a_short_lease_fails_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    fenced = standins.fenced
+
+    def keeping(before: Any, now_ms: int, worker: str, write_id: str, lease_until: int | None = None) -> Any:
+        return fenced(before, now_ms, worker, write_id)
+
+    monkeypatch.setattr(standins, "fenced", keeping)
+    report = run(Scenario(**{**LATE.__dict__, "sample_every": 5}))
+    errors = report["sampling"]["errors"]
+    assert any("the fence differs in" in error and "lease_until" in error for error in errors), errors
+    assert report["error"]
