@@ -29,6 +29,9 @@ from botocore.awsrequest import AWSResponse
 from botocore.hooks import first_non_none_response
 
 FULL_PATH_EVERY = 50
+# A direct request's attribute where a model may leave its answer as parsed, instead of a body to
+# parse (the request's Python values went to it as JSON; a large answer need not come back so).
+ANSWERED = "answered"
 
 Answer = Callable[..., AWSResponse]
 
@@ -84,8 +87,13 @@ class DirectClient:
         context: dict[str, Any] = {}
         attempts = 1
         while True:
+            setattr(request, ANSWERED, None)
             response = self._answer(request, event_name=f"before-send.{model.service_name}.{operation}")
-            parsed = self._parse(response, operation_model)
+            answered = getattr(request, ANSWERED)
+            if answered is not None and response.status_code < 300:
+                parsed = {**answered, "ResponseMetadata": {"HTTPStatusCode": response.status_code}}
+            else:
+                parsed = self._parse(response, operation_model)
             delay = first_non_none_response(
                 events.emit(
                     f"needs-retry.{self._service_id}.{operation}",

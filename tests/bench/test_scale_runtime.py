@@ -4,6 +4,7 @@ leave what a run reports as it was."""
 from __future__ import annotations
 
 import gc
+import json
 from typing import Any
 
 import pytest
@@ -201,3 +202,49 @@ def test_a_paginated_query_takes_the_direct_path_as_every_other_call() -> None:
     assert rows == ["JOB#0", "JOB#1", "JOB#2"]
     assert client.direct_calls - direct_before == 2  # two pages, each a direct call
     assert client.full_path_calls == 0
+
+
+def test_a_due_page_comes_to_the_direct_path_as_it_comes_through_botocore(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The direct path takes the model's due page as it is, not encoded and decoded: the same page
+    as botocore's full path parses from the model's JSON."""
+    aws = Aws(Sim(0.0, cpu=cpu.committed()), Settings())
+    client: Any = aws.client("dynamodb")
+    client.create_table(**table_definition(c.TABLE_NAME))
+    for n in range(3):
+        client.put_item(
+            TableName=c.TABLE_NAME,
+            Item={
+                c.PARTITION_KEY: {"S": f"JOB#{n}"},
+                c.SORT_KEY: {"S": "JOB"},
+                c.DUE_SHARD_ATTRIBUTE: {"S": "high#0"},
+                c.DUE_KEY_ATTRIBUTE: {"S": f"{n:013d}#run"},
+            },
+        )
+    query = {
+        "TableName": c.TABLE_NAME,
+        "IndexName": c.DUE_INDEX_NAME,
+        "KeyConditionExpression": "#shard = :shard",
+        "ExpressionAttributeNames": {"#shard": c.DUE_SHARD_ATTRIBUTE},
+        "ExpressionAttributeValues": {":shard": {"S": "high#0"}},
+        "Limit": 2,
+    }
+    pages_encoded: list[Any] = []
+    dumps = json.dumps
+
+    def counting(value: Any, *args: Any, **kwargs: Any) -> str:
+        if isinstance(value, dict) and "Items" in value:
+            pages_encoded.append(value)
+        return dumps(value, *args, **kwargs)
+
+    monkeypatch.setattr(json, "dumps", counting)
+    direct = client.query(**query)
+    full = client._client.query(**query)
+
+    assert len(pages_encoded) == 1  # the full path's page only
+    for page in (direct, full):
+        page.pop("ResponseMetadata")
+    assert direct == full
+    assert [item[c.PARTITION_KEY]["S"] for item in direct["Items"]] == ["JOB#0", "JOB#1"]
+    assert direct["LastEvaluatedKey"][c.PARTITION_KEY] == {"S": "JOB#1"}
