@@ -1,10 +1,11 @@
-"""`make scale` runs each scenario in a child process that exits without freeing the run's heap
+"""`make scale` runs each scenario in a child process whose collector never comes back on
 (bench/scale/scenario.py's `run_apart`): the report it hands back must be the report of the same run
 made here, with the child's wall and CPU added, and a run that fails must come back as an error
 rather than as nothing."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from typing import Any
@@ -51,3 +52,16 @@ def test_the_run_is_made_in_another_process(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(scenarios, "run", where)
     assert run_apart(SMALL)["pid"] != os.getpid()
+
+
+def test_the_child_runs_with_the_collector_off_and_never_turns_it_back_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `run` turns the collector back on only when it found it on: off before it, the collection that
+    # would read every object the run made never comes.
+    def where(scenario: Scenario, end_s: float | None = None) -> dict[str, Any]:
+        return {"collector_on": gc.isenabled()}
+
+    monkeypatch.setattr(scenarios, "run", where)
+    assert gc.isenabled()
+    assert run_apart(SMALL)["collector_on"] is False
