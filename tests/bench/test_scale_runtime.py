@@ -173,7 +173,17 @@ def test_the_due_index_answers_a_shard_in_order_after_entries_move_and_leave() -
     assert index.query("low#0", None, None, 10) == []
 
 
-def test_a_paginated_query_takes_the_direct_path_as_every_other_call() -> None:
+DUE_QUERY: dict[str, Any] = {
+    "TableName": c.TABLE_NAME,
+    "IndexName": c.DUE_INDEX_NAME,
+    "KeyConditionExpression": "#shard = :shard",
+    "ExpressionAttributeNames": {"#shard": c.DUE_SHARD_ATTRIBUTE},
+    "ExpressionAttributeValues": {":shard": {"S": "high#0"}},
+}
+
+
+def _due_rows_client() -> Any:
+    """The model's DynamoDB client, its table holding three rows due on one shard."""
     aws = Aws(Sim(0.0, cpu=cpu.committed()), Settings())
     client: Any = aws.client("dynamodb")
     client.create_table(**table_definition(c.TABLE_NAME))
@@ -187,16 +197,14 @@ def test_a_paginated_query_takes_the_direct_path_as_every_other_call() -> None:
                 c.DUE_KEY_ATTRIBUTE: {"S": f"{n:013d}#run"},
             },
         )
+    return client
+
+
+def test_a_paginated_query_takes_the_direct_path_as_every_other_call() -> None:
+    client = _due_rows_client()
     direct_before = client.direct_calls
 
-    pages = client.get_paginator("query").paginate(
-        TableName=c.TABLE_NAME,
-        IndexName=c.DUE_INDEX_NAME,
-        KeyConditionExpression="#shard = :shard",
-        ExpressionAttributeNames={"#shard": c.DUE_SHARD_ATTRIBUTE},
-        ExpressionAttributeValues={":shard": {"S": "high#0"}},
-        Limit=2,
-    )
+    pages = client.get_paginator("query").paginate(**DUE_QUERY, Limit=2)
     rows = [item[c.PARTITION_KEY]["S"] for page in pages for item in page["Items"]]
 
     assert rows == ["JOB#0", "JOB#1", "JOB#2"]
@@ -209,27 +217,8 @@ def test_a_due_page_comes_to_the_direct_path_as_it_comes_through_botocore(
 ) -> None:
     """The direct path takes the model's due page as it is, not encoded and decoded: the same page
     as botocore's full path parses from the model's JSON."""
-    aws = Aws(Sim(0.0, cpu=cpu.committed()), Settings())
-    client: Any = aws.client("dynamodb")
-    client.create_table(**table_definition(c.TABLE_NAME))
-    for n in range(3):
-        client.put_item(
-            TableName=c.TABLE_NAME,
-            Item={
-                c.PARTITION_KEY: {"S": f"JOB#{n}"},
-                c.SORT_KEY: {"S": "JOB"},
-                c.DUE_SHARD_ATTRIBUTE: {"S": "high#0"},
-                c.DUE_KEY_ATTRIBUTE: {"S": f"{n:013d}#run"},
-            },
-        )
-    query = {
-        "TableName": c.TABLE_NAME,
-        "IndexName": c.DUE_INDEX_NAME,
-        "KeyConditionExpression": "#shard = :shard",
-        "ExpressionAttributeNames": {"#shard": c.DUE_SHARD_ATTRIBUTE},
-        "ExpressionAttributeValues": {":shard": {"S": "high#0"}},
-        "Limit": 2,
-    }
+    client = _due_rows_client()
+    query = {**DUE_QUERY, "Limit": 2}
     pages_encoded: list[Any] = []
     dumps = json.dumps
 
