@@ -64,7 +64,6 @@ from sundial.shared.store.expressions import repeatable_write_id
 from sundial.shared.store.transitions import FENCED_FROM, new_token
 
 if TYPE_CHECKING:
-    from bench.scale.runtime import Task
     from bench.scale.world import World
 
 Item = dict[str, Any]
@@ -231,11 +230,11 @@ class StandIn:
         early_ms = self.message.starts_after - sim.now_ms()
         if early_ms > 0:  # the worker waits for the instant in the delivery's own task
             sim.sleep(early_ms / SECOND_MS)
-        running = self._fence(me)
+        running = self._fence()
         finished = self._attempt(running)
         self._settle(running, finished)
 
-    def _fence(self, me: Task) -> Item:
+    def _fence(self) -> Item:
         """The engine's fence: conditional on a lease that covers the attempt, and when the lease
         is too short (a late delivery) a second write with a fresh one, each round of the worker's
         patience making both."""
