@@ -1,6 +1,6 @@
 """DynamoDB's condition and update expressions, as far as Sundial's store writes them, evaluated
 natively on items in DynamoDB's JSON form: comparisons (= <> < <= > >=), IN, BETWEEN, AND, OR, NOT,
-parentheses, attribute_exists, attribute_not_exists and begins_with in conditions; SET (a value,
+parentheses, attribute_exists, attribute_not_exists, begins_with and size in conditions; SET (a value,
 a sum or difference, if_not_exists), REMOVE and ADD of a number in updates.
 
 An expression is parsed once and kept: the store sends the same few texts again and again. Anything
@@ -137,6 +137,11 @@ class _Parser:
 
     def operand(self) -> Operand:
         token = self.take()
+        if token == "size":
+            self.take("(")
+            path = self.operand()
+            self.take(")")
+            return lambda item, names, values: _size(path(item, names, values))
         if token.startswith("#") and "." in token:
             return lambda item, names, values: _in_map(item, names, token)
         if token.startswith("#"):
@@ -322,6 +327,17 @@ def _in(left: Operand, choices: list[Operand]) -> Condition:
 def _key(value: Any) -> tuple[str, Any]:
     (kind, raw), *_ = value.items()
     return kind, Decimal(raw) if kind == "N" else raw
+
+
+def _size(value: Any) -> Any:
+    """size(): the entries of a map or list, the characters of a string; None (every comparison
+    false) for a missing attribute or any other type."""
+    if value is None:
+        return None
+    kind, inner = next(iter(value.items()))
+    if kind in ("M", "L", "S"):
+        return {"N": str(len(inner))}
+    return None
 
 
 def _compare(left: Any, op: str, right: Any) -> bool:

@@ -24,6 +24,7 @@ from sundial.shared.engine import gate
 from sundial.shared.engine.gate import HeldBack
 from sundial.shared.engine.worker import AttemptEnd, Outcome
 from sundial.shared.errors import StaleDelivery
+from sundial.shared.limits import WAITERS_KEPT
 from sundial.shared.models import Job
 from sundial.shared.service.limits import LimitService
 from tests.adapter.conftest import Engine, python_target
@@ -218,9 +219,11 @@ def test_a_worker_whose_clock_lags_takes_no_refill_twice(engine: Engine) -> None
     fence(engine, messages[ids[0]])  # 1 token left, as of start
     engine.clock.set(start + 1400)
     fence(engine, messages[ids[1]])  # refilled to 2, 1 left, as of start + 1.4 s
-    engine.clock.set(start + 1000)  # another worker, its clock 0.4 s behind
-    fence(engine, messages[ids[2]])  # takes the last token: none left as of start + 1.4 s
+    engine.clock.set(start + 1000)  # another worker, its clock 0.4 s behind: none left as of then
+    with pytest.raises(HeldBack) as lagging:
+        fence(engine, messages[ids[2]])
     engine.clock.set(start + 1400)
+    assert fence(engine, lagging.value.message).status is JobStatus.RUNNING  # the last token, first in line
     with pytest.raises(HeldBack):  # no refill has come since start + 1.4 s
         fence(engine, messages[ids[3]])
 
@@ -236,7 +239,7 @@ def test_many_held_back_at_once_each_get_their_own_instant_in_the_queue_of_looks
         except HeldBack as exc:
             held.append(exc.message)
     beyond = sorted(m.looks_at for m in held if m.looks_at is not None)
-    assert len(beyond) == 30 - 1 - 20  # one started, twenty in line, the rest beyond it
+    assert len(beyond) == 30 - 1 - WAITERS_KEPT  # one started, the line full, the rest beyond it
     gaps = {later - earlier for earlier, later in itertools.pairwise(beyond)}
     assert gaps == {500}  # one start apart at 2 a second, none sharing an instant
 
@@ -259,9 +262,9 @@ def test_a_shard_that_refuses_an_instant_to_look_again_does_not_fail_the_hold(
     engine: Engine, monkeypatch: Any
 ) -> None:
     limit(engine, per_second=1, burst=1)
-    ids = [create(engine) for _ in range(22)]
+    ids = [create(engine) for _ in range(WAITERS_KEPT + 2)]
     messages = messages_of(engine, *ids)
-    for job_id in ids[:21]:  # one starts, twenty fill the line
+    for job_id in ids[: WAITERS_KEPT + 1]:  # one starts, the rest fill the line
         with contextlib.suppress(HeldBack):
             fence(engine, messages[job_id])
 
@@ -271,11 +274,11 @@ def test_a_shard_that_refuses_an_instant_to_look_again_does_not_fail_the_hold(
 
     monkeypatch.setattr(engine.store, "reserve_look", throttled)
     with pytest.raises(HeldBack) as held:
-        fence(engine, messages[ids[21]])
+        fence(engine, messages[ids[WAITERS_KEPT + 1]])
 
     again = held.value.message
     assert again.looks_at is None and again.not_before is not None  # it looks again, unreserved
-    job = engine.store.get(ids[21])
+    job = engine.store.get(ids[WAITERS_KEPT + 1])
     assert job.status is JobStatus.QUEUED and (job.lease_until or 0) > again.not_before
 
 
@@ -417,3 +420,87 @@ def test_deliveries_of_one_key_side_by_side_in_a_worker_take_their_slots_without
     assert all(job.status is JobStatus.RUNNING for job in started)
     assert LimitService(engine.store, engine.clock).get(KEY).running == len(ids)
     assert fences[0] == len(ids)  # one transaction each: none lost to another of the batch
+
+
+def _answer_first(engine: Engine, monkeypatch: Any, shard: Any) -> list[int]:
+    """The next read of the key's shard answers `shard` (as a worker whose read came before other
+    takes would see it); later reads are real, and counted in the list answered."""
+    real, answers, reads = engine.store.limit_shard, iter([shard]), [0]
+
+    def read(key: str, number: int) -> Any:
+        found = next(answers, None)
+        if found is not None:
+            return found
+        reads[0] += 1
+        return real(key, number)
+
+    monkeypatch.setattr(engine.store, "limit_shard", read)
+    return reads
+
+
+def test_a_take_read_before_another_start_still_succeeds_while_the_shard_has_room(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=1, burst=3)
+    ids = [create(engine) for _ in range(3)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])  # 2 tokens left
+    seen = engine.store.limit_shard(KEY, 0)  # a second worker reads them
+    fence(engine, messages[ids[1]])  # a third takes one: 1 left
+
+    reads = _answer_first(engine, monkeypatch, seen)
+    assert fence(engine, messages[ids[2]]).status is JobStatus.RUNNING
+    assert reads == [0]  # its take needed one token and found it: no read again, as a version would
+
+
+def test_an_arrival_that_loses_its_token_to_another_start_takes_a_place_in_line(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=1, burst=1)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    seen = engine.store.limit_shard(KEY, 0)  # the one token, as a second worker read it
+    fence(engine, messages[ids[0]])  # the first worker took it
+    # Every read it makes shows the token, as reads racing others' takes do on a busy key.
+    monkeypatch.setattr(engine.store, "limit_shard", lambda key, number: seen)
+    takes = [0]
+    store_fence = engine.store.fence
+
+    def counted(*args: Any, **kwargs: Any) -> Job:
+        takes[0] += 1
+        return store_fence(*args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "fence", counted)
+    with pytest.raises(HeldBack) as held:
+        fence(engine, messages[ids[1]])
+
+    assert takes == [1]  # lost once, then it waits its turn rather than race again
+    monkeypatch.undo()
+    assert ids[1] in engine.store.limit_shard(KEY, 0).state.waiters
+    assert held.value.delay_ms >= 1000
+
+
+def test_a_shard_that_throttles_holds_the_arrival_back_without_riding_it_out(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=1, burst=1)
+    job_id = create(engine)
+    message = messages_of(engine, job_id)[job_id]
+    slept: list[float] = []
+    monkeypatch.setattr(engine.worker, "_sleep", slept.append)
+
+    def throttled(*_: Any) -> Any:
+        error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
+        raise ClientError(error, "GetItem")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine.store, "limit_shard", throttled)
+    monkeypatch.setattr(gate.random, "random", lambda: 1.0)  # the longest of the first backoff
+    with pytest.raises(HeldBack) as held:
+        fence(engine, message)
+
+    assert slept == []  # the worker did not wait on the throttle
+    assert held.value.delay_ms == gate.THROTTLED_HOLD_MS
+    again = held_again(engine, job_id)
+    assert again.holds == 1 and again.looks_at is None
+    job = engine.store.get(job_id)
+    assert job.status is JobStatus.QUEUED and (job.lease_until or 0) > (again.not_before or 0)

@@ -36,11 +36,10 @@ RATE_PERIODS_MS = {
 @dataclass
 class SlotShard:
     """A limit key's shard as stored: its holders (job → the end of its lease), its waiters (job →
-    rank and the end of its place in line) and its token bucket."""
+    rank and the end of its place in line)."""
 
     holders: dict[str, int]
     waiters: dict[str, tuple[str, int]]
-    tokens: float | None
 
 
 def _slot_shard(item: dict[str, Any]) -> SlotShard:
@@ -49,8 +48,7 @@ def _slot_shard(item: dict[str, Any]) -> SlotShard:
     for job, text in item.get("waiters", {}).get("M", {}).items():
         rank, _since, until = text["S"].rsplit("|", 2)
         waiters[job] = (rank, int(until))
-    tokens = float(item["tokens"]["N"]) if "tokens" in item else None
-    return SlotShard(holders, waiters, tokens)
+    return SlotShard(holders, waiters)
 
 
 @dataclass

@@ -8,8 +8,7 @@ engine to them (docs/design.md, "Limits per key"):
   attempt with a slot and a live lease is its shard's holder;
 - a hold uses no attempt and fails nothing, and happens only when the key is full;
 - a held-back occurrence, once it starts, is not started again while that attempt stands;
-- starts under a rate keep to it: a bucket never goes below empty, and no more start in any span
-  than its burst and its rate allow.
+- starts under a rate keep to it: no more start in any span than its burst and its rate allow.
 
 The steps PUT, change and DELETE a key's limit, PATCH a job's key, and stand in the windows a slot
 guards: a worker that vanishes holding a slot (its lease then runs out and another job of its key
@@ -420,7 +419,7 @@ class LimitSteps:
     @invariant()
     def slots_are_leases(self) -> None:
         """No slot held past its lease, none held by an attempt no longer running, and no running
-        attempt with a live lease missing from its shard; no bucket below empty."""
+        attempt with a live lease missing from its shard."""
         self._violation(*slot_leases(self._snapshot(), self.clock.now_ms(), self.slots_left))
 
 
@@ -444,8 +443,6 @@ def slot_leases(snap: Snapshot, now: int, left: set[tuple[str, int]]) -> list[st
                     else f"{job.status.value}, lease {job.lease_until}, slot {job.limit_slot}"
                 )
                 found.append(f"{short(job_id)} holds slot {slot} until {end} (now {now}), yet is {state}")
-        if shard.tokens is not None and shard.tokens < -EPSILON:
-            found.append(f"slot shard {slot}: its bucket holds {shard.tokens} tokens")
     for job in snap.jobs.values():
         if job.status is not JobStatus.RUNNING or job.limit_slot is None or (job.lease_until or 0) < now:
             continue

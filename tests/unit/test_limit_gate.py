@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from sundial.contract.vocabulary import Priority
 from sundial.shared.limits import LimitConfig, ShardState, admit, rank_of, shard_count, share_of
-from sundial.shared.limits.gate import HOLD_MAX_MS, HOLD_MIN_MS, WAITERS_KEPT
+from sundial.shared.limits.gate import HOLD_MAX_MS, HOLD_MIN_MS, WAITERS_KEPT, start_interval_ms
 
 SECOND = 1000
 
@@ -39,7 +39,9 @@ def _run(config: LimitConfig, arrivals: list[tuple[int, int, int]]) -> tuple[lis
             ends[job] = at + took
             if share.max_concurrent is not None:
                 state = replace(state, holders={**state.holders, job: at + took + 60 * SECOND})
-            state = replace(state, tokens=decision.tokens, refilled_at=at, version=state.version + 1)
+            interval = start_interval_ms(share)
+            if interval is not None:  # the start's time goes on the end of what is taken
+                state = replace(state, rate_at=max(at, state.rate_at or at) + interval)
             most = max(most, len(ends))
         else:
             assert HOLD_MIN_MS <= decision.delay_ms <= HOLD_MAX_MS
@@ -120,7 +122,7 @@ def test_shares_add_up_to_the_limit() -> None:
 
 def test_beyond_the_line_an_arrival_asks_for_the_next_instant_of_the_queue_of_looks() -> None:
     share = share_of(LimitConfig("k", None, 5.0, 5, 1, 0), 0)
-    state = ShardState(tokens=0.0, refilled_at=SECOND)
+    state = ShardState(rate_at=SECOND + 1 * SECOND)  # an empty bucket: its 5 tokens taken at 5 a second
     for n in range(WAITERS_KEPT):
         job = f"early{n:02d}"
         decision = admit(share, state, job, rank_of(Priority.MEDIUM, 0, job), SECOND)
@@ -129,7 +131,7 @@ def test_beyond_the_line_an_arrival_asks_for_the_next_instant_of_the_queue_of_lo
 
     late = admit(share, state, "late", rank_of(Priority.MEDIUM, 0, "late"), SECOND)
     assert late.waiter is None and late.look_spacing_ms == 200  # one start at 5 a second
-    assert late.look_floor is not None and late.look_floor >= SECOND + 4 * SECOND  # after the line
+    assert late.look_floor is not None and late.look_floor >= SECOND + WAITERS_KEPT * 200  # after the line
 
     waiting = admit(
         share, state, "late", rank_of(Priority.MEDIUM, 0, "late"), SECOND, looks_at=SECOND + 30 * SECOND

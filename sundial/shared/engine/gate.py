@@ -20,9 +20,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sundial.shared import lifecycle
 from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine.context import EngineContext
+from sundial.shared.engine.patience import error_code
 from sundial.shared.errors import LimitChanged, StaleDelivery
 from sundial.shared.limits import Admission, admit, rank_of
-from sundial.shared.limits.gate import HOLD_MAX_MS, bounded_delay_ms
+from sundial.shared.limits.gate import HOLD_MAX_MS, HOLD_MIN_MS, bounded_delay_ms
 from sundial.shared.models import Job
 from sundial.shared.store.jobs import FENCED_FROM, SlotTake
 from sundial.shared.store.limit_shards import Shard
@@ -37,6 +38,12 @@ SHARD_COUNT_TTL_MS = 1000
 # A hold's lease reaches this far past the instant the occurrence looks again, so that later holds
 # of a long wait rarely need to move it.
 HOLD_LEASE_SLACK_MS = 120 * SECOND_MS
+# A throttled shard's arrivals come back within this at their first hold, twice as long at each
+# later one, up to HOLD_MAX_MS.
+THROTTLED_HOLD_MS = 2 * SECOND_MS
+THROTTLES = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+)
 # Locks a process's takes of one key share (keys may share one): a bounded set however many keys.
 TAKE_LOCKS = 256
 
@@ -50,6 +57,20 @@ def _queued_lease(message: JobMessage, now_ms: int) -> int | None:
         return None
     lease = lifecycle.queued_lease(message.due_at, message.due_at, message.timeout_seconds)
     return lease if lease >= lifecycle.shortest_running_lease(now_ms, message.timeout_seconds) else None
+
+
+def _admit(message: JobMessage, shard: Shard, rank: str, now_ms: int, contended: bool) -> Admission:
+    assert shard.share is not None
+    return admit(
+        shard.share,
+        shard.state,
+        message.job_id,
+        rank,
+        now_ms,
+        message.held_since,
+        message.looks_at,
+        contended,
+    )
 
 
 class HeldBack(Exception):
@@ -78,58 +99,77 @@ class LimitGate:
         queue), StaleDelivery when the delivery is stale."""
         key = message.limit_key
         assert key is not None
-        rank = rank_of(message.priority, message.due_at, message.job_id)
-        tried: set[int] = set()
-        shard: Shard | None = None
-        admission: Admission | None = None
-        # One take of a key at a time in this process: the records of a batch run side by side, and a
-        # take is a transaction conditional on the shard's version, so the deliveries of one key in a
-        # batch would each read the shard, all but one lose the transaction, and each loser read and
-        # write again. Deliveries in other processes still race, and lose as they did.
+        # One take of a key at a time in this process: the records of a batch run side by side, and
+        # each read then sees the takes before it. Takes side by side that all fit succeed anyway
+        # (each is conditional on its needs, not on the shard being unchanged), but those that meet
+        # a full bucket each restart it, and all but one would read and write again.
         with self._take_lock(key):
-            for _ in range(SHARD_TRIES):
-                shard = self._shard(key, tried)
-                # Read after the shard: a time older than the one another worker saved in it would count
-                # the same refill of the bucket twice.
-                now_ms = max(self._engine.clock.now_ms(), shard.state.refilled_at or 0)
-                if shard.share is None and shard.number < shard.shards:
-                    return self._fence(message, worker, delivery_id, now_ms)  # no limit: runs unlimited
-                if shard.share is None:
-                    # A shard the key no longer uses (its limit was lowered since the count was read):
-                    # read the count again rather than take the job for unlimited.
-                    with self._lock:
-                        self._counts.pop(key, None)
-                    continue
-                admission = admit(
-                    shard.share,
-                    shard.state,
-                    message.job_id,
-                    rank,
-                    now_ms,
-                    message.held_since,
-                    message.looks_at,
-                )
-                if not admission.admitted:
-                    tried.add(shard.number)
-                    if len(tried) < shard.shards:
-                        continue  # another shard of a hot key may have room
-                    break
-                waited = now_ms - message.held_since if message.held_since is not None else None
-                take = SlotTake(shard, admission.tokens, admission.expired, waited)
-                try:
-                    return self._fence(message, worker, delivery_id, now_ms, take)
-                except LimitChanged:
-                    continue  # another attempt took or returned a slot first: read the shard again
-                except StaleDelivery:
-                    self._engine.store.leave_line(shard, message.job_id)
+            try:
+                taken = self._take(message, worker, delivery_id, key)
+            except ClientError as exc:
+                if error_code(exc) not in THROTTLES:
                     raise
-        assert shard is not None
+                # The key's shard is hot: the arrival waits rather than hold its worker riding the
+                # throttle out, and comes back after a jittered backoff, with no place in line.
+                raise self._hold(message, None, None, self._backoff_ms(message)) from None
+        if isinstance(taken, Job):
+            return taken
+        shard, admission = taken
         try:
             held = self._hold(message, shard, admission)
         except StaleDelivery:
             self._engine.store.leave_line(shard, message.job_id)
             raise
         raise held
+
+    def _take(
+        self, message: JobMessage, worker: str, delivery_id: str, key: str
+    ) -> Job | tuple[Shard, Admission | None]:
+        """The fence with its slot and token from a shard with room, or the shard it is held back
+        on and why."""
+        rank = rank_of(message.priority, message.due_at, message.job_id)
+        tried: set[int] = set()
+        lost: set[int] = set()  # shards where others took what this arrival was shown
+        shard: Shard | None = None
+        admission: Admission | None = None
+        for _ in range(SHARD_TRIES):
+            shard = self._shard(key, tried)
+            now_ms = self._engine.clock.now_ms()
+            if shard.share is None and shard.number < shard.shards:
+                return self._fence(message, worker, delivery_id, now_ms)  # no limit: runs unlimited
+            if shard.share is None:
+                # A shard the key no longer uses (its limit was lowered since the count was read):
+                # read the count again rather than take the job for unlimited.
+                with self._lock:
+                    self._counts.pop(key, None)
+                continue
+            admission = _admit(message, shard, rank, now_ms, shard.number in lost)
+            if not admission.admitted:
+                tried.add(shard.number)
+                if len(tried) < shard.shards:
+                    continue  # another shard of a hot key may have room
+                break
+            waited = now_ms - message.held_since if message.held_since is not None else None
+            take = SlotTake(shard, admission.needed, admission.expired, waited)
+            try:
+                return self._fence(message, worker, delivery_id, now_ms, take)
+            except LimitChanged:
+                lost.add(shard.number)
+                continue  # others took what it needed first: read the shard again
+            except StaleDelivery:
+                self._engine.store.leave_line(shard, message.job_id)
+                raise
+        assert shard is not None
+        if admission is not None and admission.admitted:
+            # Every shard it read lost its take to others: its turn, in line or in the queue of looks.
+            admission = _admit(message, shard, rank, self._engine.clock.now_ms(), True)
+        return shard, admission
+
+    @staticmethod
+    def _backoff_ms(message: JobMessage) -> int:
+        """Full-jitter backoff for a delivery its shard throttled, longer at each hold."""
+        ceiling_ms = min(HOLD_MAX_MS, THROTTLED_HOLD_MS * 2 ** min(message.holds, 6))
+        return int(HOLD_MIN_MS + round(random.random() * max(0, ceiling_ms - HOLD_MIN_MS)))
 
     def _take_lock(self, key: str) -> threading.Lock:
         stripe = zlib.crc32(key.encode()) % TAKE_LOCKS
@@ -187,7 +227,9 @@ class LimitGate:
         left = [n for n in range(count) if n not in tried] or list(range(count))
         return self._engine.store.limit_shard(key, random.choice(left))
 
-    def _hold(self, message: JobMessage, shard: Shard, admission: Admission | None) -> HeldBack:
+    def _hold(
+        self, message: JobMessage, shard: Shard | None, admission: Admission | None, delay_ms: int = SECOND_MS
+    ) -> HeldBack:
         """Keeps the occurrence queued, its place in line, and sends its message again for later.
 
         The job's lease comes first, covering the longest hold: whatever fails after it, no tick takes
@@ -209,10 +251,12 @@ class LimitGate:
             )
         else:
             self._still_waiting(message)
-        delay_ms = admission.delay_ms if admission is not None and not admission.admitted else SECOND_MS
+        if admission is not None and not admission.admitted:
+            delay_ms = admission.delay_ms
         looks_at = message.looks_at
         if (
-            admission is not None
+            shard is not None
+            and admission is not None
             and admission.look_spacing_ms is not None
             and admission.look_floor is not None
         ):
@@ -223,7 +267,11 @@ class LimitGate:
             else:
                 delay_ms = bounded_delay_ms(looks_at, now_ms)
         not_before = now_ms + delay_ms
-        if admission is not None and (admission.waiter is not None or admission.expired or admission.evicted):
+        if (
+            shard is not None
+            and admission is not None
+            and (admission.waiter is not None or admission.expired or admission.evicted)
+        ):
             drop = tuple(sorted(set(admission.expired) | set(admission.evicted)))
             try:
                 self._engine.store.wait_in_line(shard, message.job_id, admission.waiter, drop)

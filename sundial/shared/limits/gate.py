@@ -4,13 +4,16 @@ A key's state lives in one or more shard items (docs/design.md, "Limits per key"
 - `holders`: the running attempts that took one of its concurrency slots, each with the end of its
   attempt's lease. A slot is a lease: a holder whose lease has ended counts for nothing, so a crashed
   worker's slot comes back on its own when its lease would have;
-- a token bucket (`tokens` as of `refilled_at`) for the rate;
+- the rate as a generic cell rate (`rate_at`: the instant the starts taken so far are paid off at the
+  key's rate; the bucket is full once it has passed, and empty `burst` starts' time before it);
 - `waiters`: the best-ranked occurrences held back (high before medium before low, then oldest due),
   each until the instant it is expected back. A free slot or token goes to an arrival only when every
   better-ranked live waiter is covered too: a later high never waits behind an earlier low.
 
-Everything here is arithmetic on what one read of a shard returned; the store writes its outcome
-conditional on the shard's version, so two workers never both take the last slot.
+Everything here is arithmetic on what one read of a shard returned. The store writes a start
+conditional on what it needs being there still (a slot count under the limit, `rate_at` early enough
+for its tokens), not on nothing having changed: two workers never both take the last slot, and many
+taking side by side from a shard with room all succeed.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ STARTS_PER_SHARD_PER_SECOND = 100
 # With the registry item, a PUT writes every shard in one transaction of at most 100 items.
 MAX_LIMIT_SHARDS = 64
 # The best-ranked waiters a shard keeps in line; beyond them an occurrence takes the next instant of
-# the shard's queue of looks (`next_look`), one start's time after the one before it.
-WAITERS_KEPT = 20
+# the shard's queue of looks (`next_look`), one start's time after the one before it. Ten keep a
+# rate-limited shard's item within a kilobyte: each of its writes one unit, a take's two (twenty
+# made them three and six, and a busy key's shard spent its partition on them).
+WAITERS_KEPT = 10
 # A held-back occurrence looks again after this at the soonest (SQS delays are whole seconds) and at
 # the latest: a limit raised or deleted reaches the occurrences it held back at their next look.
 HOLD_MIN_MS = 1 * SECOND_MS
@@ -99,10 +104,8 @@ class Waiter:
 class ShardState:
     holders: dict[str, int] = field(default_factory=dict)  # job id → the end of its attempt's lease
     waiters: dict[str, Waiter] = field(default_factory=dict)
-    tokens: float | None = None  # None: a full bucket
-    refilled_at: int | None = None
+    rate_at: float | None = None  # None: a full bucket
     last_attempt_ms: int | None = None  # the latest attempt's time, as its settle gave it back
-    version: int = 0
     next_look: int | None = None  # the last instant the queue beyond the line was given
 
     def live_holders(self, now_ms: int, other_than: str | None = None) -> dict[str, int]:
@@ -114,11 +117,11 @@ class ShardState:
 
 @dataclass(frozen=True)
 class Admission:
-    """What one arrival may do. Admitted: take a slot and a token (`tokens` is the bucket after it).
-    Held: look again after `delay_ms`, `waiter` its place in line (None: unranked, beyond the line)."""
+    """What one arrival may do. Admitted: take a slot and a token, `needed` of each still there when
+    the take is written (itself and the live waiters ranked before it). Held: look again after
+    `delay_ms`, `waiter` its place in line (None: unranked, beyond the line)."""
 
     admitted: bool
-    tokens: float | None
     delay_ms: int = 0
     waiter: Waiter | None = None
     evicted: tuple[str, ...] = ()  # waiters this arrival's place pushes out of the line
@@ -127,15 +130,30 @@ class Admission:
     # than `look_floor`, `look_spacing_ms` after the one before it (the store reserves it).
     look_spacing_ms: int | None = None
     look_floor: int | None = None
+    needed: int = 1
+
+
+def start_interval_ms(share: ShardShare) -> float | None:
+    """One start's time at the shard's rate, what each start moves `rate_at` on: rounded up to the
+    microsecond, so that the number stays short and the rate is never exceeded."""
+    return None if not share.per_second else math.ceil(SECOND_MS * 1000 / share.per_second) / 1000
 
 
 def tokens_now(share: ShardShare, state: ShardState, now_ms: int) -> float | None:
-    if share.per_second is None:
+    interval = start_interval_ms(share)
+    if interval is None:
         return None
-    if state.tokens is None or state.refilled_at is None:
+    if state.rate_at is None or state.rate_at <= now_ms:
         return float(share.burst)
-    elapsed = max(0, now_ms - state.refilled_at) / SECOND_MS
-    return min(float(share.burst), state.tokens + elapsed * share.per_second)
+    return share.burst - (state.rate_at - now_ms) / interval
+
+
+def rate_ceiling(share: ShardShare, now_ms: int, needed: int) -> float:
+    """The latest `rate_at` at which `needed` tokens are there at `now_ms`: a start's write is
+    conditional on it."""
+    interval = start_interval_ms(share)
+    assert interval is not None
+    return now_ms + (share.burst - needed) * interval
 
 
 def admit(
@@ -146,8 +164,14 @@ def admit(
     now_ms: int,
     held_since: int | None = None,
     looks_at: int | None = None,
+    contended: bool = False,
 ) -> Admission:
     """Whether the arrival `job_id` (ranked `rank`) starts now on this shard, or how long it waits.
+
+    `contended`: other starts took what this shard showed it, between its read and its take. It
+    then takes its turn in line or in the queue of looks rather than race for the next slot or
+    token: arrivals that each see the one token come back every second and race again, and none
+    ever enters the line that orders them.
 
     `looks_at` is the instant the queue beyond the line gave it before, if any: until then it waits
     for that instant (at most HOLD_MAX_MS at a time); after it, its turn has come, and it looks again
@@ -162,10 +186,10 @@ def admit(
     )
     free = math.inf if share.max_concurrent is None else share.max_concurrent - len(holders)
     tokens = tokens_now(share, state, now_ms)
-    capacity = min(free, math.inf if tokens is None else math.floor(tokens))
+    capacity = 0 if contended else min(free, math.inf if tokens is None else math.floor(tokens))
     ahead = sum(1 for waiter in waiters.values() if waiter.rank < rank)
     if capacity > ahead:
-        return Admission(True, None if tokens is None else tokens - 1, expired=expired)
+        return Admission(True, expired=expired, needed=ahead + 1)
     line = sorted([*((w.rank, j) for j, w in waiters.items()), (rank, job_id)])
     kept = {j for _, j in line[:WAITERS_KEPT]}
     evicted = tuple(j for j in waiters if j not in kept)
@@ -173,14 +197,14 @@ def admit(
         delay = _delay_ms(share, state, tokens, free, ahead + 1)
         since = held_since if held_since is not None else now_ms
         waiter = Waiter(rank, since, now_ms + delay + WAITER_GRACE_MS)
-        return Admission(False, tokens, delay, waiter, evicted, expired)
+        return Admission(False, delay, waiter, evicted, expired)
     behind_line = _delay_ms(share, state, tokens, free, ahead + 1)
     if looks_at is not None:
         # Its instant is still to come, or has come and the line is still full: no new place.
         delay = looks_at - now_ms if looks_at > now_ms else behind_line
-        return Admission(False, tokens, _bounded(delay), None, (), expired)
+        return Admission(False, _bounded(delay), None, (), expired)
     spacing = _start_spacing_ms(share, state)
-    return Admission(False, tokens, behind_line, None, (), expired, spacing, now_ms + behind_line)
+    return Admission(False, behind_line, None, (), expired, spacing, now_ms + behind_line)
 
 
 def _delay_ms(share: ShardShare, state: ShardState, tokens: float | None, free: float, turn: int) -> int:

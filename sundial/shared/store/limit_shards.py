@@ -1,5 +1,5 @@
 """A limit key's shard items (`LIMIT#<key>#<n>` / `SLOTS`): each with its share of the limit and
-its state, holders, waiters, a token bucket and a queue of looks (sundial/shared/limits/gate.py).
+its state, holders, waiters, the rate's `rate_at` and a queue of looks (sundial/shared/limits/gate.py).
 These are the worker's reads and writes: the fence's take and the heartbeat's keep are partners of
 the job's own write, made in the same transaction; the return after a settle, a hold's place in line
 and its instant to look again are writes of their own.
@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 
 from sundial.shared import constants as c
 from sundial.shared.limits import ShardShare, ShardState, Waiter
+from sundial.shared.limits.gate import rate_ceiling, start_interval_ms
 from sundial.shared.store import items
 from sundial.shared.store.writes import Item, StoreWrites, is_condition_failure
 
@@ -47,19 +48,28 @@ class Shard:
     shards: int
     share: ShardShare | None
     state: ShardState
+    share_text: str | None = None  # the share as stored: a start is conditional on it
+    rate_at_stored: bool = False  # whether the item holds `rate_at` (an older one kept tokens)
 
 
-def _waiter_text(waiter: Waiter) -> str:
-    return f"{waiter.rank}|{waiter.since}|{waiter.until}"
+def _waiter_text(job_id: str, waiter: Waiter) -> str:
+    """A waiter as stored: its rank without the job id that ends it (the entry's name already is the
+    id), to keep a full line within a kilobyte, a write unit."""
+    rank = waiter.rank.removesuffix(job_id)
+    return f"{rank}|{waiter.since}|{waiter.until}"
 
 
-def _waiter(text: str) -> Waiter:
+def _waiter(job_id: str, text: str) -> Waiter:
     rank, since, until = text.rsplit("|", 2)
-    return Waiter(rank, int(since), int(until))
+    # An older release stored the whole rank.
+    return Waiter(rank if rank.endswith(job_id) else rank + job_id, int(since), int(until))
 
 
 def _number(value: float | int) -> dict[str, str]:
-    return {"N": repr(float(value)) if isinstance(value, float) else str(value)}
+    """A number as DynamoDB gives it back: a whole one without a fraction."""
+    if isinstance(value, float) and not value.is_integer():
+        return {"N": repr(value)}
+    return {"N": str(int(value))}
 
 
 class LimitShards(StoreWrites):
@@ -75,32 +85,65 @@ class LimitShards(StoreWrites):
         shard: Shard,
         job_id: str,
         lease_until: int | None,
-        tokens: float | None,
+        needed: int,
         now_ms: int,
         expired: tuple[str, ...],
     ) -> dict[str, Any]:
-        """The shard's part of a fence that takes a slot (`lease_until`) and a token (`tokens` left):
-        conditional on the shard being as it was read and still limited."""
-        names = {"#version": "version", "#active": "active", "#waiters": "waiters", "#job": job_id}
-        values: dict[str, Any] = {":seen": {"N": str(shard.state.version)}, ":one": {"N": "1"}}
-        values[":yes"] = {"BOOL": True}
-        sets = ["#version = #version + :one"]
+        """The shard's part of a fence that takes a slot (`lease_until`) and a token: conditional on
+        the limit being the one read, and on `needed` slots and tokens being there still (the arrival
+        and the live waiters ranked before it). Not on the shard being as read: starts side by side
+        on a shard with room each find their slot and token, where a condition on its version let
+        one of them through and sent the others to read and write again."""
+        share = shard.share
+        assert share is not None and shard.share_text is not None
+        names = {"#share": "share", "#waiters": "waiters", "#job": job_id}
+        values: dict[str, Any] = {":share": {"S": shard.share_text}}
+        conditions = ["#share = :share"]
+        sets: list[str] = []
         removes = ["#waiters.#job"]
+        gone = _remove_expired(shard, expired, job_id, names, values, removes, conditions)
         if lease_until is not None:
+            assert share.max_concurrent is not None
             names["#holders"] = "holders"
             sets.append("#holders.#job = :lease")
             values[":lease"] = {"N": str(lease_until)}
-        if tokens is not None:
-            names.update({"#tokens": "tokens", "#refilled": "refilled_at"})
-            sets += ["#tokens = :tokens", "#refilled = :now"]
-            values.update({":tokens": _number(tokens), ":now": {"N": str(now_ms)}})
-        _remove_expired(shard, expired, job_id, names, removes)
+            # size() counts what the item holds before this write: the holders it removes (each
+            # conditional on being there as read, see _remove_expired) and this job's own old entry.
+            mine = job_id in shard.state.holders
+            conditions.append(f"{'attribute_exists' if mine else 'attribute_not_exists'}(#holders.#job)")
+            conditions.append("size(#holders) <= :most")
+            values[":most"] = {"N": str(share.max_concurrent - needed + gone + int(mine))}
+        interval = start_interval_ms(share)
+        if interval is not None:
+            names["#rate_at"] = "rate_at"
+            seen = shard.state.rate_at
+            if shard.rate_at_stored and seen is not None and seen >= now_ms:
+                # The bucket is in use: the start's time goes on the end of what is taken.
+                sets.append("#rate_at = #rate_at + :interval")
+                conditions.append("#rate_at BETWEEN :now AND :ceiling")
+                values[":now"] = {"N": str(now_ms)}
+                values[":interval"] = _number(interval)
+                values[":ceiling"] = _number(rate_ceiling(share, now_ms, needed))
+            else:
+                # A full bucket (or one an older item kept as tokens): from now, if it still is.
+                sets.append("#rate_at = :restart")
+                values[":restart"] = _number(max(now_ms, seen or now_ms) + interval)
+                if shard.rate_at_stored:
+                    conditions.append("#rate_at < :now")
+                    values[":now"] = {"N": str(now_ms)}
+                else:
+                    conditions.append("attribute_not_exists(#rate_at)")
+                    names.update({"#tokens": "tokens", "#refilled": "refilled_at"})
+                    removes += ["#tokens", "#refilled"]
+        update = f"REMOVE {', '.join(removes)}"
+        if sets:
+            update = f"SET {', '.join(sets)} {update}"
         return {
             "Update": {
                 "TableName": self._table,
                 "Key": shard_key(shard.key, shard.number),
-                "UpdateExpression": f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
-                "ConditionExpression": "#version = :seen AND #active = :yes",
+                "UpdateExpression": update,
+                "ConditionExpression": " AND ".join(conditions),
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
             }
@@ -163,14 +206,15 @@ class LimitShards(StoreWrites):
         names: dict[str, str] = {"#waiters": "waiters"}
         values: dict[str, Any] = {}
         removes: list[str] = []
-        _remove_expired(shard, drop, job_id, names, removes)
+        conditions = ["attribute_exists(#waiters)"]
+        _remove_expired(shard, drop, job_id, names, values, removes, conditions)
         if leaving:
             names["#job"] = job_id
             removes.append("#waiters.#job")
         parts = []
         if waiter is not None:
             names["#job"] = job_id
-            values[":waiter"] = {"S": _waiter_text(waiter)}
+            values[":waiter"] = {"S": _waiter_text(job_id, waiter)}
             parts.append("SET #waiters.#job = :waiter")
         if removes:
             parts.append(f"REMOVE {', '.join(removes)}")
@@ -180,7 +224,7 @@ class LimitShards(StoreWrites):
             "TableName": self._table,
             "Key": shard_key(shard.key, shard.number),
             "UpdateExpression": " ".join(parts),
-            "ConditionExpression": "attribute_exists(#waiters)",
+            "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeNames": names,
         }
         if values:
@@ -238,8 +282,18 @@ class LimitShards(StoreWrites):
 
 
 def _remove_expired(
-    shard: Shard, expired: tuple[str, ...], job_id: str, names: dict[str, str], removes: list[str]
-) -> None:
+    shard: Shard,
+    expired: tuple[str, ...],
+    job_id: str,
+    names: dict[str, str],
+    values: dict[str, Any],
+    removes: list[str],
+    conditions: list[str],
+) -> int:
+    """Removes the holders and waiters whose time was over when the shard was read; a holder only
+    while its entry is the one read (the same job may have taken a slot again since, under a live
+    lease). Answers how many holders it removes."""
+    holders = 0
     for n, other in enumerate(expired):
         if other == job_id:
             continue
@@ -247,9 +301,13 @@ def _remove_expired(
         if other in shard.state.holders:
             names["#holders"] = "holders"
             removes.append(f"#holders.#x{n}")
+            conditions.append(f"#holders.#x{n} = :x{n}")
+            values[f":x{n}"] = {"N": str(shard.state.holders[other])}
+            holders += 1
         if other in shard.state.waiters:
             names["#waiters"] = "waiters"
             removes.append(f"#waiters.#x{n}")
+    return holders
 
 
 def load_shard(key: str, number: int, item: Item | None) -> Shard:
@@ -257,19 +315,32 @@ def load_shard(key: str, number: int, item: Item | None) -> Shard:
         return Shard(key, number, 1, None, ShardState())
     values = items.deserialize(item)
     share = None
+    share_text = None
     if values.get("active") and "share" in values:
-        raw = json.loads(str(values["share"]))
+        share_text = str(values["share"])
+        raw = json.loads(share_text)
         share = ShardShare(raw["max_concurrent"], raw["per_second"], int(raw["burst"]))
     state = ShardState(
         holders={job: int(end) for job, end in dict(values.get("holders", {})).items()},
-        waiters={job: _waiter(str(text)) for job, text in dict(values.get("waiters", {})).items()},
-        tokens=float(values["tokens"]) if "tokens" in values else None,
-        refilled_at=int(values["refilled_at"]) if "refilled_at" in values else None,
+        waiters={job: _waiter(job, str(text)) for job, text in dict(values.get("waiters", {})).items()},
+        rate_at=_rate_at(values, share),
         last_attempt_ms=int(values["last_attempt_ms"]) if "last_attempt_ms" in values else None,
-        version=int(values.get("version", 0)),
         next_look=int(values["next_look"]) if "next_look" in values else None,
     )
-    return Shard(key, number, int(values.get("shards", 1)), share, state)
+    return Shard(key, number, int(values.get("shards", 1)), share, state, share_text, "rate_at" in values)
+
+
+def _rate_at(values: dict[str, Any], share: ShardShare | None) -> float | None:
+    """The shard's `rate_at`; for an item an older release wrote, the instant its bucket of
+    `tokens` as of `refilled_at` stands for."""
+    if "rate_at" in values:
+        return float(values["rate_at"])
+    if "tokens" not in values or "refilled_at" not in values or share is None:
+        return None
+    interval = start_interval_ms(share)
+    if interval is None:
+        return None
+    return float(values["refilled_at"]) + (share.burst - float(values["tokens"])) * interval
 
 
 __all__ = ["SHARD_SK", "LimitShards", "Shard", "load_shard", "parse_slot", "shard_key", "slot_name"]

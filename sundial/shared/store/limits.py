@@ -129,7 +129,6 @@ class LimitStore(LimitShards):
         """Writes a shard's share (or, without a config, deactivates it), keeping its state."""
         share = share_of(config, shard) if config is not None and shard < config.shards else None
         names = {
-            "#version": "version",
             "#active": "active",
             "#holders": "holders",
             "#waiters": "waiters",
@@ -137,14 +136,11 @@ class LimitStore(LimitShards):
             "#shards": "shards",
         }
         values: dict[str, Any] = {
-            ":zero": {"N": "0"},
-            ":one": {"N": "1"},
             ":empty": {"M": {}},
             ":active": {"BOOL": share is not None},
             ":shards": {"N": str(config.shards if config is not None else 1)},
         }
         sets = [
-            "#version = if_not_exists(#version, :zero) + :one",
             "#active = :active",
             "#holders = if_not_exists(#holders, :empty)",
             "#waiters = if_not_exists(#waiters, :empty)",

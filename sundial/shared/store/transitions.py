@@ -38,11 +38,12 @@ LEGACY_TRIGGER_FLAG = "trigger_requested"
 @dataclass(frozen=True)
 class SlotTake:
     """What a fence takes from its key's shard with the job: a slot (when the shard limits
-    concurrency), a token (`tokens` left in the bucket after it, when it limits the rate), and the
-    time over of other holders and waiters (`expired`), cleared by the same write."""
+    concurrency) and a token (when it limits the rate), `needed` of each being there still when it
+    is written; and the time over of other holders and waiters (`expired`), cleared by the same
+    write."""
 
     shard: Shard
-    tokens: float | None
+    needed: int
     expired: tuple[str, ...] = ()
     waited_ms: int | None = None
 

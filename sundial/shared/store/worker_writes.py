@@ -43,7 +43,7 @@ class WorkerWrites(Transitions):
 
         The fence holds only for a job that names `limit_key` (None: no key); a job that names
         another raises StaleDelivery carrying it. With `take`, the key's slot and token are taken in
-        the same transaction (LimitChanged when the key's shard changed since it was read); the slot
+        the same transaction (LimitChanged when the key's shard no longer has room); the slot
         then ends with `queued_lease` when the job still has that lease, which the attempt keeps."""
         write_id = delivery_id or x.new_write_id()
         key_is = _limit_key_is(limit_key)
@@ -91,7 +91,8 @@ class WorkerWrites(Transitions):
         attempt's, written by both, so the slot ends when the lease does. With `kept_lease`, that is
         the job's lease as it stands, conditional on it, so that its index row stays where it is (a
         move is two index writes, doubled in a transaction); otherwise a fresh one. Raises
-        LimitChanged when the shard moved on since it was read, StaleDelivery when the job did."""
+        LimitChanged when the shard no longer has what the take needs, StaleDelivery when the job
+        moved on."""
         change = self._fence_change(worker, now_ms, None, write_id, take.shard.key)
         extra = [key_is]
         if kept_lease is None:
@@ -106,7 +107,7 @@ class WorkerWrites(Transitions):
         if take.holds_slot:
             change.set(limit_slot=slot_name(take.shard.key, take.shard.number))
         holder_lease = lease_until if take.holds_slot else None
-        shard = self.shard_take(take.shard, job_id, holder_lease, take.tokens, now_ms, take.expired)
+        shard = self.shard_take(take.shard, job_id, holder_lease, take.needed, now_ms, take.expired)
         return self._transition(Event.FENCE, job_id, change, *extra, token=token, partners=[shard])
 
     def hold(
