@@ -478,29 +478,3 @@ def test_an_arrival_that_loses_its_token_to_another_start_takes_a_place_in_line(
     monkeypatch.undo()
     assert ids[1] in engine.store.limit_shard(KEY, 0).state.waiters
     assert held.value.delay_ms >= 1000
-
-
-def test_a_shard_that_throttles_holds_the_arrival_back_without_riding_it_out(
-    engine: Engine, monkeypatch: Any
-) -> None:
-    limit(engine, per_second=1, burst=1)
-    job_id = create(engine)
-    message = messages_of(engine, job_id)[job_id]
-    slept: list[float] = []
-    monkeypatch.setattr(engine.worker, "_sleep", slept.append)
-
-    def throttled(*_: Any) -> Any:
-        error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
-        raise ClientError(error, "GetItem")  # type: ignore[arg-type]
-
-    monkeypatch.setattr(engine.store, "limit_shard", throttled)
-    monkeypatch.setattr(gate.random, "random", lambda: 1.0)  # the longest of the first backoff
-    with pytest.raises(HeldBack) as held:
-        fence(engine, message)
-
-    assert slept == []  # the worker did not wait on the throttle
-    assert held.value.delay_ms == gate.THROTTLED_HOLD_MS
-    again = held_again(engine, job_id)
-    assert again.holds == 1 and again.looks_at is None
-    job = engine.store.get(job_id)
-    assert job.status is JobStatus.QUEUED and (job.lease_until or 0) > (again.not_before or 0)

@@ -20,10 +20,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sundial.shared import lifecycle
 from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine.context import EngineContext
-from sundial.shared.engine.patience import error_code
 from sundial.shared.errors import LimitChanged, StaleDelivery
 from sundial.shared.limits import Admission, admit, rank_of
-from sundial.shared.limits.gate import HOLD_MAX_MS, HOLD_MIN_MS, bounded_delay_ms
+from sundial.shared.limits.gate import HOLD_MAX_MS, bounded_delay_ms
 from sundial.shared.models import Job
 from sundial.shared.store.jobs import FENCED_FROM, SlotTake
 from sundial.shared.store.limit_shards import Shard
@@ -32,18 +31,15 @@ logger = logging.getLogger(__name__)
 SECOND_MS = 1000
 # How often one arrival reads its shard again after another worker changed it first.
 SHARD_TRIES = 5
+# How many of a hot key's shards an arrival reads before it is held back: when one is full the others
+# mostly are too, and reading every one of five on each look made reads most of a busy key's load.
+SHARDS_TRIED = 2
 # A key's shard count is read from its shard 0 and kept this long: a change of limit applies
 # within a second.
 SHARD_COUNT_TTL_MS = 1000
 # A hold's lease reaches this far past the instant the occurrence looks again, so that later holds
 # of a long wait rarely need to move it.
 HOLD_LEASE_SLACK_MS = 120 * SECOND_MS
-# A throttled shard's arrivals come back within this at their first hold, twice as long at each
-# later one, up to HOLD_MAX_MS.
-THROTTLED_HOLD_MS = 2 * SECOND_MS
-THROTTLES = frozenset(
-    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
-)
 # Locks a process's takes of one key share (keys may share one): a bounded set however many keys.
 TAKE_LOCKS = 256
 
@@ -104,14 +100,7 @@ class LimitGate:
         # (each is conditional on its needs, not on the shard being unchanged), but those that meet
         # a full bucket each restart it, and all but one would read and write again.
         with self._take_lock(key):
-            try:
-                taken = self._take(message, worker, delivery_id, key)
-            except ClientError as exc:
-                if error_code(exc) not in THROTTLES:
-                    raise
-                # The key's shard is hot: the arrival waits rather than hold its worker riding the
-                # throttle out, and comes back after a jittered backoff, with no place in line.
-                raise self._hold(message, None, None, self._backoff_ms(message)) from None
+            taken = self._take(message, worker, delivery_id, key)
         if isinstance(taken, Job):
             return taken
         shard, admission = taken
@@ -146,7 +135,7 @@ class LimitGate:
             admission = _admit(message, shard, rank, now_ms, shard.number in lost)
             if not admission.admitted:
                 tried.add(shard.number)
-                if len(tried) < shard.shards:
+                if len(tried) < min(shard.shards, SHARDS_TRIED):
                     continue  # another shard of a hot key may have room
                 break
             waited = now_ms - message.held_since if message.held_since is not None else None
@@ -164,12 +153,6 @@ class LimitGate:
             # Every shard it read lost its take to others: its turn, in line or in the queue of looks.
             admission = _admit(message, shard, rank, self._engine.clock.now_ms(), True)
         return shard, admission
-
-    @staticmethod
-    def _backoff_ms(message: JobMessage) -> int:
-        """Full-jitter backoff for a delivery its shard throttled, longer at each hold."""
-        ceiling_ms = min(HOLD_MAX_MS, THROTTLED_HOLD_MS * 2 ** min(message.holds, 6))
-        return int(HOLD_MIN_MS + round(random.random() * max(0, ceiling_ms - HOLD_MIN_MS)))
 
     def _take_lock(self, key: str) -> threading.Lock:
         stripe = zlib.crc32(key.encode()) % TAKE_LOCKS
@@ -227,9 +210,7 @@ class LimitGate:
         left = [n for n in range(count) if n not in tried] or list(range(count))
         return self._engine.store.limit_shard(key, random.choice(left))
 
-    def _hold(
-        self, message: JobMessage, shard: Shard | None, admission: Admission | None, delay_ms: int = SECOND_MS
-    ) -> HeldBack:
+    def _hold(self, message: JobMessage, shard: Shard, admission: Admission | None) -> HeldBack:
         """Keeps the occurrence queued, its place in line, and sends its message again for later.
 
         The job's lease comes first, covering the longest hold: whatever fails after it, no tick takes
@@ -251,12 +232,10 @@ class LimitGate:
             )
         else:
             self._still_waiting(message)
-        if admission is not None and not admission.admitted:
-            delay_ms = admission.delay_ms
+        delay_ms = admission.delay_ms if admission is not None and not admission.admitted else SECOND_MS
         looks_at = message.looks_at
         if (
-            shard is not None
-            and admission is not None
+            admission is not None
             and admission.look_spacing_ms is not None
             and admission.look_floor is not None
         ):
@@ -267,11 +246,7 @@ class LimitGate:
             else:
                 delay_ms = bounded_delay_ms(looks_at, now_ms)
         not_before = now_ms + delay_ms
-        if (
-            shard is not None
-            and admission is not None
-            and (admission.waiter is not None or admission.expired or admission.evicted)
-        ):
+        if admission is not None and (admission.waiter is not None or admission.expired or admission.evicted):
             drop = tuple(sorted(set(admission.expired) | set(admission.evicted)))
             try:
                 self._engine.store.wait_in_line(shard, message.job_id, admission.waiter, drop)
