@@ -1074,8 +1074,17 @@ class EngineMachine(
         end = AttemptEnd(_error(attempt))
         finish = getattr(attempt.worker, "finish", None) or attempt.worker._finish
         try:
-            lease_until = attempt.heartbeat.lease_until
-            settled = finish(attempt.job, attempt.token, attempt.job.started_at, end, 0, None, lease_until)
+            heartbeat = attempt.heartbeat
+            settled = finish(
+                attempt.job,
+                attempt.token,
+                attempt.job.started_at,
+                end,
+                0,
+                None,
+                heartbeat.lease_until,
+                heartbeat.unsure_leases,
+            )
             outcome = settled.outcome
         except StaleDelivery:
             self._settle_refused(attempt)
@@ -1102,7 +1111,8 @@ class EngineMachine(
     def _arm_crash(self, crash: str | None) -> None:
         if crash == "before its slot's return":
             self.env.faults["worker"].crash_when = lambda operation, body: (
-                operation == "UpdateItem" and body.get("ConditionExpression") == "#holders.#job = :until"
+                operation == "UpdateItem"
+                and str(body.get("ConditionExpression", "")).startswith("#holders.#job IN (:until")
             )
         elif crash == "before history":
             self.env.faults["worker"].crash_when = lambda operation, body: (
@@ -1121,7 +1131,9 @@ class EngineMachine(
         attempt.kept = self._kept(attempt)
         lease_until = attempt.heartbeat.lease_until
         if attempt.kept and attempt.job.limit_slot is not None and lease_until is not None:
-            self.slots_left.add((attempt.job.id, lease_until))
+            # The worker died before the slot's return: its holder ends at a lease it wrote.
+            for lease in (lease_until, *attempt.heartbeat.unsure_leases):
+                self.slots_left.add((attempt.job.id, lease))
         self._abandon(attempt, "crashed" if "crash" in why else "failed")
         self._note(
             f"  → {why}; the job {'kept' if attempt.kept else 'did not keep'} the outcome",

@@ -155,3 +155,24 @@ def test_a_slot_a_dead_worker_left_unreturned_holds_the_next_back_until_its_leas
         assert status(machine, "B") is not JobStatus.QUEUED
     finally:
         machine.teardown()
+
+
+def test_a_slot_whose_last_beat_was_written_but_answered_with_an_error_is_given_back(
+    model_env: Env,  # noqa: F811
+) -> None:
+    """Found by the search at 150 examples of 30 steps. A's heartbeat moves the job's lease and its
+    slot's holder in one transaction, and the read after it is throttled: the worker is told the beat
+    failed. Its slot's return after the settle must still recognise the holder as A's own, or the
+    slot stays held by an attempt that has ended until that lease runs out."""
+    machine = EngineMachine(model_env)
+    try:
+        start(machine, AT_ITS_LIMIT)
+        machine.heartbeat("A", fault="2nd write throttled x3")
+        check(machine)
+        slot = machine.checker.get(machine.labels["A"]).limit_slot
+        assert slot is not None and machine.labels["A"] in machine._snapshot().slots[slot].holders
+        machine.settle("A")
+        check(machine)
+        assert machine.labels["A"] not in machine._snapshot().slots[slot].holders
+    finally:
+        machine.teardown()

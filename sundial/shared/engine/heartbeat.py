@@ -16,6 +16,8 @@ from sundial.shared.models import Job
 logger = logging.getLogger(__name__)
 # After an AWS error the next beat comes this much sooner than a regular one.
 RETRY_AFTER_ERROR_SECONDS = 2.0
+# The latest leases whose beat failed that a slot's return still recognises as its own.
+UNSURE_KEPT = 20
 
 
 class Heartbeat:
@@ -33,6 +35,9 @@ class Heartbeat:
         self._clock = engine.clock
         self._every = every_seconds
         self._lease_until = job.lease_until
+        # Leases a beat tried to write and got an error for: the write may have been made all the
+        # same (its answer lost, or the read after it refused), holder and all.
+        self._unsure: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{job.id}", daemon=True)
         self.lost = False
@@ -41,6 +46,13 @@ class Heartbeat:
     def lease_until(self) -> int | None:
         """The attempt's lease as this heartbeat last wrote it (the fence's until the first beat)."""
         return self._lease_until
+
+    @property
+    def unsure_leases(self) -> tuple[int, ...]:
+        """Leases later than `lease_until` that a beat may have written without learning it: the
+        slot's holder may end at one of them."""
+        known = self._lease_until or 0
+        return tuple(lease for lease in self._unsure if lease > known)
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
@@ -66,6 +78,7 @@ class Heartbeat:
             return True
         except (ClientError, BotoCoreError):
             logger.warning("heartbeat of job %s failed; trying again", self._job.id, exc_info=True)
+            self._unsure = [*self._unsure, lease_until][-UNSURE_KEPT:]
             return False
         self._lease_until = lease_until
         return True

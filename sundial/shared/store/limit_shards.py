@@ -49,20 +49,17 @@ class Shard:
     share: ShardShare | None
     state: ShardState
     share_text: str | None = None  # the share as stored: a start is conditional on it
-    rate_at_stored: bool = False  # whether the item holds `rate_at` (an older one kept tokens)
 
 
 def _waiter_text(job_id: str, waiter: Waiter) -> str:
     """A waiter as stored: its rank without the job id that ends it (the entry's name already is the
     id), to keep a full line within a kilobyte, a write unit."""
-    rank = waiter.rank.removesuffix(job_id)
-    return f"{rank}|{waiter.since}|{waiter.until}"
+    return f"{waiter.rank.removesuffix(job_id)}|{waiter.since}|{waiter.until}"
 
 
 def _waiter(job_id: str, text: str) -> Waiter:
     rank, since, until = text.rsplit("|", 2)
-    # An older release stored the whole rank.
-    return Waiter(rank if rank.endswith(job_id) else rank + job_id, int(since), int(until))
+    return Waiter(rank + job_id, int(since), int(until))
 
 
 def _number(value: float | int) -> dict[str, str]:
@@ -117,7 +114,7 @@ class LimitShards(StoreWrites):
         if interval is not None:
             names["#rate_at"] = "rate_at"
             seen = shard.state.rate_at
-            if shard.rate_at_stored and seen is not None and seen >= now_ms:
+            if seen is not None and seen >= now_ms:
                 # The bucket is in use: the start's time goes on the end of what is taken.
                 sets.append("#rate_at = #rate_at + :interval")
                 conditions.append("#rate_at BETWEEN :now AND :ceiling")
@@ -125,16 +122,14 @@ class LimitShards(StoreWrites):
                 values[":interval"] = _number(interval)
                 values[":ceiling"] = _number(rate_ceiling(share, now_ms, needed))
             else:
-                # A full bucket (or one an older item kept as tokens): from now, if it still is.
+                # A full bucket: from now, if it still is.
                 sets.append("#rate_at = :restart")
-                values[":restart"] = _number(max(now_ms, seen or now_ms) + interval)
-                if shard.rate_at_stored:
+                values[":restart"] = _number(now_ms + interval)
+                if seen is not None:
                     conditions.append("#rate_at < :now")
                     values[":now"] = {"N": str(now_ms)}
                 else:
                     conditions.append("attribute_not_exists(#rate_at)")
-                    names.update({"#tokens": "tokens", "#refilled": "refilled_at"})
-                    removes += ["#tokens", "#refilled"]
         update = f"REMOVE {', '.join(removes)}"
         if sets:
             update = f"SET {', '.join(sets)} {update}"
@@ -164,16 +159,28 @@ class LimitShards(StoreWrites):
             }
         }
 
-    def return_slot(self, slot: str, job_id: str, holder_until: int, last_attempt_ms: int | None) -> bool:
+    def return_slot(
+        self,
+        slot: str,
+        job_id: str,
+        holder_until: int,
+        last_attempt_ms: int | None,
+        unsure: tuple[int, ...] = (),
+    ) -> bool:
         """Gives a settled attempt's slot back, with the time the attempt took (it sizes waits).
 
         Its own write after the settle, conditional on the holder's end being the attempt's lease
-        (`holder_until`): a later attempt of the job that took a slot of the shard since holds it
-        under its own lease, and keeps it. False when the holder is no longer this attempt's."""
+        (`holder_until`, or one of the `unsure` leases a beat that failed may have written): a later
+        attempt of the job that took a slot of the shard since holds it under its own lease, and
+        keeps it. False when the holder is no longer this attempt's."""
         key, shard = parse_slot(slot)
         update = "REMOVE #holders.#job"
         names = {"#holders": "holders", "#job": job_id}
         values: dict[str, Any] = {":until": {"N": str(holder_until)}}
+        ends = [":until"]
+        for n, lease in enumerate(unsure):
+            values[f":unsure{n}"] = {"N": str(lease)}
+            ends.append(f":unsure{n}")
         if last_attempt_ms is not None:
             update = f"SET #last = :last {update}"
             names["#last"] = "last_attempt_ms"
@@ -183,7 +190,7 @@ class LimitShards(StoreWrites):
                 TableName=self._table,
                 Key=shard_key(key, shard),
                 UpdateExpression=update,
-                ConditionExpression="#holders.#job = :until",
+                ConditionExpression=f"#holders.#job IN ({', '.join(ends)})",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
@@ -323,24 +330,11 @@ def load_shard(key: str, number: int, item: Item | None) -> Shard:
     state = ShardState(
         holders={job: int(end) for job, end in dict(values.get("holders", {})).items()},
         waiters={job: _waiter(job, str(text)) for job, text in dict(values.get("waiters", {})).items()},
-        rate_at=_rate_at(values, share),
+        rate_at=float(values["rate_at"]) if "rate_at" in values else None,
         last_attempt_ms=int(values["last_attempt_ms"]) if "last_attempt_ms" in values else None,
         next_look=int(values["next_look"]) if "next_look" in values else None,
     )
-    return Shard(key, number, int(values.get("shards", 1)), share, state, share_text, "rate_at" in values)
-
-
-def _rate_at(values: dict[str, Any], share: ShardShare | None) -> float | None:
-    """The shard's `rate_at`; for an item an older release wrote, the instant its bucket of
-    `tokens` as of `refilled_at` stands for."""
-    if "rate_at" in values:
-        return float(values["rate_at"])
-    if "tokens" not in values or "refilled_at" not in values or share is None:
-        return None
-    interval = start_interval_ms(share)
-    if interval is None:
-        return None
-    return float(values["refilled_at"]) + (share.burst - float(values["tokens"])) * interval
+    return Shard(key, number, int(values.get("shards", 1)), share, state, share_text)
 
 
 __all__ = ["SHARD_SK", "LimitShards", "Shard", "load_shard", "parse_slot", "shard_key", "slot_name"]
