@@ -360,9 +360,9 @@ def test_a_settled_attempt_returns_its_slot_only_while_it_still_holds_it(engine:
     later_lease = first.lease_until + 60 * SECOND
     engine.store.heartbeat(job_id, message.token, later_lease, engine.clock.now_ms(), first.limit_slot)
 
-    assert not engine.store.return_slot(first.limit_slot, job_id, first.lease_until, 10)
+    assert not engine.store.return_slot(first.limit_slot, job_id, (first.lease_until,), 10)
     assert engine.store.limit_shard(KEY, 0).state.holders == {job_id: later_lease}
-    assert engine.store.return_slot(first.limit_slot, job_id, later_lease, 10)
+    assert engine.store.return_slot(first.limit_slot, job_id, (later_lease,), 10)
     assert engine.store.limit_shard(KEY, 0).state.holders == {}
 
 

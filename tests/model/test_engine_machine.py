@@ -1074,17 +1074,8 @@ class EngineMachine(
         end = AttemptEnd(_error(attempt))
         finish = getattr(attempt.worker, "finish", None) or attempt.worker._finish
         try:
-            heartbeat = attempt.heartbeat
-            settled = finish(
-                attempt.job,
-                attempt.token,
-                attempt.job.started_at,
-                end,
-                0,
-                None,
-                heartbeat.lease_until,
-                heartbeat.unsure_leases,
-            )
+            ends = attempt.heartbeat.holder_ends
+            settled = finish(attempt.job, attempt.token, attempt.job.started_at, end, 0, None, ends)
             outcome = settled.outcome
         except StaleDelivery:
             self._settle_refused(attempt)
@@ -1112,7 +1103,7 @@ class EngineMachine(
         if crash == "before its slot's return":
             self.env.faults["worker"].crash_when = lambda operation, body: (
                 operation == "UpdateItem"
-                and str(body.get("ConditionExpression", "")).startswith("#holders.#job IN (:until")
+                and str(body.get("ConditionExpression", "")).startswith("#holders.#job IN (:until0")
             )
         elif crash == "before history":
             self.env.faults["worker"].crash_when = lambda operation, body: (
@@ -1129,10 +1120,9 @@ class EngineMachine(
 
     def _settle_broken(self, attempt: Attempt, why: str) -> None:
         attempt.kept = self._kept(attempt)
-        lease_until = attempt.heartbeat.lease_until
-        if attempt.kept and attempt.job.limit_slot is not None and lease_until is not None:
+        if attempt.kept and attempt.job.limit_slot is not None:
             # The worker died before the slot's return: its holder ends at a lease it wrote.
-            for lease in (lease_until, *attempt.heartbeat.unsure_leases):
+            for lease in attempt.heartbeat.holder_ends:
                 self.slots_left.add((attempt.job.id, lease))
         self._abandon(attempt, "crashed" if "crash" in why else "failed")
         self._note(

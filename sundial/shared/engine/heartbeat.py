@@ -48,11 +48,12 @@ class Heartbeat:
         return self._lease_until
 
     @property
-    def unsure_leases(self) -> tuple[int, ...]:
-        """Leases later than `lease_until` that a beat may have written without learning it: the
-        slot's holder may end at one of them."""
-        known = self._lease_until or 0
-        return tuple(lease for lease in self._unsure if lease > known)
+    def holder_ends(self) -> tuple[int, ...]:
+        """The leases the attempt's slot may end at: `lease_until`, and the later ones a beat that
+        answered with an error may have written all the same."""
+        known = self._lease_until
+        unsure = tuple(lease for lease in self._unsure if lease > (known or 0))
+        return unsure if known is None else (known, *unsure)
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()

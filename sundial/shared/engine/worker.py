@@ -198,16 +198,7 @@ class Worker:
         # A call that may still run ends with the invocation, at its deadline: its retry waits for that.
         not_before = deadline_ms if end.still_running and deadline_ms is not None else 0
         try:
-            settled = self.finish(
-                job,
-                token,
-                started,
-                end,
-                not_before,
-                deadline_ms,
-                heartbeat.lease_until,
-                heartbeat.unsure_leases,
-            )
+            settled = self.finish(job, token, started, end, not_before, deadline_ms, heartbeat.holder_ends)
         except StaleDelivery:
             return lost
         # The settle counted this death on the count the fence read (no other settle holds the token).
@@ -299,12 +290,11 @@ class Worker:
         end: AttemptEnd,
         not_before: int = 0,
         deadline_ms: int | None = None,
-        lease_until: int | None = None,
-        unsure_leases: tuple[int, ...] = (),
+        holder_ends: tuple[int, ...] = (),
     ) -> Settled:
         """Settles a fenced attempt that ended as `end`: the job first, then its limit's slot (held
-        until `lease_until`, the attempt's lease as last written, the fence's by default, or one of
-        the `unsure_leases` a failed beat may have written all the same), then the
+        until one of `holder_ends`, the leases the attempt may have written; the fence's by default),
+        then the
         history item (the history never shows an attempt whose result the job did not keep); a dead
         occurrence's alert is owed from the settle on, and sent after it. The writes ride out
         throttles and AWS faults until the invocation (ending at `deadline_ms`) must stop. Raises
@@ -324,7 +314,8 @@ class Worker:
             write = self._engine.store.fail
         settled, placement, run = settle(write, job, token, decide, record, self._engine, patience)
         if job.limit_slot is not None:
-            self._return_slot(job, lease_until or job.lease_until, unsure_leases, run, patience)
+            ends = holder_ends or ((job.lease_until,) if job.lease_until is not None else ())
+            self._return_slot(job, ends, run, patience)
         if lifecycle.kept_in_history(self._history, run):
             patience.call(
                 partial(self._engine.store.put_run, Run.of(job.id, run)), f"history of job {job.id}"
@@ -337,18 +328,16 @@ class Worker:
             return Settled(Outcome.DEAD, missed)
         return Settled(Outcome.SUCCEEDED if end.error is None else Outcome.FAILED, missed)
 
-    def _return_slot(
-        self, job: Job, holder_until: int | None, unsure: tuple[int, ...], run: RunSummary, patience: Patience
-    ) -> None:
+    def _return_slot(self, job: Job, ends: tuple[int, ...], run: RunSummary, patience: Patience) -> None:
         """Gives the settled attempt's slot back. One that cannot be given back (the invocation ran
         out of patience, or died first) is the key's again when the attempt's lease ends."""
         assert job.limit_slot is not None
-        if holder_until is None:
+        if not ends:
             return
         took = None
         if run.started_at is not None and run.finished_at is not None:
             took = max(0, run.finished_at - run.started_at)  # it sizes the key's waits
-        write = partial(self._engine.store.return_slot, job.limit_slot, job.id, holder_until, took, unsure)
+        write = partial(self._engine.store.return_slot, job.limit_slot, job.id, ends, took)
         try:
             patience.call(write, f"returning job {job.id}'s slot")
         except (ClientError, BotoCoreError):

@@ -163,24 +163,19 @@ class LimitShards(StoreWrites):
         self,
         slot: str,
         job_id: str,
-        holder_until: int,
+        holder_ends: tuple[int, ...],
         last_attempt_ms: int | None,
-        unsure: tuple[int, ...] = (),
     ) -> bool:
         """Gives a settled attempt's slot back, with the time the attempt took (it sizes waits).
 
         Its own write after the settle, conditional on the holder's end being the attempt's lease
-        (`holder_until`, or one of the `unsure` leases a beat that failed may have written): a later
+        (one of `holder_ends`: the lease it last wrote, or one a beat that failed may have written): a later
         attempt of the job that took a slot of the shard since holds it under its own lease, and
         keeps it. False when the holder is no longer this attempt's."""
         key, shard = parse_slot(slot)
         update = "REMOVE #holders.#job"
         names = {"#holders": "holders", "#job": job_id}
-        values: dict[str, Any] = {":until": {"N": str(holder_until)}}
-        ends = [":until"]
-        for n, lease in enumerate(unsure):
-            values[f":unsure{n}"] = {"N": str(lease)}
-            ends.append(f":unsure{n}")
+        values: dict[str, Any] = {f":until{n}": {"N": str(end)} for n, end in enumerate(holder_ends)}
         if last_attempt_ms is not None:
             update = f"SET #last = :last {update}"
             names["#last"] = "last_attempt_ms"
@@ -190,7 +185,7 @@ class LimitShards(StoreWrites):
                 TableName=self._table,
                 Key=shard_key(key, shard),
                 UpdateExpression=update,
-                ConditionExpression=f"#holders.#job IN ({', '.join(ends)})",
+                ConditionExpression=f"#holders.#job IN ({', '.join(values)})",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
