@@ -14,6 +14,7 @@ from sundial.contract.vocabulary import Priority
 from sundial.shared import constants as c
 from sundial.shared import tracing
 from sundial.shared.clock import Clock, format_rfc3339
+from sundial.shared.limits import Booking
 from sundial.shared.models import Job, RunSummary
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ class JobMessage(BaseModel):
     held_lease_until: int | None = None
     # Beyond its key's line: the instant the shard's queue of looks gave it.
     looks_at: int | None = None
+    # The token it booked when it was held back, for a start within the booking's window.
+    booking: Booking | None = None
 
     @property
     def starts_after(self) -> int:

@@ -478,3 +478,65 @@ def test_an_arrival_that_loses_its_token_to_another_start_takes_a_place_in_line(
     monkeypatch.undo()
     assert ids[1] in engine.store.limit_shard(KEY, 0).state.waiters
     assert held.value.delay_ms >= 1000
+
+
+def _shard_rate_at(engine: Engine) -> float | None:
+    return engine.store.limit_shard(KEY, 0).state.rate_at
+
+
+def _booked_one(engine: Engine, **limits: Any) -> tuple[str, JobMessage]:
+    """A key at its burst, and an occurrence held back behind it with the token it booked."""
+    limit(engine, **limits)
+    ids = [create(engine) for _ in range(int(limits["burst"]) + 1)]
+    messages = messages_of(engine, *ids)
+    for job_id in ids[:-1]:
+        fence(engine, messages[job_id])
+    with pytest.raises(HeldBack) as held:
+        fence(engine, messages[ids[-1]])
+    return ids[-1], held.value.message
+
+
+def test_an_occurrence_held_back_on_a_busy_rate_books_its_token_and_starts_on_it_unread(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    before = engine.clock.now_ms()
+    job_id, again = _booked_one(engine, per_second=2, burst=2)
+    assert engine.store.get(job_id).status is JobStatus.QUEUED
+    booking = again.booking
+    assert booking is not None and again.looks_at is None
+    # The two starts moved the bucket a second ahead; the booking one more start's time.
+    assert (booking.opens_at, booking.closes_at) == (before + 500, before + 1000)
+    assert again.not_before == booking.opens_at
+    assert _shard_rate_at(engine) == before + 1500
+    assert engine.store.limit_shard(KEY, 0).state.waiters == {}  # nothing to wait for in line
+
+    reads: list[int] = []
+    monkeypatch.setattr(engine.store, "limit_shard", lambda *args: reads.append(1))
+    engine.clock.set(booking.opens_at)
+    started = fence(engine, again)
+    monkeypatch.undo()
+
+    assert started.status is JobStatus.RUNNING and started.attempt == 1 and reads == []
+    assert started.limit_wait_ms == 500
+    assert _shard_rate_at(engine) == before + 1500  # its token was the booked one: nothing more taken
+
+
+def test_a_booking_whose_window_has_passed_is_not_used(engine: Engine) -> None:
+    before = engine.clock.now_ms()
+    _, again = _booked_one(engine, per_second=2, burst=2)
+    assert again.booking is not None
+    engine.clock.set(again.booking.closes_at + 1)  # delivered late: its token's time has gone
+    started = fence(engine, again)  # on a token taken now, as any arrival's
+    assert started.status is JobStatus.RUNNING
+    assert _shard_rate_at(engine) == before + 2000
+
+
+def test_a_limit_changed_since_the_booking_holds_its_occurrence_to_the_new_one(engine: Engine) -> None:
+    job_id, again = _booked_one(engine, per_second=2, burst=2)
+    assert again.booking is not None
+    slower = LimitPut.model_validate({"per_second": 0.1, "burst": 1})
+    LimitService(engine.store, engine.clock).put(KEY, slower)
+    engine.clock.set(again.booking.opens_at)
+    with pytest.raises(HeldBack):  # a start each 10 s now: the booking is no way around it
+        fence(engine, again)
+    assert engine.store.get(job_id).status is JobStatus.QUEUED

@@ -5,12 +5,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sundial.contract.vocabulary import Priority
-from sundial.shared.limits import LimitConfig, ShardState, admit, rank_of, shard_count, share_of
-from sundial.shared.limits.gate import HOLD_MAX_MS, HOLD_MIN_MS, WAITERS_KEPT, start_interval_ms
+from sundial.shared.limits import LimitConfig, ShardState, admit, booked, rank_of, shard_count, share_of
+from sundial.shared.limits.gate import (
+    BOOKING_HORIZON_MS,
+    BOOKING_MIN_WINDOW_MS,
+    HOLD_MAX_MS,
+    HOLD_MIN_MS,
+    WAITERS_KEPT,
+    ShardShare,
+    booking_ceiling,
+    start_interval_ms,
+)
 
 SECOND = 1000
 
@@ -63,6 +72,75 @@ def test_no_second_sees_more_than_burst_plus_rate_starts(
     for start in starts:
         in_window = sum(1 for other in starts if start <= other < start + SECOND)
         assert in_window <= burst + rate
+
+
+def _run_booking(share: ShardShare, arrivals: list[int], rush: int) -> tuple[list[float], int]:
+    """Feeds arrivals (at ms) to a rate-only shard: each starts on a token taken now, books one, or
+    waits. A booked one comes back to start as near `rush` as its booking's window lets it: the
+    worst case, every booking crowding one instant. Returns every start's instant and how many
+    booked."""
+    state = ShardState()
+    interval = start_interval_ms(share)
+    assert interval is not None
+    starts: list[float] = []
+    bookings = 0
+    for n, at in enumerate(sorted(arrivals)):
+        job = f"job{n:04d}"
+        decision = admit(share, state, job, rank_of(Priority.MEDIUM, at, job), at)
+        if decision.admitted:
+            starts.append(at)
+            state = replace(state, rate_at=max(at, state.rate_at or at) + interval)
+        elif decision.book_ceiling is not None:
+            # The store's condition: the bucket in use and not booked past the ceiling.
+            assert state.rate_at is not None and at <= state.rate_at <= decision.book_ceiling
+            booking = booked(share, 0, "share", state.rate_at)
+            assert at <= booking.closes_at and booking.opens_at <= at + BOOKING_HORIZON_MS
+            state = replace(state, rate_at=state.rate_at + interval)
+            starts.append(min(max(rush, booking.opens_at), booking.closes_at))
+            bookings += 1
+    return sorted(starts), bookings
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    # Arrivals come in crowds (an instant, how many at it): a crowd is what fills a horizon.
+    st.lists(st.tuples(st.integers(0, 10 * SECOND), st.integers(1, 60)), max_size=8),
+    st.integers(0, 15 * SECOND),
+    st.integers(1, 50),
+    st.integers(1, 60),
+)
+@example(crowds=[(0, 40)], rush=1_300, rate=10, burst=10)
+def test_booked_starts_and_starts_taken_on_arrival_together_keep_to_rate_and_burst(
+    crowds: list[tuple[int, int]], rush: int, rate: int, burst: int
+) -> None:
+    """Booked tokens start anywhere in their windows, after later arrivals took theirs: no span of
+    time sees more starts than the burst and the rate over it allow."""
+    share = ShardShare(None, float(rate), burst)
+    starts, bookings = _run_booking(share, [at for at, many in crowds for _ in range(many)], rush)
+    if (burst - 1) * SECOND / rate < BOOKING_MIN_WINDOW_MS:
+        assert bookings == 0  # a window too narrow to land in: nothing is booked
+    for i, first in enumerate(starts):
+        for j in range(i, len(starts)):
+            span = starts[j] - first
+            assert j - i + 1 <= burst + rate * span / SECOND + 1e-6, (first, span, j - i + 1)
+
+
+def test_a_shard_that_limits_concurrency_books_no_token() -> None:
+    share = ShardShare(2, 10.0, 10)
+    state = ShardState(rate_at=1_500.0)
+    assert booking_ceiling(share, state, 1_000, 1) is None
+    assert booking_ceiling(ShardShare(None, 10.0, 10), state, 1_000, 1) == 1_000 + BOOKING_HORIZON_MS + 900
+
+
+def test_a_held_back_arrival_on_a_busy_rate_books_its_token_and_the_horizon_bounds_it() -> None:
+    share = ShardShare(None, 100.0, 100)  # a shard of a key at 500 a second over five
+    busy = ShardState(rate_at=1_000 + 1_000.0)  # the burst used up
+    decision = admit(share, busy, "j", rank_of(Priority.LOW, 0, "j"), 1_000)
+    assert not decision.admitted and decision.book_ceiling == 1_000 + BOOKING_HORIZON_MS + 990
+    booking = booked(share, 0, "share", 2_000.0)
+    assert (booking.opens_at, booking.closes_at) == (1_010, 2_000)  # its burst's time, to its own
+    beyond = ShardState(rate_at=1_000 + BOOKING_HORIZON_MS + 1_000.0)
+    assert admit(share, beyond, "j", rank_of(Priority.LOW, 0, "j"), 1_000).book_ceiling is None
 
 
 @settings(max_examples=200, deadline=None)

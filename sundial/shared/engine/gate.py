@@ -21,7 +21,7 @@ from sundial.shared import lifecycle
 from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine.context import EngineContext
 from sundial.shared.errors import LimitChanged, StaleDelivery
-from sundial.shared.limits import Admission, admit, rank_of
+from sundial.shared.limits import Admission, Booking, ShardState, admit, booked, rank_of
 from sundial.shared.limits.gate import HOLD_MAX_MS, bounded_delay_ms
 from sundial.shared.models import Job
 from sundial.shared.store.jobs import FENCED_FROM, SlotTake
@@ -116,6 +116,9 @@ class LimitGate:
     ) -> Job | tuple[Shard, Admission | None]:
         """The fence with its slot and token from a shard with room, or the shard it is held back
         on and why."""
+        booked_start = self._booked_start(message, worker, delivery_id, key)
+        if booked_start is not None:
+            return booked_start
         rank = rank_of(message.priority, message.due_at, message.job_id)
         tried: set[int] = set()
         lost: set[int] = set()  # shards where others took what this arrival was shown
@@ -153,6 +156,24 @@ class LimitGate:
             # Every shard it read lost its take to others: its turn, in line or in the queue of looks.
             admission = _admit(message, shard, rank, self._engine.clock.now_ms(), True)
         return shard, admission
+
+    def _booked_start(self, message: JobMessage, worker: str, delivery_id: str, key: str) -> Job | None:
+        """The fence on the token the occurrence booked when it was held back, while the booking's
+        window is open: no read of the shard, only a check that its limit is still the one booked
+        under. None when it has no booking, the window is not open, or the limit changed: the
+        occurrence then takes its turn as any arrival does (a booking is never used twice, at worst
+        not at all: the key then starts one fewer)."""
+        booking = message.booking
+        now_ms = self._engine.clock.now_ms()
+        if booking is None or not booking.opens_at <= now_ms <= booking.closes_at:
+            return None
+        # The share as booked stands in for a read: the check fails if it no longer is the shard's.
+        shard = Shard(key, booking.shard, 1, None, ShardState(), booking.share_text)
+        waited = now_ms - message.held_since if message.held_since is not None else None
+        try:
+            return self._fence(message, worker, delivery_id, now_ms, SlotTake(shard, 1, (), waited, True))
+        except LimitChanged:
+            return None
 
     def _take_lock(self, key: str) -> threading.Lock:
         stripe = zlib.crc32(key.encode()) % TAKE_LOCKS
@@ -232,6 +253,11 @@ class LimitGate:
             )
         else:
             self._still_waiting(message)
+        booking = self._book(message, shard, admission, now_ms)
+        if booking is not None:
+            # Its token is booked: it comes back to start, at the booking's opening.
+            delay_ms = max(0, booking.opens_at - now_ms)
+            return self._send_again(message, (held_since, lease_until), now_ms, delay_ms, None, booking)
         delay_ms = admission.delay_ms if admission is not None and not admission.admitted else SECOND_MS
         looks_at = message.looks_at
         if (
@@ -245,7 +271,6 @@ class LimitGate:
                 delay_ms = bounded_delay_ms(now_ms + round(delay_ms * (1 + random.random())), now_ms)
             else:
                 delay_ms = bounded_delay_ms(looks_at, now_ms)
-        not_before = now_ms + delay_ms
         if admission is not None and (admission.waiter is not None or admission.expired or admission.evicted):
             drop = tuple(sorted(set(admission.expired) | set(admission.evicted)))
             try:
@@ -254,13 +279,46 @@ class LimitGate:
                 # A place in line orders the waiters; without it the occurrence still waits and looks
                 # again, so a throttled shard does not fail the hold.
                 logger.warning("job %s: its place in line was not kept", message.job_id, exc_info=True)
+        return self._send_again(message, (held_since, lease_until), now_ms, delay_ms, looks_at, None)
+
+    def _book(
+        self, message: JobMessage, shard: Shard, admission: Admission | None, now_ms: int
+    ) -> Booking | None:
+        """The token booked for the held-back occurrence, when its shard books (Admission's
+        `book_ceiling`) and the horizon still has one; None otherwise, or when the shard refused the
+        write (a hot shard throttles): the occurrence then waits in line or in the queue of looks."""
+        if admission is None or admission.book_ceiling is None or shard.share is None:
+            return None
+        try:
+            token_at = self._engine.store.book_token(shard, message.job_id, admission.book_ceiling, now_ms)
+        except (ClientError, BotoCoreError):
+            logger.warning("shard %s of key %s booked no token", shard.number, shard.key)
+            return None
+        if token_at is None:
+            return None
+        assert shard.share_text is not None
+        return booked(shard.share, shard.number, shard.share_text, token_at)
+
+    def _send_again(
+        self,
+        message: JobMessage,
+        wait: tuple[int, int],
+        now_ms: int,
+        delay_ms: int,
+        looks_at: int | None,
+        booking: Booking | None,
+    ) -> HeldBack:
+        """Sends the held-back message again, `delay_ms` from `now_ms`; `wait` is when it was first
+        held and the job's lease over its wait."""
+        held_since, lease_until = wait
         again = message.model_copy(
             update={
                 "held_since": held_since,
-                "not_before": not_before,
+                "not_before": now_ms + delay_ms,
                 "holds": message.holds + 1,
                 "held_lease_until": lease_until,
                 "looks_at": looks_at,
+                "booking": booking,
             }
         )
         if self._engine.dispatcher.send([again]):

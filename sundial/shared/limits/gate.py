@@ -45,6 +45,16 @@ HOLD_MAX_MS = 60 * SECOND_MS
 WAITER_GRACE_MS = 30 * SECOND_MS
 # Until a key has seen an attempt end, an attempt is assumed to take this long.
 ASSUMED_ATTEMPT_MS = 1 * SECOND_MS
+# A held-back occurrence on a shard that limits only the rate books the token it will start on, when
+# that token's time is at most this far off: it then comes back to start, not to race the others for
+# what the line leaves (at 100 starts a second a shard the line of ten covers a tenth of a second,
+# and a held-back message comes back a whole second later at the soonest). The horizon bounds how
+# long a booking made before a better-ranked arrival keeps its turn ahead of it.
+BOOKING_HORIZON_MS = 3 * SECOND_MS
+# A booked token may be used from the earliest instant a start could have taken it until its own
+# time: `burst - 1` starts' time. Narrower than this, a delivery rarely lands in it, and the
+# occurrence books nothing.
+BOOKING_MIN_WINDOW_MS = 200
 
 
 def shard_count(max_concurrent: int | None, per_second: float | None) -> int:
@@ -131,6 +141,22 @@ class Admission:
     look_spacing_ms: int | None = None
     look_floor: int | None = None
     needed: int = 1
+    # Held back on a shard that books: the latest `rate_at` its booking may find (see `Booking`).
+    book_ceiling: float | None = None
+
+
+@dataclass(frozen=True)
+class Booking:
+    """A token taken for a start to come: the booking moved `rate_at` on one start's time from
+    `token_at`, so that a start at any instant from `opens_at` to `closes_at` is one a take at that
+    instant could have made (`rate_at` was within the burst of it and not behind it), and with every
+    other booking and take the key keeps to its rate and burst. Used once: by the fence of the
+    occurrence that booked it, conditional on the shard's share being the one booked under."""
+
+    shard: int
+    share_text: str
+    opens_at: int
+    closes_at: int
 
 
 def start_interval_ms(share: ShardShare) -> float | None:
@@ -156,6 +182,30 @@ def rate_ceiling(share: ShardShare, now_ms: int, needed: int) -> float:
     return now_ms + (share.burst - needed) * interval
 
 
+def booking_ceiling(share: ShardShare, state: ShardState, now_ms: int, needed: int) -> float | None:
+    """The latest `rate_at` at which a held-back arrival books a token (its `needed - 1` better-ranked
+    waiters still finding theirs within the horizon), or None when it books nothing: the shard also
+    limits concurrency (slots are not booked), its window is too narrow, its bucket is not in use
+    (the arrival waits for the line, not a token) or already booked past the horizon."""
+    interval = start_interval_ms(share)
+    if share.max_concurrent is not None or interval is None:
+        return None
+    if (share.burst - 1) * interval < BOOKING_MIN_WINDOW_MS:
+        return None
+    ceiling = rate_ceiling(share, now_ms + BOOKING_HORIZON_MS, needed)
+    if state.rate_at is None or not now_ms <= state.rate_at <= ceiling:
+        return None
+    return ceiling
+
+
+def booked(share: ShardShare, shard: int, share_text: str, token_at: float) -> Booking:
+    """The booking of the token whose time is `token_at` (`rate_at` before the booking moved it)."""
+    interval = start_interval_ms(share)
+    assert interval is not None
+    opens_at = math.ceil(token_at - (share.burst - 1) * interval)
+    return Booking(shard, share_text, opens_at, math.floor(token_at))
+
+
 def admit(
     share: ShardShare,
     state: ShardState,
@@ -175,7 +225,10 @@ def admit(
 
     `looks_at` is the instant the queue beyond the line gave it before, if any: until then it waits
     for that instant (at most HOLD_MAX_MS at a time); after it, its turn has come, and it looks again
-    as often as the line's last place would."""
+    as often as the line's last place would.
+
+    Held back on a shard that books (`booking_ceiling`), it first books its token: the line and the
+    queue of looks are for the occurrences the horizon has no token for."""
     holders = state.live_holders(now_ms, job_id)
     waiters = state.live_waiters(now_ms, job_id)
     expired = tuple(
@@ -190,6 +243,7 @@ def admit(
     ahead = sum(1 for waiter in waiters.values() if waiter.rank < rank)
     if capacity > ahead:
         return Admission(True, expired=expired, needed=ahead + 1)
+    book = booking_ceiling(share, state, now_ms, ahead + 1)
     line = sorted([*((w.rank, j) for j, w in waiters.items()), (rank, job_id)])
     kept = {j for _, j in line[:WAITERS_KEPT]}
     evicted = tuple(j for j in waiters if j not in kept)
@@ -197,14 +251,16 @@ def admit(
         delay = _delay_ms(share, state, tokens, free, ahead + 1)
         since = held_since if held_since is not None else now_ms
         waiter = Waiter(rank, since, now_ms + delay + WAITER_GRACE_MS)
-        return Admission(False, delay, waiter, evicted, expired)
+        return Admission(False, delay, waiter, evicted, expired, needed=ahead + 1, book_ceiling=book)
     behind_line = _delay_ms(share, state, tokens, free, ahead + 1)
     if looks_at is not None:
         # Its instant is still to come, or has come and the line is still full: no new place.
         delay = looks_at - now_ms if looks_at > now_ms else behind_line
-        return Admission(False, _bounded(delay), None, (), expired)
+        return Admission(False, _bounded(delay), None, (), expired, needed=ahead + 1, book_ceiling=book)
     spacing = _start_spacing_ms(share, state)
-    return Admission(False, behind_line, None, (), expired, spacing, now_ms + behind_line)
+    return Admission(
+        False, behind_line, None, (), expired, spacing, now_ms + behind_line, ahead + 1, book_ceiling=book
+    )
 
 
 def _delay_ms(share: ShardShare, state: ShardState, tokens: float | None, free: float, turn: int) -> int:

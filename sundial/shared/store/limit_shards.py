@@ -85,12 +85,17 @@ class LimitShards(StoreWrites):
         needed: int,
         now_ms: int,
         expired: tuple[str, ...],
+        booked: bool = False,
     ) -> dict[str, Any]:
         """The shard's part of a fence that takes a slot (`lease_until`) and a token: conditional on
         the limit being the one read, and on `needed` slots and tokens being there still (the arrival
         and the live waiters ranked before it). Not on the shard being as read: starts side by side
         on a shard with room each find their slot and token, where a condition on its version let
-        one of them through and sent the others to read and write again."""
+        one of them through and sent the others to read and write again. A `booked` start took its
+        token when it was held back: its part is a check that the limit is still the one it booked
+        under."""
+        if booked:
+            return self._booked_take(shard)
         share = shard.share
         assert share is not None and shard.share_text is not None
         names = {"#share": "share", "#waiters": "waiters", "#job": job_id}
@@ -141,6 +146,18 @@ class LimitShards(StoreWrites):
                 "ConditionExpression": " AND ".join(conditions),
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
+            }
+        }
+
+    def _booked_take(self, shard: Shard) -> dict[str, Any]:
+        assert shard.share_text is not None
+        return {
+            "ConditionCheck": {
+                "TableName": self._table,
+                "Key": shard_key(shard.key, shard.number),
+                "ConditionExpression": "#share = :share",
+                "ExpressionAttributeNames": {"#share": "share"},
+                "ExpressionAttributeValues": {":share": {"S": shard.share_text}},
             }
         }
 
@@ -236,6 +253,41 @@ class LimitShards(StoreWrites):
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise
+
+    def book_token(self, shard: Shard, job_id: str, ceiling: float, now_ms: int) -> float | None:
+        """Books a token for a held-back occurrence (sundial/shared/limits/gate.py, `Booking`): moves
+        `rate_at` on one start's time, conditional on the share being the one read and on `rate_at`
+        being in use and no later than `ceiling`; gives up the occurrence's place in line in the same
+        write. Answers the token's time (`rate_at` before the write), or None when the condition
+        failed: the horizon is booked, or the limit changed."""
+        share = shard.share
+        interval = start_interval_ms(share) if share is not None else None
+        assert interval is not None and shard.share_text is not None
+        names = {"#share": "share", "#rate_at": "rate_at"}
+        update = "SET #rate_at = #rate_at + :interval"
+        if job_id in shard.state.waiters:
+            names.update({"#waiters": "waiters", "#job": job_id})
+            update += " REMOVE #waiters.#job"
+        try:
+            answer = self._client.update_item(
+                TableName=self._table,
+                Key=shard_key(shard.key, shard.number),
+                UpdateExpression=update,
+                ConditionExpression="#share = :share AND #rate_at BETWEEN :now AND :ceiling",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={
+                    ":share": {"S": shard.share_text},
+                    ":interval": _number(interval),
+                    ":now": {"N": str(now_ms)},
+                    ":ceiling": _number(ceiling),
+                },
+                ReturnValues="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+            return None
+        return float(answer["Attributes"]["rate_at"]["N"])
 
     def reserve_look(self, shard: Shard, spacing_ms: int, floor_ms: int) -> int:
         """The next instant of the shard's queue of looks: `spacing_ms` after the last one given, and

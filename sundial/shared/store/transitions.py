@@ -46,6 +46,7 @@ class SlotTake:
     needed: int
     expired: tuple[str, ...] = ()
     waited_ms: int | None = None
+    booked: bool = False  # its token was booked when it was held back: nothing more is taken
 
     @property
     def holds_slot(self) -> bool:

@@ -107,7 +107,9 @@ class WorkerWrites(Transitions):
         if take.holds_slot:
             change.set(limit_slot=slot_name(take.shard.key, take.shard.number))
         holder_lease = lease_until if take.holds_slot else None
-        shard = self.shard_take(take.shard, job_id, holder_lease, take.needed, now_ms, take.expired)
+        shard = self.shard_take(
+            take.shard, job_id, holder_lease, take.needed, now_ms, take.expired, take.booked
+        )
         return self._transition(Event.FENCE, job_id, change, *extra, token=token, partners=[shard])
 
     def hold(
