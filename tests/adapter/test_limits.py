@@ -540,3 +540,80 @@ def test_a_limit_changed_since_the_booking_holds_its_occurrence_to_the_new_one(e
     with pytest.raises(HeldBack):  # a start each 10 s now: the booking is no way around it
         fence(engine, again)
     assert engine.store.get(job_id).status is JobStatus.QUEUED
+
+
+def _throttle(*_: Any) -> Any:
+    error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
+    raise ClientError(error, "GetItem")  # type: ignore[arg-type]
+
+
+def test_an_arrival_whose_shard_read_is_throttled_is_held_back_without_it(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=1, burst=1)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])  # this worker has seen the key limited
+    shard_before = engine.store.limit_shard(KEY, 0)
+    now = engine.clock.now_ms()
+
+    monkeypatch.setattr(engine.store, "limit_shard", _throttle)
+    with pytest.raises(HeldBack) as held:
+        fence(engine, messages[ids[1]])
+    monkeypatch.undo()
+
+    again = held.value.message
+    assert again.not_before is not None and now + SECOND <= again.not_before <= now + 2 * SECOND
+    job = engine.store.get(ids[1])
+    assert job.status is JobStatus.QUEUED and job.attempt == 0 and (job.lease_until or 0) > again.not_before
+    assert engine.store.limit_shard(KEY, 0) == shard_before  # nothing written to the shard it could not read
+    engine.clock.set(again.not_before + SECOND)
+    assert fence(engine, again).status is JobStatus.RUNNING
+
+
+def test_a_throttled_read_of_a_key_this_worker_never_saw_limited_is_ridden_out(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    job_id = create(engine)  # its key has no limit: holding it would make it wait for nothing
+    message = messages_of(engine, job_id)[job_id]
+    real, reads = engine.store.limit_shard, [0]
+
+    def throttled_once(key: str, number: int) -> Any:
+        reads[0] += 1
+        return _throttle() if reads[0] == 1 else real(key, number)
+
+    monkeypatch.setattr(engine.store, "limit_shard", throttled_once)
+    assert fence(engine, message).status is JobStatus.RUNNING and reads[0] == 2
+
+
+@pytest.mark.parametrize("read_after", ["answered", "throttled"])
+def test_a_take_applied_with_its_answer_lost_is_recognised_though_the_key_now_shows_no_room(
+    engine: Engine, monkeypatch: Any, read_after: str
+) -> None:
+    """Its own take used the key's one token: the read after shows none (or is refused), yet the
+    retry must find its own fence, not hold the job back and call its own start another's."""
+    limit(engine, per_second=1, burst=1)
+    job_id = create(engine)
+    message = messages_of(engine, job_id)[job_id]
+    real_fence, real_read, reads = engine.store.fence, engine.store.limit_shard, [0]
+
+    def applied_answer_lost(*args: Any, **kwargs: Any) -> Job:
+        monkeypatch.setattr(engine.store, "fence", real_fence)
+        real_fence(*args, **kwargs)
+        error = {
+            "Error": {"Code": "InternalServerError", "Message": "no answer"},
+            "ResponseMetadata": {"HTTPStatusCode": 500},
+        }
+        raise ClientError(error, "TransactWriteItems")  # type: ignore[arg-type]
+
+    def throttled_after_the_take(key: str, number: int) -> Any:
+        reads[0] += 1
+        return _throttle() if reads[0] == 2 and read_after == "throttled" else real_read(key, number)
+
+    monkeypatch.setattr(engine.store, "fence", applied_answer_lost)
+    monkeypatch.setattr(engine.store, "limit_shard", throttled_after_the_take)
+    started = fence(engine, message)
+
+    assert started.status is JobStatus.RUNNING and started.attempt == 1
+    assert reads[0] == (3 if read_after == "throttled" else 2)
+    assert _shard_rate_at(engine) == (started.started_at or 0) + SECOND  # one token taken, once

@@ -27,7 +27,7 @@ from hypothesis.stateful import invariant, precondition, rule
 from sundial.contract.jobs import JobUpdate
 from sundial.contract.limits import LimitPut
 from sundial.contract.vocabulary import JobStatus
-from sundial.shared.engine.gate import HeldBack
+from sundial.shared.engine.gate import LIMITED_MEMORY_MS, HeldBack
 from sundial.shared.errors import LimitNotFound
 from sundial.shared.limits import rank_of
 from sundial.shared.models import Job
@@ -48,6 +48,7 @@ LIMITS: dict[str, dict[str, Any]] = {
     "max 2": {"max_concurrent": 2},
     "1/s burst 1": {"per_second": 1, "burst": 1},
     "2/s burst 2": {"per_second": 2, "burst": 2},
+    "1/s burst 2": {"per_second": 1, "burst": 2},
     "max 1, 1/s burst 2": {"max_concurrent": 1, "per_second": 1, "burst": 2},
 }
 # A start with job A's attempt holding its key's only slot (or its only token), and job B of the same
@@ -55,9 +56,17 @@ LIMITS: dict[str, dict[str, Any]] = {
 # given back shows.
 AT_ITS_LIMIT = "at its key's limit, another held back"
 AT_ITS_RATE = "at its key's rate, another held back"
+# Two starts take a burst of two, and a third job's occurrence is held back with the token it booked:
+# its message comes back for the booking's window, where deliveries on time, late and twice meet it.
+BOOKED = "at its key's burst, another booked its start"
 # Then A's worker vanishes, the clock passes A's lease, and B arrives again: A's slot must be free.
 HOLDER_GONE = "at its key's limit, its holder gone past its lease"
-LIMIT_STARTS = {AT_ITS_LIMIT: "max 1", AT_ITS_RATE: "1/s burst 1", HOLDER_GONE: "max 1"}
+LIMIT_STARTS = {
+    AT_ITS_LIMIT: "max 1",
+    AT_ITS_RATE: "1/s burst 1",
+    HOLDER_GONE: "max 1",
+    BOOKED: "1/s burst 2",
+}
 # Slack for the bucket's arithmetic in floats.
 EPSILON = 1e-6
 
@@ -74,6 +83,8 @@ class LimitsSeen:
     rate_starts: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
     # an occurrence held back → the model's attempt count then: later attempts are its starts
     held: dict[tuple[str, int], int] = field(default_factory=dict)
+    # key → when its limit was deleted
+    dropped_at: dict[str, int] = field(default_factory=dict)
 
 
 class LimitSteps:
@@ -141,6 +152,7 @@ class LimitSteps:
             self._violation(f"DELETE /limits/{key} deleted a limit that was never put, or was deleted")
         self._limits.in_force.pop(key, None)
         self._limits.epochs[key] += 1
+        self._limits.dropped_at[key] = self.clock.now_ms()
 
     @precondition(lambda self: bool(self.labels))
     @rule(job=st.sampled_from("ABC"), key=st.sampled_from(["k1", None, "k2"]))
@@ -167,6 +179,9 @@ class LimitSteps:
             self.advance("next due")
             self.tick()
         self.deliver("A")
+        if how == BOOKED:
+            self.create("C", "one-off now", "ok", 0, (5,), "medium", "run_once", "skip", limit_key="k1")
+            self.deliver("C")
         self.create("B", "one-off now", "ok", 0, (5,), "low", "run_once", "skip", limit_key="k1")
         self.deliver("B")
         holder = self._job(self.labels["A"])
@@ -284,6 +299,10 @@ class LimitSteps:
                 )
         if key is not None and limit is not None and limit.per_second is not None:
             found += self._within_rate(attempt, key, limit)
+        booking = attempt.sent.message.booking
+        if booking is not None:
+            within = booking.opens_at <= self.clock.now_ms() <= booking.closes_at
+            self.env.seen[f"a booked occurrence started, {'in' if within else 'out of'} its window"] += 1
         found += self._held_runs_once(attempt, before)
         self._violation(*found)
 
@@ -358,7 +377,11 @@ class LimitSteps:
                 found.append(f"{short(after.id)}: the hold recorded a run ({last} → {now_last})")
         key = message.limit_key
         limit = self._limits.in_force.get(key) if key is not None else None
-        if limit is None:
+        # A worker whose read of the key's shard was refused holds the job without it when it saw the
+        # key limited within a minute: a limit deleted since costs that job one hold, no more.
+        dropped_at = self._limits.dropped_at.get(key or "")
+        refused_read = faulted and dropped_at is not None and now - dropped_at <= LIMITED_MEMORY_MS
+        if limit is None and not refused_read:
             found.append(f"{short(after.id)} was held back by {key}, which has no limit")
         elif not faulted and limit.per_second is None and limit.max_concurrent is not None:
             found += self._needless(

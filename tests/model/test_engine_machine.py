@@ -71,7 +71,7 @@ from tests.model.boundary import (
 )
 from tests.model.intents import Intent, one_off_revived, pause_let_through, triggers_lost
 from tests.model.ledger_rules import LedgerSteps
-from tests.model.limit_rules import AT_ITS_LIMIT, AT_ITS_RATE, HOLDER_GONE, LimitSteps
+from tests.model.limit_rules import AT_ITS_LIMIT, AT_ITS_RATE, BOOKED, HOLDER_GONE, LimitSteps
 from tests.model.short_ticks import WAITING_AHEAD, ShortTickSteps
 from tests.model.windows import FROZEN_CREATE, TICK_MEETS, ZOMBIE_ENDS, WindowSteps
 
@@ -184,6 +184,8 @@ STARTS = [
     AT_ITS_LIMIT,
     AT_ITS_RATE,
     HOLDER_GONE,
+    # Three: two take a burst, the third books its start.
+    BOOKED,
     # Two jobs waiting ahead, their messages sent by a tick from their rows (a tick cut short, in
     # ShortTickSteps, moves the clock to it): where the sent marks matter.
     *(WAITING_AHEAD,) * 3,

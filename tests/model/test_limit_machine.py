@@ -4,7 +4,7 @@ checks them."""
 from __future__ import annotations
 
 from sundial.contract.vocabulary import JobStatus
-from tests.model.limit_rules import AT_ITS_LIMIT, AT_ITS_RATE, HOLDER_GONE
+from tests.model.limit_rules import AT_ITS_LIMIT, AT_ITS_RATE, BOOKED, HOLDER_GONE
 from tests.model.test_engine_machine import EngineMachine, Env, model_env  # noqa: F401
 
 
@@ -67,6 +67,20 @@ def test_a_rate_holds_the_second_start_back_for_its_token(model_env: Env) -> Non
         machine.deliver("B")
         check(machine)
         assert status(machine, "B") is JobStatus.RUNNING
+    finally:
+        machine.teardown()
+
+
+def test_a_booked_start_comes_back_in_its_window_and_starts_on_its_token(model_env: Env) -> None:  # noqa: F811
+    machine = EngineMachine(model_env)
+    try:
+        start(machine, BOOKED)
+        assert status(machine, "B") is JobStatus.QUEUED
+        machine.advance("next due")
+        machine.deliver("B")
+        check(machine)
+        assert status(machine, "B") is JobStatus.RUNNING
+        assert model_env.seen["a booked occurrence started, in its window"] == 1
     finally:
         machine.teardown()
 

@@ -20,6 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sundial.shared import lifecycle
 from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine.context import EngineContext
+from sundial.shared.engine.patience import throttled
 from sundial.shared.errors import LimitChanged, StaleDelivery
 from sundial.shared.limits import Admission, Booking, ShardState, admit, booked, rank_of
 from sundial.shared.limits.gate import HOLD_MAX_MS, bounded_delay_ms
@@ -42,6 +43,18 @@ SHARD_COUNT_TTL_MS = 1000
 HOLD_LEASE_SLACK_MS = 120 * SECOND_MS
 # Locks a process's takes of one key share (keys may share one): a bounded set however many keys.
 TAKE_LOCKS = 256
+# An arrival whose shard refused its read (a hot shard throttles) is held back without one, when
+# this process saw the key limited this recently: a burst of arrivals that each rode the throttle
+# out kept the shard's partition saturated with their retries, and those that ran out of patience
+# all came back together when their messages' visibility ended.
+LIMITED_MEMORY_MS = 60 * SECOND_MS
+# It then looks again at a random instant up to this long ahead, doubled with each of its first
+# three holds: the burst spreads itself over what the shard can read.
+THROTTLED_SPREAD_MS = 2 * SECOND_MS
+# The deliveries whose take failed without an answer (it may have been applied) that a process
+# remembers: such a delivery never holds without a read, which would take its own fence for
+# another's.
+UNSURE_KEPT = 1024
 
 
 def _queued_lease(message: JobMessage, now_ms: int) -> int | None:
@@ -88,6 +101,8 @@ class LimitGate:
         self._counts: dict[str, tuple[int, int]] = {}  # key → (shard count, read at)
         self._lock = threading.Lock()
         self._takes: dict[int, threading.Lock] = {}  # made on first use: most workers meet few keys
+        self._limited_at: dict[str, int] = {}  # key → when this process last read a limit of it
+        self._unsure: dict[str, None] = {}  # delivery ids, oldest first
 
     def fence(self, message: JobMessage, worker: str, delivery_id: str) -> Job:
         """Fences the delivery of a job that names `message.limit_key`, taking its slot and token in
@@ -100,32 +115,38 @@ class LimitGate:
         # (each is conditional on its needs, not on the shard being unchanged), but those that meet
         # a full bucket each restart it, and all but one would read and write again.
         with self._take_lock(key):
-            taken = self._take(message, worker, delivery_id, key)
+            taken = self._booked_start(message, worker, delivery_id, key) or self._take(
+                message, worker, delivery_id, key
+            )
+            if not isinstance(taken, Job) and taken[0] is not None and self._is_unsure(delivery_id):
+                taken = self._own_fence(message, worker, delivery_id, taken[0], taken[1])
+        with self._lock:
+            self._unsure.pop(delivery_id, None)
         if isinstance(taken, Job):
             return taken
         shard, admission = taken
         try:
             held = self._hold(message, shard, admission)
         except StaleDelivery:
-            self._engine.store.leave_line(shard, message.job_id)
+            if shard is not None:
+                self._engine.store.leave_line(shard, message.job_id)
             raise
         raise held
 
     def _take(
         self, message: JobMessage, worker: str, delivery_id: str, key: str
-    ) -> Job | tuple[Shard, Admission | None]:
+    ) -> Job | tuple[Shard | None, Admission | None]:
         """The fence with its slot and token from a shard with room, or the shard it is held back
-        on and why."""
-        booked_start = self._booked_start(message, worker, delivery_id, key)
-        if booked_start is not None:
-            return booked_start
+        on and why (None: its read was refused)."""
         rank = rank_of(message.priority, message.due_at, message.job_id)
         tried: set[int] = set()
         lost: set[int] = set()  # shards where others took what this arrival was shown
         shard: Shard | None = None
         admission: Admission | None = None
         for _ in range(SHARD_TRIES):
-            shard = self._shard(key, tried)
+            shard = self._read_shard(key, tried, delivery_id)
+            if shard is None:
+                return None, None
             now_ms = self._engine.clock.now_ms()
             if shard.share is None and shard.number < shard.shards:
                 return self._fence(message, worker, delivery_id, now_ms)  # no limit: runs unlimited
@@ -175,6 +196,57 @@ class LimitGate:
         except LimitChanged:
             return None
 
+    def _read_shard(self, key: str, tried: set[int], delivery_id: str) -> Shard | None:
+        """A shard of the key to take from, or None when its read was refused and the arrival is
+        held back without one (`_holds_unread`)."""
+        try:
+            shard = self._shard(key, tried)
+        except ClientError as error:
+            if not self._holds_unread(key, delivery_id, error):
+                raise
+            return None
+        if shard.share is not None:
+            self._note_limited(key, self._engine.clock.now_ms())
+        return shard
+
+    def _is_unsure(self, delivery_id: str) -> bool:
+        with self._lock:
+            return delivery_id in self._unsure
+
+    def _own_fence(
+        self, message: JobMessage, worker: str, delivery_id: str, shard: Shard, admission: Admission | None
+    ) -> Job | tuple[Shard, Admission | None]:
+        """Held back after a take of this delivery failed without an answer: the key may show no
+        room because that take was applied and took it. The take is made again, conditional as
+        ever: when the job shows the earlier one applied, the store answers it as this delivery's
+        own fence; otherwise it takes only room that is there, and the arrival is held back as it
+        was."""
+        now_ms = self._engine.clock.now_ms()
+        waited = now_ms - message.held_since if message.held_since is not None else None
+        needed = admission.needed if admission is not None else 1
+        try:
+            return self._fence(message, worker, delivery_id, now_ms, SlotTake(shard, needed, (), waited))
+        except LimitChanged:
+            return shard, admission
+
+    def _note_limited(self, key: str, now_ms: int) -> None:
+        with self._lock:
+            if len(self._limited_at) >= UNSURE_KEPT and key not in self._limited_at:
+                old = now_ms - LIMITED_MEMORY_MS
+                self._limited_at = {k: at for k, at in self._limited_at.items() if at >= old}
+            self._limited_at[key] = now_ms
+
+    def _holds_unread(self, key: str, delivery_id: str, error: ClientError) -> bool:
+        """Whether an arrival whose shard read met `error` is held back without it: a throttle, on a
+        key this process saw limited within LIMITED_MEMORY_MS (one whose limit is gone runs at most
+        a hold late), by a delivery whose earlier take, if any, surely failed."""
+        if not throttled(error):
+            return False
+        with self._lock:
+            seen = self._limited_at.get(key)
+        recent = seen is not None and self._engine.clock.now_ms() - seen <= LIMITED_MEMORY_MS
+        return recent and not self._is_unsure(delivery_id)
+
     def _take_lock(self, key: str) -> threading.Lock:
         stripe = zlib.crc32(key.encode()) % TAKE_LOCKS
         lock = self._takes.get(stripe)
@@ -186,18 +258,28 @@ class LimitGate:
     def _fence(
         self, message: JobMessage, worker: str, delivery_id: str, now_ms: int, take: SlotTake | None = None
     ) -> Job:
-        """The job's fence by its key; with `take`, the slot and token in the same transaction."""
-        return self._engine.store.fence(
-            message.job_id,
-            message.token,
-            worker,
-            now_ms,
-            message.timeout_seconds,
-            delivery_id,
-            limit_key=message.limit_key,
-            take=take,
-            queued_lease=_queued_lease(message, now_ms) if take is not None else None,
-        )
+        """The job's fence by its key; with `take`, the slot and token in the same transaction. An
+        error that leaves it unknown whether the fence was applied marks the delivery unsure."""
+        try:
+            return self._engine.store.fence(
+                message.job_id,
+                message.token,
+                worker,
+                now_ms,
+                message.timeout_seconds,
+                delivery_id,
+                limit_key=message.limit_key,
+                take=take,
+                queued_lease=_queued_lease(message, now_ms) if take is not None else None,
+            )
+        except (ClientError, BotoCoreError) as error:
+            if throttled(error):
+                raise  # refused whole: nothing was written
+            with self._lock:
+                self._unsure[delivery_id] = None
+                if len(self._unsure) > UNSURE_KEPT:
+                    del self._unsure[next(iter(self._unsure))]
+            raise
 
     def _reserve_look(self, shard: Shard, spacing_ms: int, floor_ms: int) -> int | None:
         """The next instant of the shard's queue of looks, or None when the shard refused the write
@@ -231,7 +313,7 @@ class LimitGate:
         left = [n for n in range(count) if n not in tried] or list(range(count))
         return self._engine.store.limit_shard(key, random.choice(left))
 
-    def _hold(self, message: JobMessage, shard: Shard, admission: Admission | None) -> HeldBack:
+    def _hold(self, message: JobMessage, shard: Shard | None, admission: Admission | None) -> HeldBack:
         """Keeps the occurrence queued, its place in line, and sends its message again for later.
 
         The job's lease comes first, covering the longest hold: whatever fails after it, no tick takes
@@ -253,6 +335,11 @@ class LimitGate:
             )
         else:
             self._still_waiting(message)
+        if shard is None:  # its read was refused: it looks again at a random instant, spread out
+            spread = THROTTLED_SPREAD_MS * 2 ** min(message.holds, 3)
+            delay_ms = bounded_delay_ms(now_ms + round(spread * random.random()), now_ms)
+            wait = (held_since, lease_until)
+            return self._send_again(message, wait, now_ms, delay_ms, message.looks_at, None)
         booking = self._book(message, shard, admission, now_ms)
         if booking is not None:
             # Its token is booked: it comes back to start, at the booking's opening.
