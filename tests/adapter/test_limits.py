@@ -617,3 +617,20 @@ def test_a_take_applied_with_its_answer_lost_is_recognised_though_the_key_now_sh
     assert started.status is JobStatus.RUNNING and started.attempt == 1
     assert reads[0] == (3 if read_after == "throttled" else 2)
     assert _shard_rate_at(engine) == (started.started_at or 0) + SECOND  # one token taken, once
+
+
+def test_takes_that_each_read_a_full_bucket_all_start_while_it_has_tokens(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=1, burst=3)
+    ids = [create(engine) for _ in range(3)]
+    messages = messages_of(engine, *ids)
+    full = engine.store.limit_shard(KEY, 0)  # what two more workers read before any start
+    fence(engine, messages[ids[0]])  # a third started first: the bucket's time set from now
+
+    for job_id in ids[1:]:
+        reads = _answer_first(engine, monkeypatch, full)
+        assert fence(engine, messages[job_id]).status is JobStatus.RUNNING
+        assert reads == [0]  # taken from the bucket in use, without reading it again
+        monkeypatch.undo()
+    assert _shard_rate_at(engine) == engine.clock.now_ms() + 3 * SECOND  # three tokens, once each

@@ -14,6 +14,7 @@ import logging
 import random
 import threading
 import zlib
+from dataclasses import replace
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -165,7 +166,7 @@ class LimitGate:
             waited = now_ms - message.held_since if message.held_since is not None else None
             take = SlotTake(shard, admission.needed, admission.expired, waited)
             try:
-                return self._fence(message, worker, delivery_id, now_ms, take)
+                return self._take_from(message, worker, delivery_id, now_ms, take)
             except LimitChanged:
                 lost.add(shard.number)
                 continue  # others took what it needed first: read the shard again
@@ -177,6 +178,25 @@ class LimitGate:
             # Every shard it read lost its take to others: its turn, in line or in the queue of looks.
             admission = _admit(message, shard, rank, self._engine.clock.now_ms(), True)
         return shard, admission
+
+    def _take_from(
+        self, message: JobMessage, worker: str, delivery_id: str, now_ms: int, take: SlotTake
+    ) -> Job:
+        """The fence with `take`. A take that found the shard's bucket full sets `rate_at` from now,
+        on the condition that it has passed: of the takes side by side that read it full, one does,
+        and the rest would fail though the bucket still holds all but one of its tokens. Such a take
+        is made again at once as one from a bucket in use (`rate_at` on one start's time, within the
+        burst of now), which needs no read: it holds whatever `rate_at` the first one set."""
+        try:
+            return self._fence(message, worker, delivery_id, now_ms, take)
+        except LimitChanged:
+            share, seen = take.shard.share, take.shard.state.rate_at
+            # One other start's restart leaves room only in a burst above what this take needs.
+            restarted = share is not None and share.per_second is not None and (seen or 0) < now_ms
+            if not restarted or share is None or share.burst <= take.needed:
+                raise
+        in_use = replace(take.shard, state=replace(take.shard.state, rate_at=float(now_ms)))
+        return self._fence(message, worker, delivery_id, now_ms, replace(take, shard=in_use))
 
     def _booked_start(self, message: JobMessage, worker: str, delivery_id: str, key: str) -> Job | None:
         """The fence on the token the occurrence booked when it was held back, while the booking's
