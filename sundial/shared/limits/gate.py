@@ -116,7 +116,6 @@ class ShardState:
     waiters: dict[str, Waiter] = field(default_factory=dict)
     rate_at: float | None = None  # None: a full bucket
     last_attempt_ms: int | None = None  # the latest attempt's time, as its settle gave it back
-    next_look: int | None = None  # the last instant the queue beyond the line was given
 
     def live_holders(self, now_ms: int, other_than: str | None = None) -> dict[str, int]:
         return {job: end for job, end in self.holders.items() if end >= now_ms and job != other_than}
@@ -255,12 +254,14 @@ def admit(
     behind_line = _delay_ms(share, state, tokens, free, ahead + 1)
     if looks_at is not None:
         # Its instant is still to come, or has come and the line is still full: no new place.
+        # Until its instant it books nothing: the queue of looks keeps its order.
         delay = looks_at - now_ms if looks_at > now_ms else behind_line
-        return Admission(False, _bounded(delay), None, (), expired, needed=ahead + 1, book_ceiling=book)
+        booking = book if looks_at <= now_ms else None
+        return Admission(False, _bounded(delay), None, (), expired, needed=ahead + 1, book_ceiling=booking)
+    # Beyond the line for the first time: its turn to book is its instant in the queue of looks, so
+    # that those waiting there book in the order they came, not every one of a burst at once.
     spacing = _start_spacing_ms(share, state)
-    return Admission(
-        False, behind_line, None, (), expired, spacing, now_ms + behind_line, ahead + 1, book_ceiling=book
-    )
+    return Admission(False, behind_line, None, (), expired, spacing, now_ms + behind_line, ahead + 1)
 
 
 def _delay_ms(share: ShardShare, state: ShardState, tokens: float | None, free: float, turn: int) -> int:

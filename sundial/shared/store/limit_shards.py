@@ -1,5 +1,6 @@
 """A limit key's shard items (`LIMIT#<key>#<n>` / `SLOTS`): each with its share of the limit and
-its state, holders, waiters, the rate's `rate_at` and a queue of looks (sundial/shared/limits/gate.py).
+its state, holders, waiters and the rate's `rate_at` (sundial/shared/limits/gate.py); and beside each,
+in a partition of its own, its queue of looks (`LOOKS#<key>#<n>` / `LOOKS`).
 These are the worker's reads and writes: the fence's take and the heartbeat's keep are partners of
 the job's own write, made in the same transaction; the return after a settle, a hold's place in line
 and its instant to look again are writes of their own.
@@ -23,10 +24,17 @@ from sundial.shared.store import items
 from sundial.shared.store.writes import Item, StoreWrites, is_condition_failure
 
 SHARD_SK = "SLOTS"
+LOOKS_SK = "LOOKS"
 
 
 def shard_key(key: str, shard: int) -> Item:
     return {c.PARTITION_KEY: {"S": f"LIMIT#{key}#{shard}"}, c.SORT_KEY: {"S": SHARD_SK}}
+
+
+def looks_key(key: str, shard: int) -> Item:
+    """The item of a shard's queue of looks: a partition of its own, so that a burst of arrivals
+    each taking an instant does not spend the shard's partition, which its starts need."""
+    return {c.PARTITION_KEY: {"S": f"LOOKS#{key}#{shard}"}, c.SORT_KEY: {"S": LOOKS_SK}}
 
 
 def slot_name(key: str, shard: int) -> str:
@@ -293,7 +301,7 @@ class LimitShards(StoreWrites):
         """The next instant of the shard's queue of looks: `spacing_ms` after the last one given, and
         after `floor_ms`. An atomic add, so that many held back at once each get their own instant;
         a queue whose last instant has passed starts again from the floor."""
-        key = shard_key(shard.key, shard.number)
+        key = looks_key(shard.key, shard.number)
         names = {"#next": "next_look"}
 
         def add() -> int:
@@ -379,7 +387,6 @@ def load_shard(key: str, number: int, item: Item | None) -> Shard:
         waiters={job: _waiter(job, str(text)) for job, text in dict(values.get("waiters", {})).items()},
         rate_at=float(values["rate_at"]) if "rate_at" in values else None,
         last_attempt_ms=int(values["last_attempt_ms"]) if "last_attempt_ms" in values else None,
-        next_look=int(values["next_look"]) if "next_look" in values else None,
     )
     return Shard(key, number, int(values.get("shards", 1)), share, state, share_text)
 
