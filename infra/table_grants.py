@@ -1,7 +1,8 @@
 """Each function's access to the jobs table: the DynamoDB actions its code calls, and no more.
 
 `grant_read_write_data` would add Scan to every function (only the api scans, for GET /stats), and
-BatchWriteItem, ConditionCheckItem, DescribeTable and the stream reads, which Sundial never calls.
+BatchWriteItem, DescribeTable and the stream reads, which Sundial never calls, and ConditionCheckItem
+to the functions that never check an item in a transaction.
 The IAM contract test (tests/infra/test_iam_contract.py) records every call the functions make in
 the test suite and fails on one that these do not allow.
 """
@@ -20,7 +21,8 @@ from sundial.shared import constants as c
 @dataclass(frozen=True)
 class TableAccess:
     # On the table itself. TransactWriteItems is authorised item by item (its Update as UpdateItem,
-    # its Put as PutItem), and BatchGetItem is an action of its own.
+    # its Put as PutItem, its ConditionCheck as ConditionCheckItem), and BatchGetItem is an action
+    # of its own.
     actions: tuple[str, ...]
     # Indexes this function queries.
     indexes: tuple[str, ...] = ()
@@ -44,8 +46,9 @@ TABLE_ACCESS: Mapping[str, TableAccess] = {
         (*_WRITES, "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:BatchGetItem"),
         (c.DUE_INDEX_NAME, c.LIST_INDEX_NAME, *c.FILTER_INDEXES),
     ),
-    # Fences, heartbeats and settles one job by its key; clears the alert it sent.
-    "Worker": TableAccess((*_WRITES, "dynamodb:DeleteItem")),
+    # Fences, heartbeats and settles one job by its key; clears the alert it sent. A booked start's
+    # fence checks its limit shard's share in the same transaction.
+    "Worker": TableAccess((*_WRITES, "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem")),
 }
 
 

@@ -226,7 +226,8 @@ TABLE_ACTIONS = {
     "api": {"GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem", "Scan"},
     # Query: its sent marks and a bulk operation's listing, whose jobs BatchGetItem fetches.
     "scheduler": {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchGetItem"},
-    "worker": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"},
+    # ConditionCheckItem: a booked start's fence checks its limit shard in its transaction.
+    "worker": {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
 }
 INDEXES = {
     "api": [c.LIST_INDEX_NAME, *c.FILTER_INDEXES, c.DUE_INDEX_NAME],
@@ -251,7 +252,7 @@ def test_table_access_is_what_the_code_calls(synthesised: Synthesised, function:
             else:
                 assert dynamo == {"Query"}, statement
                 on_indexes.append(resource)
-    # No BatchWriteItem, ConditionCheckItem, DescribeTable or stream reads; Scan for the api alone.
+    # No BatchWriteItem, DescribeTable or stream reads; Scan for the api alone.
     assert on_table == TABLE_ACTIONS[function]
     expected = [{"Fn::Join": ["", [table_arn, f"/index/{name}"]]} for name in INDEXES[function]]
     assert sorted(map(str, on_indexes)) == sorted(map(str, expected))
