@@ -1,11 +1,6 @@
 """The worker's gate for jobs that name a limit key: take a slot and a token with the fence, or hold
-the delivery back and send it again for when the key should allow it (docs/design.md, "Limits per
-key").
-
-A held-back occurrence is not failed and uses no attempt: its job stays queued under the same token,
-with a lease past the instant it looks again, and its message goes back to its queue with that delay.
-Nothing polls: the delay is sized from the key's rate, its free slots, its line and the time its
-attempts take.
+the delivery back (sundial/shared/engine/holds.py) for when the key should allow it (docs/design.md,
+"Limits per key").
 """
 
 from __future__ import annotations
@@ -21,12 +16,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sundial.shared import lifecycle
 from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine.context import EngineContext
+from sundial.shared.engine.holds import HeldBack, HoldFailed, LimitHolds
 from sundial.shared.engine.patience import throttled
 from sundial.shared.errors import LimitChanged, StaleDelivery
-from sundial.shared.limits import Admission, Booking, ShardState, admit, booked, rank_of
-from sundial.shared.limits.gate import HOLD_MAX_MS, bounded_delay_ms
+from sundial.shared.limits import Admission, ShardState, admit, rank_of
 from sundial.shared.models import Job
-from sundial.shared.store.jobs import FENCED_FROM, SlotTake
+from sundial.shared.store.jobs import SlotTake
 from sundial.shared.store.limit_shards import Shard
 
 logger = logging.getLogger(__name__)
@@ -39,9 +34,6 @@ SHARDS_TRIED = 2
 # A key's shard count is read from its shard 0 and kept this long: a change of limit applies
 # within a second.
 SHARD_COUNT_TTL_MS = 1000
-# A hold's lease reaches this far past the instant the occurrence looks again, so that later holds
-# of a long wait rarely need to move it.
-HOLD_LEASE_SLACK_MS = 120 * SECOND_MS
 # Locks a process's takes of one key share (keys may share one): a bounded set however many keys.
 TAKE_LOCKS = 256
 # An arrival whose shard refused its read (a hot shard throttles) is held back without one, when
@@ -49,9 +41,6 @@ TAKE_LOCKS = 256
 # out kept the shard's partition saturated with their retries, and those that ran out of patience
 # all came back together when their messages' visibility ended.
 LIMITED_MEMORY_MS = 60 * SECOND_MS
-# It then looks again at a random instant up to this long ahead, doubled with each of its first
-# three holds: the burst spreads itself over what the shard can read.
-THROTTLED_SPREAD_MS = 2 * SECOND_MS
 # The deliveries whose take failed without an answer (it may have been applied) that a process
 # remembers: such a delivery never holds without a read, which would take its own fence for
 # another's.
@@ -69,6 +58,11 @@ def _queued_lease(message: JobMessage, now_ms: int) -> int | None:
     return lease if lease >= lifecycle.shortest_running_lease(now_ms, message.timeout_seconds) else None
 
 
+def _waited_ms(message: JobMessage, now_ms: int) -> int | None:
+    """How long the occurrence has waited for its key, from its first hold (None: never held)."""
+    return now_ms - message.held_since if message.held_since is not None else None
+
+
 def _admit(message: JobMessage, shard: Shard, rank: str, now_ms: int, contended: bool) -> Admission:
     assert shard.share is not None
     return admit(
@@ -83,22 +77,10 @@ def _admit(message: JobMessage, shard: Shard, rank: str, now_ms: int, contended:
     )
 
 
-class HeldBack(Exception):
-    """The key holds this delivery back: its message went back to its queue with a delay."""
-
-    def __init__(self, message: JobMessage, delay_ms: int) -> None:
-        super().__init__(f"job {message.job_id} waits {delay_ms} ms for its limit key")
-        self.message = message
-        self.delay_ms = delay_ms
-
-
-class HoldFailed(RuntimeError):
-    """A held-back message could not be sent again: the delivery must fail so SQS keeps it."""
-
-
 class LimitGate:
     def __init__(self, engine: EngineContext) -> None:
         self._engine = engine
+        self._holds = LimitHolds(engine)
         self._counts: dict[str, tuple[int, int]] = {}  # key → (shard count, read at)
         self._lock = threading.Lock()
         self._takes: dict[int, threading.Lock] = {}  # made on first use: most workers meet few keys
@@ -127,7 +109,7 @@ class LimitGate:
             return taken
         shard, admission = taken
         try:
-            held = self._hold(message, shard, admission)
+            held = self._holds.hold(message, shard, admission)
         except StaleDelivery:
             if shard is not None:
                 self._engine.store.leave_line(shard, message.job_id)
@@ -163,7 +145,7 @@ class LimitGate:
                 if len(tried) < min(shard.shards, SHARDS_TRIED):
                     continue  # another shard of a hot key may have room
                 break
-            waited = now_ms - message.held_since if message.held_since is not None else None
+            waited = _waited_ms(message, now_ms)
             take = SlotTake(shard, admission.needed, admission.expired, waited)
             try:
                 return self._take_from(message, worker, delivery_id, now_ms, take)
@@ -210,7 +192,7 @@ class LimitGate:
             return None
         # The share as booked stands in for a read: the check fails if it no longer is the shard's.
         shard = Shard(key, booking.shard, 1, None, ShardState(), booking.share_text)
-        waited = now_ms - message.held_since if message.held_since is not None else None
+        waited = _waited_ms(message, now_ms)
         try:
             return self._fence(message, worker, delivery_id, now_ms, SlotTake(shard, 1, (), waited, True))
         except LimitChanged:
@@ -242,7 +224,7 @@ class LimitGate:
         own fence; otherwise it takes only room that is there, and the arrival is held back as it
         was."""
         now_ms = self._engine.clock.now_ms()
-        waited = now_ms - message.held_since if message.held_since is not None else None
+        waited = _waited_ms(message, now_ms)
         needed = admission.needed if admission is not None else 1
         try:
             return self._fence(message, worker, delivery_id, now_ms, SlotTake(shard, needed, (), waited))
@@ -301,22 +283,6 @@ class LimitGate:
                     del self._unsure[next(iter(self._unsure))]
             raise
 
-    def _reserve_look(self, shard: Shard, spacing_ms: int, floor_ms: int) -> int | None:
-        """The next instant of the shard's queue of looks, or None when the shard refused the write
-        (a hot shard throttles): the occurrence then looks again without one."""
-        try:
-            return self._engine.store.reserve_look(shard, spacing_ms, floor_ms)
-        except (ClientError, BotoCoreError):
-            logger.warning("shard %s of key %s gave no instant to look again", shard.number, shard.key)
-            return None
-
-    def _still_waiting(self, message: JobMessage) -> None:
-        """A read, not a write, when the lease still covers the wait: the job must still wait under
-        this delivery's token."""
-        job = self._engine.store.get(message.job_id)
-        if job.status not in FENCED_FROM or job.token != message.token or job.limit_key != message.limit_key:
-            raise StaleDelivery(f"job '{message.job_id}' no longer waits for this delivery", current=job)
-
     def _shard(self, key: str, tried: set[int]) -> Shard:
         now_ms = self._engine.clock.now_ms()
         with self._lock:
@@ -332,105 +298,6 @@ class LimitGate:
             count = known[0]
         left = [n for n in range(count) if n not in tried] or list(range(count))
         return self._engine.store.limit_shard(key, random.choice(left))
-
-    def _hold(self, message: JobMessage, shard: Shard | None, admission: Admission | None) -> HeldBack:
-        """Keeps the occurrence queued, its place in line, and sends its message again for later.
-
-        The job's lease comes first, covering the longest hold: whatever fails after it, no tick takes
-        the wait for a lost message. It raises StaleDelivery when the job moved on (a cancel, a pause,
-        another token): its place in line is then given up, and its message dropped."""
-        now_ms = self._engine.clock.now_ms()
-        held_since = message.held_since if message.held_since is not None else now_ms
-        lease_needed = now_ms + (HOLD_MAX_MS + lifecycle.lease_seconds(message.timeout_seconds) * SECOND_MS)
-        lease_until = message.held_lease_until
-        if lease_until is None or lease_until < lease_needed:
-            lease_until = lease_needed + HOLD_LEASE_SLACK_MS
-            self._engine.store.hold(
-                message.job_id,
-                message.token,
-                message.limit_key or "",
-                message.priority,
-                lease_until,
-                held_since,
-            )
-        else:
-            self._still_waiting(message)
-        if shard is None:  # its read was refused: it looks again at a random instant, spread out
-            spread = THROTTLED_SPREAD_MS * 2 ** min(message.holds, 3)
-            delay_ms = bounded_delay_ms(now_ms + round(spread * random.random()), now_ms)
-            wait = (held_since, lease_until)
-            return self._send_again(message, wait, now_ms, delay_ms, message.looks_at, None)
-        booking = self._book(message, shard, admission, now_ms)
-        if booking is not None:
-            # Its token is booked: it comes back to start, at the booking's opening.
-            delay_ms = max(0, booking.opens_at - now_ms)
-            return self._send_again(message, (held_since, lease_until), now_ms, delay_ms, None, booking)
-        delay_ms = admission.delay_ms if admission is not None and not admission.admitted else SECOND_MS
-        looks_at = message.looks_at
-        if (
-            admission is not None
-            and admission.look_spacing_ms is not None
-            and admission.look_floor is not None
-        ):
-            # Beyond the line: the next instant of the shard's queue of looks, one start after the last.
-            looks_at = self._reserve_look(shard, admission.look_spacing_ms, admission.look_floor)
-            if looks_at is None:  # spread over twice the line's wait, and ask again then
-                delay_ms = bounded_delay_ms(now_ms + round(delay_ms * (1 + random.random())), now_ms)
-            else:
-                delay_ms = bounded_delay_ms(looks_at, now_ms)
-        if admission is not None and (admission.waiter is not None or admission.expired or admission.evicted):
-            drop = tuple(sorted(set(admission.expired) | set(admission.evicted)))
-            try:
-                self._engine.store.wait_in_line(shard, message.job_id, admission.waiter, drop)
-            except (ClientError, BotoCoreError):
-                # A place in line orders the waiters; without it the occurrence still waits and looks
-                # again, so a throttled shard does not fail the hold.
-                logger.warning("job %s: its place in line was not kept", message.job_id, exc_info=True)
-        return self._send_again(message, (held_since, lease_until), now_ms, delay_ms, looks_at, None)
-
-    def _book(
-        self, message: JobMessage, shard: Shard, admission: Admission | None, now_ms: int
-    ) -> Booking | None:
-        """The token booked for the held-back occurrence, when its shard books (Admission's
-        `book_ceiling`) and the horizon still has one; None otherwise, or when the shard refused the
-        write (a hot shard throttles): the occurrence then waits in line or in the queue of looks."""
-        if admission is None or admission.book_ceiling is None or shard.share is None:
-            return None
-        try:
-            token_at = self._engine.store.book_token(shard, message.job_id, admission.book_ceiling, now_ms)
-        except (ClientError, BotoCoreError):
-            logger.warning("shard %s of key %s booked no token", shard.number, shard.key)
-            return None
-        if token_at is None:
-            return None
-        assert shard.share_text is not None
-        return booked(shard.share, shard.number, shard.share_text, token_at)
-
-    def _send_again(
-        self,
-        message: JobMessage,
-        wait: tuple[int, int],
-        now_ms: int,
-        delay_ms: int,
-        looks_at: int | None,
-        booking: Booking | None,
-    ) -> HeldBack:
-        """Sends the held-back message again, `delay_ms` from `now_ms`; `wait` is when it was first
-        held and the job's lease over its wait."""
-        held_since, lease_until = wait
-        again = message.model_copy(
-            update={
-                "held_since": held_since,
-                "not_before": now_ms + delay_ms,
-                "holds": message.holds + 1,
-                "held_lease_until": lease_until,
-                "looks_at": looks_at,
-                "booking": booking,
-            }
-        )
-        if self._engine.dispatcher.send([again]):
-            raise HoldFailed(f"could not send job '{message.job_id}' back to wait for its limit key")
-        return HeldBack(again, delay_ms)
 
 
 __all__ = ["HeldBack", "HoldFailed", "LimitGate"]
