@@ -147,7 +147,7 @@ def _serve(
     pollers = _pollers(resources, endpoint_url, region, options.workers, worker, stop)
     print(banner(_url(server), endpoint_url, own_emulator=child is not None), flush=True)
     print(_state_line(options, child is not None), flush=True)
-    status = _wait_for_stop(stop, child)
+    status = _wait_for_stop(signals, child)
     logger.info("stopping: no new ticks or messages; waiting for the attempts in flight")
     _shut_down(server, ticker, pollers)
     return status
@@ -161,12 +161,12 @@ def _state_line(options: LocalOptions, own_emulator: bool) -> str:
     return f"  State:     {options.state_dir} (kept across restarts and crashes; delete it to start afresh)\n"
 
 
-def _wait_for_stop(stop: threading.Event, child: EmulatorProcess | None) -> int:
+def _wait_for_stop(signals: Signals, child: EmulatorProcess | None) -> int:
     """0 after a signal; 1 if our emulator died, taking every job's state with it."""
-    while not stop.wait(CHILD_CHECK_SECONDS):
+    while not signals.wait_for_stop(CHILD_CHECK_SECONDS):
         if child is not None and not child.running():
             logger.error("the emulator exited; stopping, since every job's state was in it")
-            stop.set()
+            signals.stop.set()
             return 1
     return 0
 

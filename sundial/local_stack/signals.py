@@ -8,6 +8,11 @@ interrupted start leaves it as a crash there would, which the next start recover
 
 Once serving, a signal asks for a graceful stop (the `stop` event); a second one, while that stop is
 under way or after an interrupted start, ends the process at once.
+
+The handler takes no lock. It runs in the main thread between two of its steps, and that thread may be
+holding the very lock the handler would wait for: setting `stop` there (an Event, whose lock its own
+waits take) hung the process whenever the signal came while the main thread was inside `stop.wait`.
+The handler only notes the request; the main thread, waiting in `wait_for_stop`, sets `stop`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from types import FrameType
@@ -52,6 +58,7 @@ class Signals:
         self.stop = threading.Event()
         self._serving = False
         self._interrupted = False
+        self._stop_asked = False  # written by the handler: a plain flag, since it may take no lock
         self._doing: Describe = lambda: "starting"
 
     def install(self) -> Signals:
@@ -73,12 +80,18 @@ class Signals:
         """From now on a signal asks for a graceful stop."""
         self._serving = True
 
-    def wait_for_stop(self) -> None:
-        """Returns once a signal asked for a stop. In steps: the kernel may hand a signal to any
-        thread, and one handed to another thread does not wake the main thread from an untimed
+    def wait_for_stop(self, timeout: float | None = None) -> bool:
+        """In the main thread: True once a signal asked for a stop, `stop` then set for every other
+        thread; False when `timeout` passed first. In short sleeps: the kernel may hand a signal to
+        any thread, and one handed to another thread does not wake the main thread from an untimed
         wait, so its handler would not run until something else did."""
-        while not self.stop.wait(WAKE_SECONDS):
-            pass
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._stop_asked:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(WAKE_SECONDS)
+        self.stop.set()
+        return True
 
     def describe(self) -> str:
         try:
@@ -91,12 +104,12 @@ class Signals:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
-        if self._interrupted or self.stop.is_set():
+        if self._interrupted or self._stop_asked or self.stop.is_set():
             say(f"sundial {self.command}: {name} again while stopping: exiting at once")
             os._exit(128 + signum)
         if self._serving:
             say(f"sundial {self.command}: {name}: stopping")
-            self.stop.set()
+            self._stop_asked = True
             return
         self._interrupted = True
         raise Interrupted(signum, self.describe())

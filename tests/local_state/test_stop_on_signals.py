@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,6 +112,44 @@ def test_sigterm_handed_to_another_thread_than_the_main_one_stops_a_serving_emul
     assert time.monotonic() - started < EXIT_SECONDS
     assert emulator.popen.returncode == 0
     assert "SIGTERM: stopping" in emulator.output()
+
+
+# A main thread that does nothing but wait for the stop, checking for it without pause, so that a
+# signal often lands while that thread holds a lock of its wait: a handler that took the same lock
+# hung more than half of these processes.
+WAITS_WITHOUT_PAUSE = """
+import sys
+from sundial.local_stack import signals
+signals.WAKE_SECONDS = 0
+waiting = signals.Signals("waiting").install()
+waiting.serving()
+print("waiting", flush=True)
+waiting.wait_for_stop()
+sys.exit(0 if waiting.stop.is_set() else 3)
+"""
+SIGNALLED_WAITS = 30
+
+
+def test_a_signal_that_lands_while_the_main_thread_waits_for_it_stops_the_process_every_time() -> None:
+    hung = 0
+    for _ in range(SIGNALLED_WAITS):
+        child = subprocess.Popen(
+            [sys.executable, "-c", WAITS_WITHOUT_PAUSE], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert child.stdout is not None and child.stdout.readline() == b"waiting\n"
+        time.sleep(0.02)  # well inside its loop of waits
+        child.send_signal(signal.SIGTERM)
+        try:
+            assert child.wait(EXIT_SECONDS) == 0
+        except subprocess.TimeoutExpired:
+            hung += 1
+            child.kill()
+            child.wait()
+        finally:
+            child.stdout.close()
+            assert child.stderr is not None
+            child.stderr.close()
+    assert hung == 0, f"{hung} of {SIGNALLED_WAITS} processes ignored their SIGTERM"
 
 
 def _emulator(log_dir: Path, state: Path, name: str, port: int | None = None) -> Process:
