@@ -53,7 +53,9 @@ class JobMessage(BaseModel):
     not_before: int | None = None
     holds: int = 0
     held_lease_until: int | None = None
-    # Beyond its key's line: the instant the shard's queue of looks gave it.
+    # The shard it was held back on, whose line or queue of looks keeps its place: it looks there
+    # again. Beyond that shard's line: the instant its queue of looks gave it.
+    held_on: int | None = None
     looks_at: int | None = None
     # The token it booked when it was held back, for a start within the booking's window.
     booking: Booking | None = None

@@ -634,3 +634,28 @@ def test_takes_that_each_read_a_full_bucket_all_start_while_it_has_tokens(
         assert reads == [0]  # taken from the bucket in use, without reading it again
         monkeypatch.undo()
     assert _shard_rate_at(engine) == engine.clock.now_ms() + 3 * SECOND  # three tokens, once each
+
+
+def test_an_occurrence_held_back_on_one_shard_looks_again_on_that_shard_where_its_place_is(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=200, burst=1)  # two shards, one token each
+    start = engine.clock.now_ms()
+    ids = [create(engine) for _ in range(3)]
+    messages = messages_of(engine, *ids)
+    monkeypatch.setattr(gate.random, "random", lambda: 0.99)  # no arrival reads shard 0 first
+    monkeypatch.setattr(gate.random, "choice", max)  # but the highest it has not tried
+    fence(engine, messages[ids[0]])  # shard 1's token
+    fence(engine, messages[ids[1]])  # shard 1 is empty: shard 0's token
+    with pytest.raises(HeldBack) as held:
+        fence(engine, messages[ids[2]])  # both empty: held back on the last it read, shard 0
+    again = held.value.message
+    assert again.held_on == 0
+    assert ids[2] in engine.store.limit_shard(KEY, 0).state.waiters
+    engine.clock.set(start + SECOND)  # both shards have their token again
+
+    assert fence(engine, again).status is JobStatus.RUNNING  # an arrival would have read shard 1 first
+
+    shards = [engine.store.limit_shard(KEY, n).state for n in (0, 1)]
+    assert shards[0].rate_at == start + SECOND + 10 and ids[2] not in shards[0].waiters
+    assert shards[1].rate_at == start + 10  # untouched since the first start took its token

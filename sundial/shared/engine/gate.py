@@ -127,7 +127,7 @@ class LimitGate:
         shard: Shard | None = None
         admission: Admission | None = None
         for _ in range(SHARD_TRIES):
-            shard = self._read_shard(key, tried, delivery_id)
+            shard = self._read_shard(key, tried, delivery_id, message.held_on)
             if shard is None:
                 return None, None
             now_ms = self._engine.clock.now_ms()
@@ -142,9 +142,9 @@ class LimitGate:
             admission = _admit(message, shard, rank, now_ms, shard.number in lost)
             if not admission.admitted:
                 tried.add(shard.number)
-                if len(tried) < min(shard.shards, SHARDS_TRIED):
+                if shard.number != message.held_on and len(tried) < min(shard.shards, SHARDS_TRIED):
                     continue  # another shard of a hot key may have room
-                break
+                break  # held back where it was before, it keeps its place there
             waited = _waited_ms(message, now_ms)
             take = SlotTake(shard, admission.needed, admission.expired, waited)
             try:
@@ -198,11 +198,11 @@ class LimitGate:
         except LimitChanged:
             return None
 
-    def _read_shard(self, key: str, tried: set[int], delivery_id: str) -> Shard | None:
+    def _read_shard(self, key: str, tried: set[int], delivery_id: str, held_on: int | None) -> Shard | None:
         """A shard of the key to take from, or None when its read was refused and the arrival is
         held back without one (`_holds_unread`)."""
         try:
-            shard = self._shard(key, tried)
+            shard = self._shard(key, tried, held_on)
         except ClientError as error:
             if not self._holds_unread(key, delivery_id, error):
                 raise
@@ -283,19 +283,30 @@ class LimitGate:
                     del self._unsure[next(iter(self._unsure))]
             raise
 
-    def _shard(self, key: str, tried: set[int]) -> Shard:
+    def _shard(self, key: str, tried: set[int], held_on: int | None) -> Shard:
+        """The shard an occurrence held back before reads first is the one it was held on, where its
+        place in line or in the queue of looks is (while the key still has it): each shard's line and
+        queue then send back as many as its share starts, where an occurrence that came back to a
+        shard at random met lines that were not its own, and the key started far below its rate. An
+        arrival reads one at random, the load spread evenly over them."""
         now_ms = self._engine.clock.now_ms()
         with self._lock:
             known = self._counts.get(key)
+        wanted = held_on if held_on is not None and held_on not in tried else None
         if known is None or now_ms - known[1] > SHARD_COUNT_TTL_MS:
             first = self._engine.store.limit_shard(key, 0)
             with self._lock:
                 self._counts[key] = (first.shards, now_ms)
-            if first.shards == 1 or (0 not in tried and random.random() < 1 / first.shards):
-                return first
             count = first.shards
+            if count == 1 or wanted == 0:
+                return first
+            at_random = wanted is None or wanted >= count
+            if at_random and 0 not in tried and random.random() < 1 / count:
+                return first
         else:
             count = known[0]
+        if wanted is not None and wanted < count:
+            return self._engine.store.limit_shard(key, wanted)
         left = [n for n in range(count) if n not in tried] or list(range(count))
         return self._engine.store.limit_shard(key, random.choice(left))
 

@@ -94,12 +94,13 @@ class LimitHolds:
             spread = THROTTLED_SPREAD_MS * 2 ** min(message.holds, 3)
             delay_ms = bounded_delay_ms(now_ms + round(spread * random.random()), now_ms)
             wait = (held_since, lease_until)
-            return self._send_again(message, wait, now_ms, delay_ms, message.looks_at, None)
+            return self._send_again(message, wait, now_ms, delay_ms, message.looks_at, None, message.held_on)
         booking = self._book(message, shard, admission, now_ms)
         if booking is not None:
             # Its token is booked: it comes back to start, at the booking's opening.
             delay_ms = max(0, booking.opens_at - now_ms)
-            return self._send_again(message, (held_since, lease_until), now_ms, delay_ms, None, booking)
+            wait = (held_since, lease_until)
+            return self._send_again(message, wait, now_ms, delay_ms, None, booking, shard.number)
         delay_ms = admission.delay_ms if admission is not None and not admission.admitted else SECOND_MS
         looks_at = message.looks_at
         if (
@@ -121,7 +122,8 @@ class LimitHolds:
                 # A place in line orders the waiters; without it the occurrence still waits and looks
                 # again, so a throttled shard does not fail the hold.
                 logger.warning("job %s: its place in line was not kept", message.job_id, exc_info=True)
-        return self._send_again(message, (held_since, lease_until), now_ms, delay_ms, looks_at, None)
+        wait = (held_since, lease_until)
+        return self._send_again(message, wait, now_ms, delay_ms, looks_at, None, shard.number)
 
     def _book(
         self, message: JobMessage, shard: Shard, admission: Admission | None, now_ms: int
@@ -149,9 +151,10 @@ class LimitHolds:
         delay_ms: int,
         looks_at: int | None,
         booking: Booking | None,
+        held_on: int | None,
     ) -> HeldBack:
         """Sends the held-back message again, `delay_ms` from `now_ms`; `wait` is when it was first
-        held and the job's lease over its wait."""
+        held and the job's lease over its wait; `held_on` the shard it looks at again."""
         held_since, lease_until = wait
         again = message.model_copy(
             update={
@@ -159,6 +162,7 @@ class LimitHolds:
                 "not_before": now_ms + delay_ms,
                 "holds": message.holds + 1,
                 "held_lease_until": lease_until,
+                "held_on": held_on,
                 "looks_at": looks_at,
                 "booking": booking,
             }
