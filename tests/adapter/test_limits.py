@@ -659,3 +659,24 @@ def test_an_occurrence_held_back_on_one_shard_looks_again_on_that_shard_where_it
     shards = [engine.store.limit_shard(KEY, n).state for n in (0, 1)]
     assert shards[0].rate_at == start + SECOND + 10 and ids[2] not in shards[0].waiters
     assert shards[1].rate_at == start + 10  # untouched since the first start took its token
+
+
+def test_an_occurrence_held_on_a_shard_the_key_gave_up_looks_again_on_one_it_has(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    service = limit(engine, per_second=200, burst=1)  # two shards, one token each
+    ids = [create(engine) for _ in range(4)]
+    messages = messages_of(engine, *ids)
+    monkeypatch.setattr(gate.random, "random", lambda: 0.99)
+    monkeypatch.setattr(gate.random, "choice", min)  # shard 1 after shard 0
+    fence(engine, messages[ids[0]])
+    fence(engine, messages[ids[1]])
+    with pytest.raises(HeldBack) as held:
+        fence(engine, messages[ids[2]])
+    assert held.value.message.held_on == 1
+    service.put(KEY, LimitPut.model_validate({"max_concurrent": 1}))  # one shard, its slot free
+
+    assert fence(engine, held.value.message).status is JobStatus.RUNNING  # on shard 0, not unlimited
+    with pytest.raises(HeldBack) as after:
+        fence(engine, messages[ids[3]])
+    assert after.value.message.held_on == 0
