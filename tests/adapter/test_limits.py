@@ -696,3 +696,20 @@ def test_an_occurrence_held_on_a_shard_the_key_gave_up_looks_again_on_one_it_has
     with pytest.raises(HeldBack) as after:
         fence(engine, messages[ids[3]])
     assert after.value.message.held_on == 0
+
+
+def test_an_arrival_that_read_shard_0_for_the_count_and_passed_it_over_picks_among_the_others(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=300)  # three shards
+    ids = [create(engine) for _ in range(1)]
+    offered: list[list[int]] = []
+
+    def pick(candidates: list[int]) -> int:
+        offered.append(list(candidates))
+        return candidates[0]
+
+    monkeypatch.setattr(gate.random, "random", lambda: 0.99)  # not shard 0, its one chance in three
+    monkeypatch.setattr(gate.random, "choice", pick)
+    assert fence(engine, messages_of(engine, *ids)[ids[0]]).status is JobStatus.RUNNING
+    assert offered == [[1, 2]]  # offered shard 0 again, such arrivals met it five times in nine

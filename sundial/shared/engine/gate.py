@@ -301,13 +301,17 @@ class LimitGate:
             count = first.shards
             if count == 1 or wanted == 0:
                 return first
-            at_random = wanted is None or wanted >= count
-            if at_random and 0 not in tried and random.random() < 1 / count:
+            if wanted is not None and wanted < count:
+                return self._engine.store.limit_shard(key, wanted)
+            if 0 not in tried and random.random() < 1 / count:
                 return first
+            # Shard 0 had its one chance in `count`: the pick is among the others, so that each
+            # shard meets as many arrivals (and holds as many back) as the next.
+            tried = tried | {0}
         else:
             count = known[0]
-        if wanted is not None and wanted < count:
-            return self._engine.store.limit_shard(key, wanted)
+            if wanted is not None and wanted < count:
+                return self._engine.store.limit_shard(key, wanted)
         left = [n for n in range(count) if n not in tried] or list(range(count))
         return self._engine.store.limit_shard(key, random.choice(left))
 
