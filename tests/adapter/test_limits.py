@@ -521,6 +521,22 @@ def test_an_occurrence_held_back_on_a_busy_rate_books_its_token_and_starts_on_it
     assert _shard_rate_at(engine) == before + 1500  # its token was the booked one: nothing more taken
 
 
+def test_an_arrival_delivered_later_than_a_booking_window_waits_in_line_rather_than_book(
+    engine: Engine,
+) -> None:
+    limit(engine, per_second=2, burst=2)  # a window of one start's time: 500 ms
+    ids = [create(engine) for _ in range(3)]
+    messages = messages_of(engine, *ids)
+    engine.clock.set(messages[ids[2]].starts_after + 501)  # the queue is behind by more than that
+    fence(engine, messages[ids[0]])
+    fence(engine, messages[ids[1]])
+    before = _shard_rate_at(engine)
+    with pytest.raises(HeldBack) as held:
+        fence(engine, messages[ids[2]])
+    assert held.value.message.booking is None and _shard_rate_at(engine) == before  # no token taken
+    assert ids[2] in engine.store.limit_shard(KEY, 0).state.waiters  # its place in line instead
+
+
 def test_a_booking_whose_window_has_passed_is_not_used(engine: Engine) -> None:
     before = engine.clock.now_ms()
     _, again = _booked_one(engine, per_second=2, burst=2)

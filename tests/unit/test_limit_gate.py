@@ -132,6 +132,16 @@ def test_a_shard_that_limits_concurrency_books_no_token() -> None:
     assert booking_ceiling(ShardShare(None, 10.0, 10), state, 1_000, 1) == 1_000 + BOOKING_HORIZON_MS + 900
 
 
+def test_an_arrival_delivered_later_than_its_window_is_wide_books_nothing_and_takes_its_turn() -> None:
+    share = ShardShare(None, 100.0, 100)  # a window of 99 starts' time: 990 ms
+    busy = ShardState(rate_at=2_000.0)
+    rank = rank_of(Priority.LOW, 0, "j")
+    on_the_edge = admit(share, busy, "j", rank, 1_000, late_ms=990)
+    behind = admit(share, busy, "j", rank, 1_000, late_ms=991)
+    assert on_the_edge.book_ceiling is not None
+    assert not behind.admitted and behind.book_ceiling is None and behind.waiter is not None
+
+
 def test_a_held_back_arrival_on_a_busy_rate_books_its_token_and_the_horizon_bounds_it() -> None:
     share = ShardShare(None, 100.0, 100)  # a shard of a key at 500 a second over five
     busy = ShardState(rate_at=1_000 + 1_000.0)  # the burst used up

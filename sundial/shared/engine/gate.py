@@ -74,6 +74,7 @@ def _admit(message: JobMessage, shard: Shard, rank: str, now_ms: int, contended:
         message.held_since,
         message.looks_at,
         contended,
+        max(0, now_ms - message.starts_after),
     )
 
 

@@ -181,15 +181,23 @@ def rate_ceiling(share: ShardShare, now_ms: int, needed: int) -> float:
     return now_ms + (share.burst - needed) * interval
 
 
-def booking_ceiling(share: ShardShare, state: ShardState, now_ms: int, needed: int) -> float | None:
+def booking_ceiling(
+    share: ShardShare, state: ShardState, now_ms: int, needed: int, late_ms: int = 0
+) -> float | None:
     """The latest `rate_at` at which a held-back arrival books a token (its `needed - 1` better-ranked
     waiters still finding theirs within the horizon), or None when it books nothing: the shard also
     limits concurrency (slots are not booked), its window is too narrow, its bucket is not in use
-    (the arrival waits for the line, not a token) or already booked past the horizon."""
+    (the arrival waits for the line, not a token) or already booked past the horizon.
+
+    Nor does an arrival delivered `late_ms` after its instant book, when that is longer than the
+    window: its queue is behind by as much, and a message sent back to it would come back past its
+    window. Such a booking is a token no start uses; a burst of them at 0.5 of the bench's
+    limit goal held every start back for eight seconds while the queue caught up."""
     interval = start_interval_ms(share)
     if share.max_concurrent is not None or interval is None:
         return None
-    if (share.burst - 1) * interval < BOOKING_MIN_WINDOW_MS:
+    window = (share.burst - 1) * interval
+    if window < BOOKING_MIN_WINDOW_MS or late_ms > window:
         return None
     ceiling = rate_ceiling(share, now_ms + BOOKING_HORIZON_MS, needed)
     if state.rate_at is None or not now_ms <= state.rate_at <= ceiling:
@@ -214,6 +222,7 @@ def admit(
     held_since: int | None = None,
     looks_at: int | None = None,
     contended: bool = False,
+    late_ms: int = 0,
 ) -> Admission:
     """Whether the arrival `job_id` (ranked `rank`) starts now on this shard, or how long it waits.
 
@@ -227,7 +236,8 @@ def admit(
     as often as the line's last place would.
 
     Held back on a shard that books (`booking_ceiling`), it first books its token: the line and the
-    queue of looks are for the occurrences the horizon has no token for."""
+    queue of looks are for the occurrences the horizon has no token for. `late_ms`: how long after
+    its instant the arrival was delivered."""
     holders = state.live_holders(now_ms, job_id)
     waiters = state.live_waiters(now_ms, job_id)
     expired = tuple(
@@ -242,7 +252,7 @@ def admit(
     ahead = sum(1 for waiter in waiters.values() if waiter.rank < rank)
     if capacity > ahead:
         return Admission(True, expired=expired, needed=ahead + 1)
-    book = booking_ceiling(share, state, now_ms, ahead + 1)
+    book = booking_ceiling(share, state, now_ms, ahead + 1, late_ms)
     line = sorted([*((w.rank, j) for j, w in waiters.items()), (rank, job_id)])
     kept = {j for _, j in line[:WAITERS_KEPT]}
     evicted = tuple(j for j in waiters if j not in kept)
