@@ -294,24 +294,22 @@ class LimitGate:
         with self._lock:
             known = self._counts.get(key)
         wanted = held_on if held_on is not None and held_on not in tried else None
+        first: Shard | None = None
         if known is None or now_ms - known[1] > SHARD_COUNT_TTL_MS:
             first = self._engine.store.limit_shard(key, 0)
             with self._lock:
                 self._counts[key] = (first.shards, now_ms)
             count = first.shards
-            if count == 1 or wanted == 0:
-                return first
-            if wanted is not None and wanted < count:
-                return self._engine.store.limit_shard(key, wanted)
-            if 0 not in tried and random.random() < 1 / count:
+        else:
+            count = known[0]
+        if wanted is not None and wanted < count:
+            return first if wanted == 0 and first is not None else self._engine.store.limit_shard(key, wanted)
+        if first is not None:
+            if count == 1 or (0 not in tried and random.random() < 1 / count):
                 return first
             # Shard 0 had its one chance in `count`: the pick is among the others, so that each
             # shard meets as many arrivals (and holds as many back) as the next.
             tried = tried | {0}
-        else:
-            count = known[0]
-            if wanted is not None and wanted < count:
-                return self._engine.store.limit_shard(key, wanted)
         left = [n for n in range(count) if n not in tried] or list(range(count))
         return self._engine.store.limit_shard(key, random.choice(left))
 
