@@ -31,6 +31,9 @@ SHARD_TRIES = 5
 # How many of a hot key's shards an arrival reads before it is held back: when one is full the others
 # mostly are too, and reading every one of five on each look made reads most of a busy key's load.
 SHARDS_TRIED = 2
+# A key's shard count is read from its shard 0 and kept this long: a change of limit applies
+# within a second.
+SHARD_COUNT_TTL_MS = 1000
 # Locks a process's takes of one key share (keys may share one): a bounded set however many keys.
 TAKE_LOCKS = 256
 # An arrival whose shard refused its read (a hot shard throttles) is held back without one, when
@@ -79,8 +82,7 @@ class LimitGate:
     def __init__(self, engine: EngineContext) -> None:
         self._engine = engine
         self._holds = LimitHolds(engine)
-        # key → its shard count, as the last read of any of its shards gave it: each shard carries it
-        self._counts: dict[str, int] = {}
+        self._counts: dict[str, tuple[int, int]] = {}  # key → (shard count, read at)
         self._lock = threading.Lock()
         self._takes: dict[int, threading.Lock] = {}  # made on first use: most workers meet few keys
         self._limited_at: dict[str, int] = {}  # key → when this process last read a limit of it
@@ -134,7 +136,9 @@ class LimitGate:
                 return self._fence(message, worker, delivery_id, now_ms)  # no limit: runs unlimited
             if shard.share is None:
                 # A shard the key no longer uses (its limit was lowered since the count was read):
-                # pick again from the count it carries rather than take the job for unlimited.
+                # read the count again rather than take the job for unlimited.
+                with self._lock:
+                    self._counts.pop(key, None)
                 continue
             admission = _admit(message, shard, rank, now_ms, shard.number in lost)
             if not admission.admitted:
@@ -204,8 +208,6 @@ class LimitGate:
             if not self._holds_unread(key, delivery_id, error):
                 raise
             return None
-        with self._lock:
-            self._counts[key] = shard.shards  # a shard the key gave up carries the count it has now
         if shard.share is not None:
             self._note_limited(key, self._engine.clock.now_ms())
         return shard
@@ -287,19 +289,27 @@ class LimitGate:
         place in line or in the queue of looks is (while the key still has it): each shard's line and
         queue then send back as many as its share starts, where an occurrence that came back to a
         shard at random met lines that were not its own, and the key started far below its rate. An
-        arrival reads one at random, the load spread evenly over them.
-
-        The count they are picked from is the one the last read of the key gave (every shard carries
-        it), so a change of limit applies from each worker's next read, and shard 0 is read for it
-        only by a worker that knows none: read by every worker each second, it was the key's hottest
-        item, refused most, and the occurrences refused there moved to the other shards
-        (docs/design.md, "Hot keys")."""
+        arrival reads one at random, the load spread evenly over them."""
+        now_ms = self._engine.clock.now_ms()
         with self._lock:
-            count = self._counts.get(key)
-        if held_on is not None and held_on not in tried and (count is None or held_on < count):
-            return self._engine.store.limit_shard(key, held_on)
-        if count is None:
-            return self._engine.store.limit_shard(key, 0)  # every key has a shard 0
+            known = self._counts.get(key)
+        wanted = held_on if held_on is not None and held_on not in tried else None
+        first: Shard | None = None
+        if known is None or now_ms - known[1] > SHARD_COUNT_TTL_MS:
+            first = self._engine.store.limit_shard(key, 0)
+            with self._lock:
+                self._counts[key] = (first.shards, now_ms)
+            count = first.shards
+        else:
+            count = known[0]
+        if wanted is not None and wanted < count:
+            return first if wanted == 0 and first is not None else self._engine.store.limit_shard(key, wanted)
+        if first is not None:
+            if count == 1 or (0 not in tried and random.random() < 1 / count):
+                return first
+            # Shard 0 had its one chance in `count`: the pick is among the others, so that each
+            # shard meets as many arrivals (and holds as many back) as the next.
+            tried = tried | {0}
         left = [n for n in range(count) if n not in tried] or list(range(count))
         return self._engine.store.limit_shard(key, random.choice(left))
 
