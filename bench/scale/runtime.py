@@ -53,6 +53,8 @@ class Environment:
         self.cpu_seconds = 0.0
         self.killed = False
         self.tasks: list[Task] = []
+        # What its process keeps from one invocation to the next, as a handler module's cached objects.
+        self.kept: dict[str, Any] = {}
 
 
 @dataclass(eq=False)

@@ -407,11 +407,15 @@ class World:
             self.sim.sleep(self.functions["worker"].cold_start_s(), charge=False)
         started = self.sim.time()
         deadline_ms = int((started + limits.WORKER_TIMEOUT_S.value) * 1000)
-        store = JobStore(
-            self.store._client, c.TABLE_NAME, self.clock, DueShards(self.settings.due_shards, None)
-        )
-        engine = EngineContext(store, SharedSends(*self.dispatch_args), self.clock)
-        worker = Worker(engine, self.target, "sim", sleep=self.sim.sleep)
+        worker = env.kept.get("worker")
+        if worker is None:
+            # One worker an environment, as sundial/functions/worker.py keeps one a process: what its
+            # gate remembers (a key's shard count, that a key was limited) outlives the invocation.
+            store = JobStore(
+                self.store._client, c.TABLE_NAME, self.clock, DueShards(self.settings.due_shards, None)
+            )
+            engine = EngineContext(store, SharedSends(*self.dispatch_args), self.clock)
+            worker = env.kept["worker"] = Worker(engine, self.target, "sim", sleep=self.sim.sleep)
         failed: list[Any] = []
 
         def one(message: Any) -> None:

@@ -363,6 +363,31 @@ def test_an_event_source_whose_function_is_throttled_backs_off() -> None:
 # --- Lambda: cold starts and the schedule's lateness ------------------------------------------------
 
 
+def test_an_environment_keeps_its_worker_from_one_invocation_to_the_next() -> None:
+    """Lambda runs an execution environment's invocations one after another in one process, and the
+    worker function keeps one worker a process (sundial/functions/worker.py): what its limit gate
+    remembers, a key's shard count and that the key was limited, outlives an invocation. "After the
+    function and all extensions have completed, Lambda maintains the execution environment for some
+    time in anticipation of another function invocation" (AWS Lambda Developer Guide, "Understanding
+    the Lambda execution environment lifecycle",
+    https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html)."""
+    sim, world = _world()
+    queue = world.queues[Priority.HIGH]
+    first, other = Environment(256), Environment(256)
+    kept = []
+
+    def invocations() -> None:
+        for env in (first, first, other):
+            world.invoke_worker(queue, [], env, cold=False)
+            kept.append(env.kept["worker"])
+
+    with green(sim):
+        sim.spawn(invocations, at=START)
+        sim.run(until=START + 1)
+    assert kept[0] is kept[1]  # the same process, the same worker
+    assert kept[2] is not kept[0]  # another environment is another process
+
+
 def test_a_cold_start_is_the_modules_import_on_a_full_vcpu_whatever_the_memory() -> None:
     """Serverless Land (AWS), Effectively running Java on Serverless, Utilize initialization phase
     (https://serverlessland.com/content/service/lambda/guides/effectively-running-java-on-serverless/
