@@ -587,6 +587,30 @@ def test_an_arrival_whose_shard_read_is_throttled_is_held_back_without_it(
     assert fence(engine, again).status is JobStatus.RUNNING
 
 
+def test_a_take_applied_whose_read_after_is_refused_starts_its_job_not_holds_it(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    """A transaction answers no item, so the fence reads the job after it; a throttle of that read
+    is no refused take: the retry recognises its own applied fence, where a hold would find the job
+    running, drop the delivery, and leave the attempt to be reclaimed as lost."""
+    limit(engine, per_second=1, burst=2)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])  # this worker has seen the key limited; one token is left
+    real_get, reads = engine.store.get, [0]
+
+    def refused_once(job_id: str) -> Job:
+        reads[0] += 1
+        return _throttle() if reads[0] == 1 else real_get(job_id)
+
+    monkeypatch.setattr(engine.store, "get", refused_once)
+    started = fence(engine, messages[ids[1]])
+    monkeypatch.undo()
+
+    assert reads[0] == 1 and started.status is JobStatus.RUNNING and started.attempt == 1
+    assert engine.store.get(ids[1]).token == messages[ids[1]].token
+
+
 def test_a_throttled_read_of_a_key_this_worker_never_saw_limited_is_ridden_out(
     engine: Engine, monkeypatch: Any
 ) -> None:

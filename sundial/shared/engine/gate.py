@@ -41,6 +41,8 @@ TAKE_LOCKS = 256
 # out kept the shard's partition saturated with their retries, and those that ran out of patience
 # all came back together when their messages' visibility ended.
 LIMITED_MEMORY_MS = 60 * SECOND_MS
+# The calls that make the fence: a throttle of one of them refused the fence whole.
+FENCE_WRITES = frozenset({"TransactWriteItems", "UpdateItem"})
 # The deliveries whose take failed without an answer (it may have been applied) that a process
 # remembers: such a delivery never holds without a read, which would take its own fence for
 # another's.
@@ -276,8 +278,12 @@ class LimitGate:
                 queued_lease=_queued_lease(message, now_ms) if take is not None else None,
             )
         except (ClientError, BotoCoreError) as error:
-            if throttled(error):
-                raise  # refused whole: nothing was written
+            if isinstance(error, ClientError) and throttled(error) and error.operation_name in FENCE_WRITES:
+                raise  # the write refused whole: nothing was written
+            # Else it may have been applied: the read after an applied transaction (a transaction
+            # answers no item) is refused by a throttle too, and taken for a refused take, its
+            # occurrence was held back, its job found running and its delivery dropped, with no
+            # one to run the attempt until the tick reclaimed it as lost.
             with self._lock:
                 self._unsure[delivery_id] = None
                 if len(self._unsure) > UNSURE_KEPT:
