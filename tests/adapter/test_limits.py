@@ -587,6 +587,37 @@ def test_an_arrival_whose_shard_read_is_throttled_is_held_back_without_it(
     assert fence(engine, again).status is JobStatus.RUNNING
 
 
+def test_an_arrival_whose_take_a_hot_shard_refuses_is_held_back_not_failed(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=1, burst=2)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])  # this worker has seen the key limited; a token is left
+    shard_before = engine.store.limit_shard(KEY, 0)
+    now = engine.clock.now_ms()
+    real_transact, transactions = engine.store._client.transact_write_items, [0]
+
+    def refused(**request: Any) -> Any:
+        transactions[0] += 1
+        error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
+        raise ClientError(error, "TransactWriteItems")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine.store._client, "transact_write_items", refused)
+    with pytest.raises(HeldBack) as held:
+        fence(engine, messages[ids[1]])
+    monkeypatch.setattr(engine.store._client, "transact_write_items", real_transact)
+
+    assert transactions[0] == 1  # not ridden out: its retries are what keeps a hot shard refusing
+    again = held.value.message
+    assert again.not_before is not None and now + SECOND <= again.not_before <= now + 2 * SECOND
+    job = engine.store.get(ids[1])
+    assert job.status is JobStatus.QUEUED and job.attempt == 0 and (job.lease_until or 0) > again.not_before
+    assert engine.store.limit_shard(KEY, 0) == shard_before  # the refused take wrote nothing
+    engine.clock.set(again.not_before)
+    assert fence(engine, again).status is JobStatus.RUNNING
+
+
 def test_a_take_applied_whose_read_after_is_refused_starts_its_job_not_holds_it(
     engine: Engine, monkeypatch: Any
 ) -> None:
@@ -609,6 +640,29 @@ def test_a_take_applied_whose_read_after_is_refused_starts_its_job_not_holds_it(
 
     assert reads[0] == 1 and started.status is JobStatus.RUNNING and started.attempt == 1
     assert engine.store.get(ids[1]).token == messages[ids[1]].token
+
+
+def test_a_hold_whose_look_at_the_job_is_refused_still_sends_it_back(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=1, burst=1)
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    fence(engine, messages[ids[0]])  # the key's one token
+    with pytest.raises(HeldBack) as first:
+        fence(engine, messages[ids[1]])
+    lease = engine.store.get(ids[1]).lease_until
+
+    monkeypatch.setattr(engine.store, "get", _throttle)  # the table refuses the job's read
+    with pytest.raises(HeldBack) as second:  # its lease still covers the wait: a read, no write
+        fence(engine, first.value.message)
+    monkeypatch.undo()
+
+    assert second.value.message.holds == 2
+    job = engine.store.get(ids[1])
+    assert job.status is JobStatus.QUEUED and job.attempt == 0 and job.lease_until == lease
+    engine.clock.set((second.value.message.not_before or 0) + SECOND)
+    assert fence(engine, second.value.message).status is JobStatus.RUNNING
 
 
 def test_a_throttled_read_of_a_key_this_worker_never_saw_limited_is_ridden_out(

@@ -166,6 +166,21 @@ class LimitGate:
 
     def _take_from(
         self, message: JobMessage, worker: str, delivery_id: str, now_ms: int, take: SlotTake
+    ) -> Job | tuple[None, None]:
+        """The fence with `take`, or (None, None) when a hot shard refused it whole: the arrival is
+        then held back as one whose read was refused is (`_holds_unread`). Ridden out, the retries of
+        such takes kept the shard's partition saturated, and a take still refused when the fence's
+        patience ran out failed its delivery, which came back a lease later: at the `make scale`
+        limit goal, 355 of them, the last called 60 s after every other occurrence."""
+        try:
+            return self._take_or_restart(message, worker, delivery_id, now_ms, take)
+        except ClientError as error:
+            if not self._holds_unread(take.shard.key, delivery_id, error):
+                raise
+            return None, None
+
+    def _take_or_restart(
+        self, message: JobMessage, worker: str, delivery_id: str, now_ms: int, take: SlotTake
     ) -> Job:
         """The fence with `take`. A take that found the shard's bucket full sets `rate_at` from now,
         on the condition that it has passed: of the takes side by side that read it full, one does,

@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sundial.shared import lifecycle
 from sundial.shared.dispatch import JobMessage
 from sundial.shared.engine.context import EngineContext
+from sundial.shared.engine.patience import throttled
 from sundial.shared.errors import StaleDelivery
 from sundial.shared.limits import Admission, Booking, booked
 from sundial.shared.limits.gate import HOLD_MAX_MS, bounded_delay_ms
@@ -63,8 +64,16 @@ class LimitHolds:
 
     def _still_waiting(self, message: JobMessage) -> None:
         """A read, not a write, when the lease still covers the wait: the job must still wait under
-        this delivery's token."""
-        job = self._engine.store.get(message.job_id)
+        this delivery's token. A read the table refuses (a throttle) passes: the message goes back
+        as if it had, and its next look, or its fence, drops it if the job has moved on. Ridden out,
+        such reads failed their deliveries after the fence's patience, and each came back a lease
+        later."""
+        try:
+            job = self._engine.store.get(message.job_id)
+        except ClientError as error:
+            if not throttled(error):
+                raise
+            return
         if job.status not in FENCED_FROM or job.token != message.token or job.limit_key != message.limit_key:
             raise StaleDelivery(f"job '{message.job_id}' no longer waits for this delivery", current=job)
 
