@@ -264,11 +264,16 @@ def main() -> None:
     parser.add_argument("--only", action="append")
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--out", type=Path, help="a directory for each scenario's JSON report")
+    parser.add_argument(
+        "--seed", type=int, help="another seed than each scenario's own: a figure one seed gives may be luck"
+    )
     args = parser.parse_args()
     for goal in goals():
         if args.only and goal.name not in args.only:
             continue
         scenario = scaled(goal.scenario, args.scale)
+        if args.seed is not None:
+            scenario = replace(scenario, seed=args.seed)
         # The machine's other work stretches the wall time; the model's own CPU does not.
         report = run_apart(scenario)
         if args.out:
