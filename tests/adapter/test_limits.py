@@ -755,6 +755,34 @@ def test_an_occurrence_held_back_on_one_shard_looks_again_on_that_shard_where_it
     assert shards[1].rate_at == start + 10  # untouched since the first start took its token
 
 
+def test_an_occurrence_held_on_a_shard_reads_that_shard_alone_for_the_count_too(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    limit(engine, per_second=200, burst=1)  # two shards, one token each
+    start = engine.clock.now_ms()
+    ids = [create(engine) for _ in range(4)]
+    messages = messages_of(engine, *ids)
+    monkeypatch.setattr(gate.random, "random", lambda: 0.99)
+    monkeypatch.setattr(gate.random, "choice", min)  # shard 1 after shard 0
+    fence(engine, messages[ids[0]])
+    fence(engine, messages[ids[1]])
+    with pytest.raises(HeldBack) as held:
+        fence(engine, messages[ids[2]])
+    assert held.value.message.held_on == 1
+    engine.clock.set(start + 5 * SECOND)  # the count this worker read is long out of date
+    real_read, read = engine.store.limit_shard, []
+
+    def counted(key: str, number: int) -> Any:
+        read.append(number)
+        return real_read(key, number)
+
+    monkeypatch.setattr(engine.store, "limit_shard", counted)
+    assert fence(engine, held.value.message).status is JobStatus.RUNNING
+    assert read == [1]  # its own shard gave the count: shard 0 is read by arrivals alone
+    assert fence(engine, messages[ids[3]]).status is JobStatus.RUNNING
+    assert read == [1, 0]  # an arrival within the count's second picks at once, from what shard 1 said
+
+
 def test_an_occurrence_held_on_a_shard_the_key_gave_up_looks_again_on_one_it_has(
     engine: Engine, monkeypatch: Any
 ) -> None:

@@ -170,8 +170,8 @@ class LimitGate:
         """The fence with `take`, or (None, None) when a hot shard refused it whole: the arrival is
         then held back as one whose read was refused is (`_holds_unread`). Ridden out, the retries of
         such takes kept the shard's partition saturated, and a take still refused when the fence's
-        patience ran out failed its delivery, which came back a lease later: at the `make scale`
-        limit goal, 355 of them, the last called 60 s after every other occurrence."""
+        patience ran out failed its delivery, which came back a lease later (docs/design.md, "A
+        shard that refuses a read or a take")."""
         try:
             return self._take_or_restart(message, worker, delivery_id, now_ms, take)
         except ClientError as error:
@@ -228,6 +228,10 @@ class LimitGate:
         if shard.share is not None:
             self._note_limited(key, self._engine.clock.now_ms())
         return shard
+
+    def _note_count(self, key: str, count: int, now_ms: int) -> None:
+        with self._lock:
+            self._counts[key] = (count, now_ms)
 
     def _is_unsure(self, delivery_id: str) -> bool:
         with self._lock:
@@ -314,17 +318,22 @@ class LimitGate:
         now_ms = self._engine.clock.now_ms()
         with self._lock:
             known = self._counts.get(key)
+        count = known[0] if known is not None and now_ms - known[1] <= SHARD_COUNT_TTL_MS else None
         wanted = held_on if held_on is not None and held_on not in tried else None
+        if wanted is not None and (count is None or wanted < count):
+            # Each shard holds the key's count (a change of limit writes them all in one transaction),
+            # so its own read stands in for shard 0's: read by every worker each second for the
+            # count, shard 0's partition refused four times the reads the others did.
+            held = self._engine.store.limit_shard(key, wanted)
+            self._note_count(key, held.shards, now_ms)
+            if wanted < held.shards:
+                return held
+            tried, count = tried | {wanted}, held.shards  # the key has fewer shards now
         first: Shard | None = None
-        if known is None or now_ms - known[1] > SHARD_COUNT_TTL_MS:
+        if count is None:
             first = self._engine.store.limit_shard(key, 0)
-            with self._lock:
-                self._counts[key] = (first.shards, now_ms)
+            self._note_count(key, first.shards, now_ms)
             count = first.shards
-        else:
-            count = known[0]
-        if wanted is not None and wanted < count:
-            return first if wanted == 0 and first is not None else self._engine.store.limit_shard(key, wanted)
         if first is not None:
             if count == 1 or (0 not in tried and random.random() < 1 / count):
                 return first
