@@ -537,6 +537,31 @@ def test_an_arrival_delivered_later_than_a_booking_window_waits_in_line_rather_t
     assert ids[2] in engine.store.limit_shard(KEY, 0).state.waiters  # its place in line instead
 
 
+def test_occurrences_whose_instant_came_with_no_token_left_to_book_take_their_next_instants(
+    engine: Engine,
+) -> None:
+    limit(engine, per_second=2, burst=2)
+    ids = [create(engine) for _ in range(2 + 6 + WAITERS_KEPT + 2)]
+    messages = messages_of(engine, *ids)
+    for job_id in ids[:-2]:  # two start, six book the horizon full, and the line keeps the rest
+        with contextlib.suppress(HeldBack):
+            fence(engine, messages[job_id])
+    assert len(engine.store.limit_shard(KEY, 0).state.waiters) == WAITERS_KEPT
+    now = engine.clock.now_ms()
+    came = {"looks_at": now - SECOND, "held_on": 0, "held_since": now - 5 * SECOND, "holds": 3}
+
+    again = []
+    for job_id in ids[-2:]:
+        with pytest.raises(HeldBack) as held:
+            fence(engine, messages[job_id].model_copy(update=came))
+        again.append(held.value.message)
+    # Each takes the next instant of the queue of looks, one start apart, rather than look again as
+    # soon as a token might be free, when every other such occurrence would look too.
+    assert all(m.booking is None and m.looks_at is not None and m.looks_at > now for m in again)
+    assert again[1].looks_at - again[0].looks_at == 500  # type: ignore[operator]
+    assert again[0].not_before == again[0].looks_at
+
+
 def test_a_booking_whose_window_has_passed_is_not_used(engine: Engine) -> None:
     before = engine.clock.now_ms()
     _, again = _booked_one(engine, per_second=2, burst=2)
