@@ -780,11 +780,10 @@ def test_an_occurrence_held_back_on_one_shard_looks_again_on_that_shard_where_it
     assert shards[1].rate_at == start + 10  # untouched since the first start took its token
 
 
-def test_an_occurrence_held_on_a_shard_reads_that_shard_alone_for_the_count_too(
-    engine: Engine, monkeypatch: Any
-) -> None:
-    limit(engine, per_second=200, burst=1)  # two shards, one token each
-    start = engine.clock.now_ms()
+def _held_on_shard_1(engine: Engine, monkeypatch: Any) -> tuple[LimitService, JobMessage, JobMessage]:
+    """On a key of two shards with one token each, two starts and a third held back on shard 1: the
+    limit, the held-back message, and a fourth job's first."""
+    service = limit(engine, per_second=200, burst=1)
     ids = [create(engine) for _ in range(4)]
     messages = messages_of(engine, *ids)
     monkeypatch.setattr(gate.random, "random", lambda: 0.99)
@@ -794,6 +793,14 @@ def test_an_occurrence_held_on_a_shard_reads_that_shard_alone_for_the_count_too(
     with pytest.raises(HeldBack) as held:
         fence(engine, messages[ids[2]])
     assert held.value.message.held_on == 1
+    return service, held.value.message, messages[ids[3]]
+
+
+def test_an_occurrence_held_on_a_shard_reads_that_shard_alone_for_the_count_too(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    start = engine.clock.now_ms()
+    _, again, arrival = _held_on_shard_1(engine, monkeypatch)
     engine.clock.set(start + 5 * SECOND)  # the count this worker read is long out of date
     real_read, read = engine.store.limit_shard, []
 
@@ -802,30 +809,21 @@ def test_an_occurrence_held_on_a_shard_reads_that_shard_alone_for_the_count_too(
         return real_read(key, number)
 
     monkeypatch.setattr(engine.store, "limit_shard", counted)
-    assert fence(engine, held.value.message).status is JobStatus.RUNNING
+    assert fence(engine, again).status is JobStatus.RUNNING
     assert read == [1]  # its own shard gave the count: shard 0 is read by arrivals alone
-    assert fence(engine, messages[ids[3]]).status is JobStatus.RUNNING
+    assert fence(engine, arrival).status is JobStatus.RUNNING
     assert read == [1, 0]  # an arrival within the count's second picks at once, from what shard 1 said
 
 
 def test_an_occurrence_held_on_a_shard_the_key_gave_up_looks_again_on_one_it_has(
     engine: Engine, monkeypatch: Any
 ) -> None:
-    service = limit(engine, per_second=200, burst=1)  # two shards, one token each
-    ids = [create(engine) for _ in range(4)]
-    messages = messages_of(engine, *ids)
-    monkeypatch.setattr(gate.random, "random", lambda: 0.99)
-    monkeypatch.setattr(gate.random, "choice", min)  # shard 1 after shard 0
-    fence(engine, messages[ids[0]])
-    fence(engine, messages[ids[1]])
-    with pytest.raises(HeldBack) as held:
-        fence(engine, messages[ids[2]])
-    assert held.value.message.held_on == 1
+    service, again, arrival = _held_on_shard_1(engine, monkeypatch)
     service.put(KEY, LimitPut.model_validate({"max_concurrent": 1}))  # one shard, its slot free
 
-    assert fence(engine, held.value.message).status is JobStatus.RUNNING  # on shard 0, not unlimited
+    assert fence(engine, again).status is JobStatus.RUNNING  # on shard 0, not unlimited
     with pytest.raises(HeldBack) as after:
-        fence(engine, messages[ids[3]])
+        fence(engine, arrival)
     assert after.value.message.held_on == 0
 
 
