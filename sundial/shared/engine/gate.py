@@ -323,7 +323,7 @@ class LimitGate:
         if wanted is not None and (count is None or wanted < count):
             # Each shard holds the key's count (a change of limit writes them all in one transaction),
             # so its own read stands in for shard 0's: read by every worker each second for the
-            # count, shard 0's partition refused four times the reads the others did.
+            # count, shard 0's partition refused about five times the reads the others did.
             held = self._engine.store.limit_shard(key, wanted)
             self._note_count(key, held.shards, now_ms)
             if wanted < held.shards:
