@@ -815,6 +815,28 @@ def test_an_occurrence_held_on_a_shard_reads_that_shard_alone_for_the_count_too(
     assert read == [1, 0]  # an arrival within the count's second picks at once, from what shard 1 said
 
 
+def test_an_arrival_whose_count_is_out_of_date_reads_one_shard_for_it_not_shard_0_first(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    start = engine.clock.now_ms()
+    limit(engine, per_second=300)  # three shards
+    ids = [create(engine) for _ in range(2)]
+    messages = messages_of(engine, *ids)
+    monkeypatch.setattr(gate.random, "random", lambda: 0.99)
+    monkeypatch.setattr(gate.random, "choice", max)
+    assert fence(engine, messages[ids[0]]).status is JobStatus.RUNNING  # this worker learns the count
+    engine.clock.set(start + 5 * SECOND)  # and it is long out of date
+    real_read, read = engine.store.limit_shard, []
+
+    def counted(key: str, number: int) -> Any:
+        read.append(number)
+        return real_read(key, number)
+
+    monkeypatch.setattr(engine.store, "limit_shard", counted)
+    assert fence(engine, messages[ids[1]]).status is JobStatus.RUNNING
+    assert read == [2]  # any shard tells the count: shard 0 for it, then another, were two reads
+
+
 def test_an_occurrence_held_on_a_shard_the_key_gave_up_looks_again_on_one_it_has(
     engine: Engine, monkeypatch: Any
 ) -> None:

@@ -320,6 +320,10 @@ class LimitGate:
             known = self._counts.get(key)
         count = known[0] if known is not None and now_ms - known[1] <= SHARD_COUNT_TTL_MS else None
         wanted = held_on if held_on is not None and held_on not in tried else None
+        if wanted is None and count is None and known is not None:
+            # A count this process read before, likely still the key's: a shard picked from it
+            # tells the count afresh, where shard 0 for it and then another were two reads.
+            wanted = random.choice([n for n in range(known[0]) if n not in tried] or list(range(known[0])))
         if wanted is not None and (count is None or wanted < count):
             # Each shard holds the key's count (a change of limit writes them all in one transaction),
             # so its own read stands in for shard 0's: read by every worker each second for the
