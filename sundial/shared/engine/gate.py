@@ -323,11 +323,11 @@ class LimitGate:
         if wanted is None and count is None and known is not None:
             # A count this process read before, likely still the key's: a shard picked from it
             # tells the count afresh, where shard 0 for it and then another were two reads.
-            wanted = random.choice([n for n in range(known[0]) if n not in tried] or list(range(known[0])))
+            wanted = random.choice(_untried(known[0], tried))
         if wanted is not None and (count is None or wanted < count):
             # Each shard holds the key's count (a change of limit writes them all in one transaction),
-            # so its own read stands in for shard 0's: read by every worker each second for the
-            # count, shard 0's partition refused about five times the reads the others did.
+            # so its own read stands in for shard 0's, whose partition every worker's count read
+            # made the hottest (docs/design.md, "Hot keys").
             held = self._engine.store.limit_shard(key, wanted)
             self._note_count(key, held.shards, now_ms)
             if wanted < held.shards:
@@ -344,8 +344,12 @@ class LimitGate:
             # Shard 0 had its one chance in `count`: the pick is among the others, so that each
             # shard meets as many arrivals (and holds as many back) as the next.
             tried = tried | {0}
-        left = [n for n in range(count) if n not in tried] or list(range(count))
-        return self._engine.store.limit_shard(key, random.choice(left))
+        return self._engine.store.limit_shard(key, random.choice(_untried(count, tried)))
+
+
+def _untried(count: int, tried: set[int]) -> list[int]:
+    """The shards of a key of `count` not tried yet, or all of them once every one was."""
+    return [n for n in range(count) if n not in tried] or list(range(count))
 
 
 __all__ = ["HeldBack", "HoldFailed", "LimitGate"]

@@ -269,11 +269,9 @@ def admit(
     # Beyond the line for the first time, or its instant came and the horizon had no token left to
     # book: its turn to book is its next instant in the queue of looks, so that those waiting there
     # book in the order they came, not every one of a burst at once. One whose instant came books
-    # first if the horizon has a token (`book_ceiling`), and takes a new instant only if it has none.
-    # Left to look again as soon as the next token would be free, such occurrences came back faster
-    # than the key started them: at the `make scale` limit goal, some 15,000 looked every three to
-    # five seconds, and behind the reads they queued, the tokens booked meanwhile came back past
-    # their windows.
+    # first if the horizon has a token (`book_ceiling`), and takes a new instant only if it has none:
+    # left to look again as soon as the next token would be free, such occurrences came back
+    # together and faster than the key started them (docs/design.md, "Holding back").
     booking = book if looks_at is not None else None
     spacing = _start_spacing_ms(share, state)
     return Admission(False, behind_line, None, (), expired, spacing, now_ms + behind_line, ahead + 1, booking)
